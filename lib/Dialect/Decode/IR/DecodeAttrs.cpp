@@ -1,0 +1,75 @@
+//===- DecodeAttrs.cpp - decode dialect attributes ------------------------===//
+
+#include "fdc/Dialect/Decode/IR/Decode.h"
+
+#include "mlir/IR/DialectImplementation.h"
+
+using namespace mlir;
+using namespace fdc::decode;
+
+// #decode.softmax<online>
+// #decode.softmax<unified_max, phi = 0.0, lo = -20.0, hi = 20.0>
+Attribute SoftmaxAttr::parse(AsmParser &parser, Type) {
+  StringRef keyword;
+  if (parser.parseLess() || parser.parseKeyword(&keyword))
+    return {};
+  std::optional<SoftmaxScheme> scheme = symbolizeSoftmaxScheme(keyword);
+  if (!scheme) {
+    parser.emitError(parser.getCurrentLocation())
+        << "unknown softmax scheme '" << keyword
+        << "'; expected 'online' or 'unified_max'";
+    return {};
+  }
+  FloatAttr phi, lo, hi;
+  if (*scheme == SoftmaxScheme::unified_max) {
+    Type f32 = parser.getBuilder().getF32Type();
+    auto parseField = [&](StringRef name, FloatAttr &value) {
+      double number;
+      if (parser.parseComma() || parser.parseKeyword(name) ||
+          parser.parseEqual() || parser.parseFloat(number))
+        return failure();
+      value = FloatAttr::get(f32, number);
+      return success();
+    };
+    if (failed(parseField("phi", phi)) || failed(parseField("lo", lo)) ||
+        failed(parseField("hi", hi)))
+      return {};
+  }
+  if (parser.parseGreater())
+    return {};
+  return getChecked([&] { return parser.emitError(parser.getNameLoc()); },
+                    parser.getContext(), *scheme, phi, lo, hi);
+}
+
+void SoftmaxAttr::print(AsmPrinter &printer) const {
+  printer << "<" << stringifySoftmaxScheme(getScheme());
+  if (getScheme() == SoftmaxScheme::unified_max) {
+    printer << ", phi = ";
+    printer.printFloat(getPhi().getValue());
+    printer << ", lo = ";
+    printer.printFloat(getLo().getValue());
+    printer << ", hi = ";
+    printer.printFloat(getHi().getValue());
+  }
+  printer << ">";
+}
+
+LogicalResult SoftmaxAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                  SoftmaxScheme scheme, FloatAttr phi,
+                                  FloatAttr lo, FloatAttr hi) {
+  if (scheme == SoftmaxScheme::online) {
+    if (phi || lo || hi)
+      return emitError() << "#decode.softmax<online> takes no phi/lo/hi";
+    return success();
+  }
+  if (!phi || !lo || !hi)
+    return emitError() << "#decode.softmax<unified_max> needs phi, lo and hi";
+  double l = lo.getValueAsDouble(), h = hi.getValueAsDouble();
+  if (!(l < h))
+    return emitError() << "#decode.softmax<unified_max> needs lo < hi, got lo = "
+                       << l << ", hi = " << h;
+  if (h > 88.0)
+    return emitError() << "#decode.softmax<unified_max> hi = " << h
+                       << " overflows exp() in f32 (must be <= 88)";
+  return success();
+}

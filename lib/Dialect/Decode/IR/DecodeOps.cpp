@@ -1,0 +1,463 @@
+//===- DecodeOps.cpp - decode dialect operations --------------------------===//
+//
+// Verifiers. Every message names the offending dimension and both values, so
+// a user can find the mismatch in a model without reading the verifier.
+//
+//===----------------------------------------------------------------------===//
+
+#include "fdc/Dialect/Decode/IR/Decode.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/OpImplementation.h"
+
+using namespace mlir;
+using namespace fdc::decode;
+
+/// Parses `weight-type (, bias-type)? (, residual-type)?`: one type per
+/// optional operand that is present, in operand order.
+static ParseResult parseWeightAndOptionalTypes(
+    OpAsmParser &parser, Type &weightType,
+    std::optional<OpAsmParser::UnresolvedOperand> first,
+    std::optional<OpAsmParser::UnresolvedOperand> second, Type &firstType,
+    Type &secondType) {
+  if (parser.parseType(weightType))
+    return failure();
+  if (first && (parser.parseComma() || parser.parseType(firstType)))
+    return failure();
+  if (second && (parser.parseComma() || parser.parseType(secondType)))
+    return failure();
+  return success();
+}
+
+static void printWeightAndOptionalTypes(OpAsmPrinter &printer, Operation *,
+                                        Type weightType, Value first,
+                                        Value second, Type firstType,
+                                        Type secondType) {
+  printer << weightType;
+  if (first)
+    printer << ", " << firstType;
+  if (second)
+    printer << ", " << secondType;
+}
+
+#define GET_OP_CLASSES
+#include "fdc/Dialect/Decode/IR/DecodeOps.cpp.inc"
+
+ArrayRef<StringRef> fdc::decode::getStepArgumentNames() {
+  static const StringRef names[] = {"tokens",      "positions", "slots",
+                                    "temperature", "top_k",     "top_p",
+                                    "uniform",     "cache"};
+  return names;
+}
+
+namespace {
+/// Two dimensions agree when either is dynamic or both are equal.
+bool dimsAgree(int64_t a, int64_t b) {
+  return ShapedType::isDynamic(a) || ShapedType::isDynamic(b) || a == b;
+}
+
+std::string dimString(int64_t dim) {
+  return ShapedType::isDynamic(dim) ? "?" : std::to_string(dim);
+}
+
+LogicalResult checkRank(Operation *op, StringRef what, RankedTensorType type,
+                        int64_t rank, StringRef layout) {
+  if (type.getRank() != rank)
+    return op->emitOpError() << what << " must be rank " << rank << " "
+                             << layout << ", got " << type;
+  return success();
+}
+
+LogicalResult checkDim(Operation *op, StringRef what, int64_t actual,
+                       StringRef other, int64_t expected) {
+  if (!dimsAgree(actual, expected))
+    return op->emitOpError()
+           << what << " = " << dimString(actual) << " does not match " << other
+           << " = " << dimString(expected);
+  return success();
+}
+
+/// The batch dimension of every per-sequence value must be dynamic: one
+/// compiled step serves any batch size.
+LogicalResult checkBatchDim(Operation *op, StringRef what,
+                            RankedTensorType type) {
+  if (!type.isDynamicDim(0))
+    return op->emitOpError() << what << " batch dimension must be dynamic "
+                             << "('?'), got " << type;
+  return success();
+}
+
+RankedTensorType vectorType(MLIRContext *ctx, Type elementType) {
+  return RankedTensorType::get({ShapedType::kDynamic}, elementType);
+}
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// ModelOp
+//===----------------------------------------------------------------------===//
+
+func::FuncOp ModelOp::getStepFunction() {
+  return dyn_cast_or_null<func::FuncOp>(lookupSymbol("step"));
+}
+
+LogicalResult ModelOp::verifyRegions() {
+  for (Operation &op : getBody().front()) {
+    if (!isa<WeightOp, func::FuncOp>(op))
+      return op.emitOpError()
+             << "is not allowed directly in 'decode.model' (only "
+                "'decode.weight' and 'func.func' are)";
+  }
+  func::FuncOp step = getStepFunction();
+  if (!step)
+    return emitOpError() << "has no step function ('func.func @step')";
+  if (step.isExternal())
+    return step.emitOpError() << "step function must have a body";
+
+  MLIRContext *ctx = getContext();
+  Type i32 = IntegerType::get(ctx, 32), f32 = Float32Type::get(ctx);
+  FunctionType fnType = step.getFunctionType();
+  ArrayRef<StringRef> names = getStepArgumentNames();
+  if (fnType.getNumInputs() != names.size())
+    return step.emitOpError()
+           << "step function must take " << names.size()
+           << " arguments (tokens, positions, slots, temperature, top_k, "
+              "top_p, uniform, cache), got "
+           << fnType.getNumInputs();
+  Type expected[] = {vectorType(ctx, i32), vectorType(ctx, i32),
+                     vectorType(ctx, i32), vectorType(ctx, f32),
+                     vectorType(ctx, i32), vectorType(ctx, f32),
+                     vectorType(ctx, f32)};
+  for (auto [index, type] : llvm::enumerate(expected)) {
+    if (fnType.getInput(index) != type)
+      return step.emitOpError()
+             << "step argument #" << index << " (" << names[index]
+             << ") must be " << type << ", got " << fnType.getInput(index);
+  }
+  auto cacheType = dyn_cast<KVCacheType>(fnType.getInput(7));
+  if (!cacheType)
+    return step.emitOpError()
+           << "step argument #7 (cache) must be a !decode.kv_cache, got "
+           << fnType.getInput(7);
+
+  if (fnType.getNumResults() != 3)
+    return step.emitOpError() << "step function must return (logits, "
+                                 "next_tokens, cache), got "
+                              << fnType.getNumResults() << " results";
+  auto logits = dyn_cast<RankedTensorType>(fnType.getResult(0));
+  if (!logits || logits.getRank() != 2 || !logits.isDynamicDim(0) ||
+      logits.isDynamicDim(1) || !logits.getElementType().isF32())
+    return step.emitOpError()
+           << "step result #0 (logits) must be tensor<?xVxf32>, got "
+           << fnType.getResult(0);
+  if (fnType.getResult(1) != vectorType(ctx, i32))
+    return step.emitOpError()
+           << "step result #1 (next_tokens) must be tensor<?xi32>, got "
+           << fnType.getResult(1);
+  if (fnType.getResult(2) != cacheType)
+    return step.emitOpError()
+           << "step result #2 (cache) must have the argument's type "
+           << cacheType << ", got " << fnType.getResult(2);
+  if (auto vocab = getConfig().getAs<IntegerAttr>("vocab_size")) {
+    if (vocab.getInt() != logits.getDimSize(1))
+      return step.emitOpError()
+             << "logits width " << logits.getDimSize(1)
+             << " does not match config vocab_size = " << vocab.getInt();
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// WeightOp / WeightRefOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult WeightOp::verify() {
+  Type type = getType();
+  if (auto tensor = dyn_cast<RankedTensorType>(type)) {
+    if (!tensor.hasStaticShape())
+      return emitOpError() << "weight @" << getSymName()
+                           << " must have a static shape, got " << type;
+    Type element = tensor.getElementType();
+    if (!element.isF32() && !element.isF16() && !element.isBF16())
+      return emitOpError() << "weight @" << getSymName()
+                           << " element type must be f32, f16 or bf16, got "
+                           << element;
+  } else if (!isa<QuantTensorType, TiledCSLType>(type)) {
+    return emitOpError() << "weight @" << getSymName()
+                         << " must be a tensor, !decode.qtensor or "
+                            "!decode.tiled_csl, got "
+                         << type;
+  }
+  if (std::optional<ArrayAttr> sources = getSources()) {
+    if (sources->empty())
+      return emitOpError() << "weight @" << getSymName()
+                           << " concatenates no sources";
+    if (!isa<RankedTensorType>(type))
+      return emitOpError() << "weight @" << getSymName()
+                           << ": concat sources need a dense tensor type";
+  }
+  return success();
+}
+
+LogicalResult
+WeightRefOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  auto model = (*this)->getParentOfType<ModelOp>();
+  if (!model)
+    return emitOpError() << "must be inside a 'decode.model'";
+  auto weight =
+      symbolTable.lookupNearestSymbolFrom<WeightOp>(model, getNameAttr());
+  if (!weight)
+    return emitOpError() << "references undeclared weight " << getNameAttr();
+  if (weight.getType() != getType())
+    return emitOpError() << "type " << getType() << " does not match weight "
+                         << getNameAttr() << " declared as "
+                         << weight.getType();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// EmbeddingOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult EmbeddingOp::verify() {
+  auto table = getTable().getType();
+  auto tokens = cast<RankedTensorType>(getTokens().getType());
+  auto result = getResult().getType();
+  if (failed(checkRank(*this, "table", table, 2, "[vocab, hidden]")) ||
+      failed(checkRank(*this, "tokens", tokens, 1, "[M]")) ||
+      failed(checkRank(*this, "result", result, 2, "[M, hidden]")))
+    return failure();
+  if (result.getElementType() != table.getElementType())
+    return emitOpError() << "result element type " << result.getElementType()
+                         << " does not match table element type "
+                         << table.getElementType();
+  if (failed(checkDim(*this, "result batch dimension M", result.getDimSize(0),
+                      "tokens dimension M", tokens.getDimSize(0))) ||
+      failed(checkDim(*this, "result hidden dimension", result.getDimSize(1),
+                      "table hidden dimension", table.getDimSize(1))))
+    return failure();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// RMSNormOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult RMSNormOp::verify() {
+  auto input = getInput().getType();
+  auto weight = getWeight().getType();
+  if (failed(checkRank(*this, "input", input, 2, "[M, hidden]")) ||
+      failed(checkRank(*this, "weight", weight, 1, "[hidden]")))
+    return failure();
+  if (getResult().getType() != input)
+    return emitOpError() << "result type " << getResult().getType()
+                         << " must equal input type " << input;
+  if (failed(checkDim(*this, "weight dimension", weight.getDimSize(0),
+                      "input hidden dimension", input.getDimSize(1))))
+    return failure();
+  if (getEps().convertToFloat() <= 0.0f)
+    return emitOpError() << "eps must be positive, got "
+                         << getEps().convertToFloat();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// LinearOp / SparseLinearOp
+//===----------------------------------------------------------------------===//
+
+namespace {
+LogicalResult verifyLinearShapes(Operation *op, RankedTensorType input,
+                                 ArrayRef<int64_t> weightShape,
+                                 RankedTensorType result, int64_t outputN) {
+  if (failed(checkRank(op, "input", input, 2, "[M, K]")) ||
+      failed(checkRank(op, "result", result, 2, "[M, N]")))
+    return failure();
+  if (failed(checkDim(op, "input dimension K", input.getDimSize(1),
+                      "weight dimension K", weightShape[1])) ||
+      failed(checkDim(op, "result batch dimension M", result.getDimSize(0),
+                      "input batch dimension M", input.getDimSize(0))) ||
+      failed(checkDim(op, "result dimension N", result.getDimSize(1),
+                      "the weight's output dimension N", outputN)))
+    return failure();
+  Type out = result.getElementType();
+  if (out != input.getElementType() && !out.isF32())
+    return op->emitOpError()
+           << "result element type " << out << " must be the input's ("
+           << input.getElementType() << ") or f32";
+  return success();
+}
+} // namespace
+
+LogicalResult LinearOp::verify() {
+  ArrayRef<int64_t> weightShape;
+  if (auto dense = dyn_cast<RankedTensorType>(getWeight().getType())) {
+    if (failed(checkRank(*this, "weight", dense, 2, "[N, K]")))
+      return failure();
+    weightShape = dense.getShape();
+  } else {
+    weightShape = cast<QuantTensorType>(getWeight().getType()).getShape();
+  }
+  int64_t n = weightShape[0];
+  if (getActivation() == Activation::silu_gate_up) {
+    if (!ShapedType::isDynamic(n) && n % 2 != 0)
+      return emitOpError() << "silu_gate_up needs an even weight dimension N "
+                              "(gate rows then up rows), got N = "
+                           << n;
+    n = ShapedType::isDynamic(n) ? n : n / 2;
+  }
+  auto result = getResult().getType();
+  if (failed(verifyLinearShapes(*this, getInput().getType(), weightShape,
+                                result, n)))
+    return failure();
+  if (Value bias = getBias()) {
+    auto biasType = cast<RankedTensorType>(bias.getType());
+    if (failed(checkRank(*this, "bias", biasType, 1, "[N]")) ||
+        failed(checkDim(*this, "bias dimension", biasType.getDimSize(0),
+                        "weight dimension N", weightShape[0])))
+      return failure();
+  }
+  if (Value residual = getResidual()) {
+    if (residual.getType() != result)
+      return emitOpError() << "residual type " << residual.getType()
+                           << " must equal result type " << result;
+  }
+  return success();
+}
+
+LogicalResult SparseLinearOp::verify() {
+  auto weight = getWeight().getType();
+  if (getInput().getType().getElementType() != weight.getElementType())
+    return emitOpError() << "input element type "
+                         << getInput().getType().getElementType()
+                         << " does not match sparse weight element type "
+                         << weight.getElementType();
+  return verifyLinearShapes(*this, getInput().getType(), weight.getShape(),
+                            getResult().getType(), weight.getShape()[0]);
+}
+
+//===----------------------------------------------------------------------===//
+// RopeOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult RopeOp::verify() {
+  auto input = getInput().getType();
+  if (failed(checkRank(*this, "input", input, 3, "[M, heads, head_dim]")))
+    return failure();
+  int64_t headDim = input.getDimSize(2);
+  int64_t rotaryDim = getRotaryDim();
+  if (rotaryDim <= 0 || rotaryDim % 2 != 0)
+    return emitOpError() << "rotary_dim must be positive and even, got "
+                         << rotaryDim;
+  if (!ShapedType::isDynamic(headDim) && rotaryDim > headDim)
+    return emitOpError() << "rotary_dim " << rotaryDim
+                         << " exceeds head dimension " << headDim;
+  if (getTheta().convertToFloat() <= 1.0f)
+    return emitOpError() << "theta must be greater than 1, got "
+                         << getTheta().convertToFloat();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// KVAppendOp / AttentionOp
+//===----------------------------------------------------------------------===//
+
+namespace {
+LogicalResult verifyAgainstCache(Operation *op, StringRef what,
+                                 RankedTensorType value, KVCacheType cache,
+                                 bool isQuery) {
+  if (failed(checkRank(op, what, value, 3, "[M, heads, head_dim]")) ||
+      failed(checkBatchDim(op, what, value)))
+    return failure();
+  int64_t heads = value.getDimSize(1), headDim = value.getDimSize(2);
+  if (!dimsAgree(headDim, cache.getHeadDim()))
+    return op->emitOpError()
+           << what << " head_dim " << dimString(headDim)
+           << " does not match cache head_dim " << cache.getHeadDim();
+  if (isQuery) {
+    if (!ShapedType::isDynamic(heads) && heads % cache.getKvHeads() != 0)
+      return op->emitOpError()
+             << "query heads (" << heads << ") not divisible by cache kv heads ("
+             << cache.getKvHeads() << ")";
+  } else if (!dimsAgree(heads, cache.getKvHeads())) {
+    return op->emitOpError()
+           << what << " heads " << dimString(heads)
+           << " does not match cache kv_heads " << cache.getKvHeads();
+  }
+  Type element = cache.getElementType();
+  if (!isa<Int4Type>(element) && value.getElementType() != element)
+    return op->emitOpError() << what << " element type "
+                             << value.getElementType()
+                             << " does not match cache element type "
+                             << element;
+  return success();
+}
+
+LogicalResult verifyLayer(Operation *op, int64_t layer, KVCacheType cache) {
+  if (layer < 0 || layer >= cache.getLayers())
+    return op->emitOpError() << "layer " << layer << " is out of range for a "
+                             << "cache of " << cache.getLayers() << " layers";
+  return success();
+}
+} // namespace
+
+LogicalResult KVAppendOp::verify() {
+  KVCacheType cache = getCache().getType();
+  if (failed(verifyLayer(*this, getLayer(), cache)) ||
+      failed(verifyAgainstCache(*this, "key", getKey().getType(), cache,
+                                /*isQuery=*/false)) ||
+      failed(verifyAgainstCache(*this, "value", getValue().getType(), cache,
+                                /*isQuery=*/false)))
+    return failure();
+  if (getKey().getType() != getValue().getType())
+    return emitOpError() << "key type " << getKey().getType()
+                         << " does not match value type "
+                         << getValue().getType();
+  return success();
+}
+
+LogicalResult AttentionOp::verify() {
+  KVCacheType cache = getCache().getType();
+  if (failed(verifyLayer(*this, getLayer(), cache)) ||
+      failed(verifyAgainstCache(*this, "query", getQuery().getType(), cache,
+                                /*isQuery=*/true)))
+    return failure();
+  if (getResult().getType() != getQuery().getType())
+    return emitOpError() << "result type " << getResult().getType()
+                         << " must equal query type " << getQuery().getType();
+  if (getScale().convertToFloat() <= 0.0f)
+    return emitOpError() << "scale must be positive, got "
+                         << getScale().convertToFloat();
+  if (static_cast<int64_t>(getSplits()) < 0)
+    return emitOpError() << "splits must be 0 (auto) or positive, got "
+                         << static_cast<int64_t>(getSplits());
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// ArgmaxOp / SampleOp / AllReduceOp
+//===----------------------------------------------------------------------===//
+
+namespace {
+LogicalResult verifyLogits(Operation *op, RankedTensorType logits) {
+  if (failed(checkRank(op, "logits", logits, 2, "[M, vocab]")) ||
+      failed(checkBatchDim(op, "logits", logits)))
+    return failure();
+  if (logits.isDynamicDim(1))
+    return op->emitOpError() << "logits vocabulary dimension must be static";
+  return success();
+}
+} // namespace
+
+LogicalResult ArgmaxOp::verify() {
+  return verifyLogits(*this, getLogits().getType());
+}
+
+LogicalResult SampleOp::verify() {
+  return verifyLogits(*this, getLogits().getType());
+}
+
+LogicalResult AllReduceOp::verify() {
+  if (static_cast<int64_t>(getGroupSize()) < 1)
+    return emitOpError() << "group_size must be at least 1, got "
+                         << static_cast<int64_t>(getGroupSize());
+  return success();
+}

@@ -1,0 +1,60 @@
+"""Checkpoint -> model IR frontend.
+
+Reads config.json and the safetensors headers only (never tensor data),
+checks that every tensor the model needs is present with the expected shape
+and one supported dtype, and prints the decode.model (docs/model-ir.md).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+from .. import FdcError
+from ..checkpoint import Checkpoint
+from ..config import ModelConfig
+from .emit import Softmax, emit_model
+
+ELEMENT_TYPE = {"F32": "f32", "BF16": "bf16", "F16": "f16"}
+_SYMBOL = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+class FrontendError(FdcError):
+    pass
+
+
+def default_name(checkpoint_dir: str) -> str:
+    """The checkpoint directory's basename as a bare MLIR symbol name."""
+    base = os.path.basename(os.path.normpath(os.path.abspath(checkpoint_dir)))
+    name = re.sub(r"[^A-Za-z0-9_]", "_", base)
+    return name if _SYMBOL.fullmatch(name) else "model_" + name
+
+
+def check_tensors(ckpt: Checkpoint, cfg: ModelConfig) -> str:
+    """Check every needed tensor; return the common element type."""
+    dtype, first = None, None
+    for name, shape in cfg.tensor_shapes().items():
+        info = ckpt.tensors.get(name)
+        if info is None:
+            raise FrontendError(f"missing tensor {name!r}")
+        if info.shape != shape:
+            raise FrontendError(f"tensor {name!r} has shape {list(info.shape)}, "
+                                f"expected {list(shape)}")
+        if info.dtype not in ELEMENT_TYPE:
+            raise FrontendError(f"tensor {name!r} has unsupported dtype {info.dtype} "
+                                f"(supported: {', '.join(ELEMENT_TYPE)})")
+        if dtype is None:
+            dtype, first = info.dtype, name
+        elif info.dtype != dtype:
+            raise FrontendError(f"mixed dtypes: tensor {name!r} is {info.dtype} "
+                                f"but {first!r} is {dtype}")
+    return ELEMENT_TYPE[dtype]
+
+
+def model_ir(checkpoint_dir: str, name: str | None = None, softmax: Softmax = Softmax()) -> str:
+    name = default_name(checkpoint_dir) if name is None else name
+    if not _SYMBOL.fullmatch(name):
+        raise FrontendError(f"model name {name!r} is not of the form [A-Za-z_][A-Za-z0-9_]*")
+    ckpt = Checkpoint(checkpoint_dir)
+    cfg = ModelConfig.from_dict(ckpt.config)
+    return emit_model(cfg, check_tensors(ckpt, cfg), name, softmax)

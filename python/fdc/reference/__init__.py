@@ -1,0 +1,1 @@
+"""numpy references the compiled code is checked against."""

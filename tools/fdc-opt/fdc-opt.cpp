@@ -1,0 +1,26 @@
+//===- fdc-opt.cpp - the fdc optimizer driver -----------------------------===//
+//
+// mlir-opt with the decode dialect and fdc's passes registered beside every
+// upstream dialect and pass, for lit tests and pipeline debugging.
+//
+//===----------------------------------------------------------------------===//
+
+#include "fdc/Dialect/Decode/IR/Decode.h"
+
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/InitAllDialects.h"
+#include "mlir/InitAllExtensions.h"
+#include "mlir/InitAllPasses.h"
+#include "mlir/Tools/mlir-opt/MlirOptMain.h"
+
+int main(int argc, char **argv) {
+  mlir::registerAllPasses();
+
+  mlir::DialectRegistry registry;
+  mlir::registerAllDialects(registry);
+  mlir::registerAllExtensions(registry);
+  registry.insert<fdc::decode::DecodeDialect>();
+
+  return mlir::asMainReturnCode(
+      mlir::MlirOptMain(argc, argv, "fdc optimizer driver\n", registry));
+}
