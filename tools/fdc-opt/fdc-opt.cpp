@@ -5,7 +5,9 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "fdc/Conversion/Passes.h"
 #include "fdc/Dialect/Decode/IR/Decode.h"
+#include "fdc/Dialect/Decode/Transforms/Passes.h"
 
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/InitAllDialects.h"
@@ -15,6 +17,9 @@
 
 int main(int argc, char **argv) {
   mlir::registerAllPasses();
+  fdc::decode::registerDecodePasses();
+  fdc::registerConversionPasses();
+  fdc::registerHostToLLVMPipeline();
 
   mlir::DialectRegistry registry;
   mlir::registerAllDialects(registry);

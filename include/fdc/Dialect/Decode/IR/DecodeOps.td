@@ -82,9 +82,13 @@ def Decode_WeightOp : Decode_Op<"weight", [Symbol, HasParent<"ModelOp">]> {
     decode.weight @"model.norm.weight" : tensor<4096xbf16>
     decode.weight @"w.gate_up" = concat ["w.gate", "w.up"] : tensor<22016x4096xbf16>
     ```
+
+    `offset`, set by `decode-assign-weight-layout`, is the weight's byte
+    offset in the model library's weight arena.
   }];
   let arguments = (ins SymbolNameAttr:$sym_name, TypeAttr:$type,
-                       OptionalAttr<StrArrayAttr>:$sources);
+                       OptionalAttr<StrArrayAttr>:$sources,
+                       OptionalAttr<I64Attr>:$offset);
   let assemblyFormat = [{
     $sym_name (`=` `concat` $sources^)? `:` $type attr-dict
   }];

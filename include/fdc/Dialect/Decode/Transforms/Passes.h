@@ -1,0 +1,23 @@
+//===- Passes.h - decode-level transforms -----------------------*- C++ -*-===//
+
+#ifndef FDC_DIALECT_DECODE_TRANSFORMS_PASSES_H
+#define FDC_DIALECT_DECODE_TRANSFORMS_PASSES_H
+
+#include "fdc/Dialect/Decode/IR/Decode.h"
+#include "mlir/Pass/Pass.h"
+
+namespace fdc::decode {
+
+/// Bytes a weight of this type occupies in the arena, or failure for types
+/// whose size depends on the data (Tiled-CSL).
+mlir::FailureOr<int64_t> getWeightBytes(mlir::Type type);
+
+#define GEN_PASS_DECL
+#include "fdc/Dialect/Decode/Transforms/Passes.h.inc"
+
+#define GEN_PASS_REGISTRATION
+#include "fdc/Dialect/Decode/Transforms/Passes.h.inc"
+
+} // namespace fdc::decode
+
+#endif // FDC_DIALECT_DECODE_TRANSFORMS_PASSES_H

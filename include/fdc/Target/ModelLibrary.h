@@ -1,0 +1,51 @@
+//===- ModelLibrary.h - the AOT model library -------------------*- C++ -*-===//
+//
+// Builds the model library of docs/model-library.md: the manifest, the ABI
+// globals, and the host shared object.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FDC_TARGET_MODELLIBRARY_H
+#define FDC_TARGET_MODELLIBRARY_H
+
+#include "fdc/Dialect/Decode/IR/Decode.h"
+
+#include "mlir/IR/BuiltinOps.h"
+
+#include <string>
+
+namespace fdc::target {
+
+/// The model-library ABI version this compiler emits.
+constexpr uint32_t kAbiVersion = 1;
+
+/// The manifest JSON of a model whose weights have arena offsets
+/// (decode-assign-weight-layout).
+mlir::FailureOr<std::string> buildManifest(decode::ModelOp model,
+                                           llvm::StringRef target);
+
+/// Adds `fdc_abi_version`, `fdc_target` and `fdc_manifest` to a module in
+/// the LLVM dialect.
+void addLibraryGlobals(mlir::ModuleOp module, llvm::StringRef target,
+                       llvm::StringRef manifest);
+
+struct HostLibraryOptions {
+  /// Output shared object.
+  std::string outputPath;
+  /// CPU to generate code for ("generic" runs on any x86-64).
+  std::string cpu = "generic";
+  /// Compiler driver used to link the shared object; found on PATH if empty.
+  std::string linker;
+  /// Where to also write the LLVM IR (.ll), if non-empty.
+  std::string llvmIRPath;
+};
+
+/// Translates a module in the LLVM dialect to LLVM IR, optimises it, emits a
+/// position-independent object for the host and links it into a shared
+/// object. Errors are reported on the module's location.
+mlir::LogicalResult emitHostLibrary(mlir::ModuleOp module,
+                                    const HostLibraryOptions &options);
+
+} // namespace fdc::target
+
+#endif // FDC_TARGET_MODELLIBRARY_H

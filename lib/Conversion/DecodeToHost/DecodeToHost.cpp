@@ -1,0 +1,382 @@
+//===- DecodeToHost.cpp - decode.model to a host step function ------------===//
+//
+// Builds `fdc_model_step(const FdcStepArgs *)` (docs/model-library.md) from
+// the model's `@step`: the ABI fields become memrefs over the caller's
+// buffers, and every op of the step becomes loops (HostKernels.cpp) over
+// them. Intermediate tensors live in heap buffers freed before returning;
+// the values the step returns are computed straight into the caller's
+// buffers, and the KV cache is updated in place.
+//
+//===----------------------------------------------------------------------===//
+
+#include "HostKernels.h"
+
+#include "fdc/Conversion/Passes.h"
+#include "fdc/Dialect/Decode/IR/Decode.h"
+
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+namespace fdc {
+#define GEN_PASS_DEF_CONVERTDECODETOHOST
+#include "fdc/Conversion/Passes.h.inc"
+} // namespace fdc
+
+using namespace mlir;
+using namespace fdc;
+using namespace fdc::host;
+
+namespace {
+
+/// Field indices of FdcStepArgs (each field is 8 bytes).
+enum StepField : int64_t {
+  kBatch = 0,
+  kNumSlots,
+  kMaxContext,
+  kWeights,
+  kKVCache,
+  kTokens,
+  kPositions,
+  kSlots,
+  kTemperature,
+  kTopK,
+  kTopP,
+  kUniform,
+  kLogits,
+  kNextTokens,
+};
+
+/// The cache, viewed as [slots][layers][2][kv_heads][max_context][head_dim].
+MemRefType getCacheMemRefType(decode::KVCacheType cache) {
+  return MemRefType::get({ShapedType::kDynamic, cache.getLayers(), 2,
+                          cache.getKvHeads(), ShapedType::kDynamic,
+                          cache.getHeadDim()},
+                         cache.getElementType());
+}
+
+MemRefType getMemRefType(Type tensorType) {
+  auto tensor = cast<RankedTensorType>(tensorType);
+  return MemRefType::get(tensor.getShape(), tensor.getElementType());
+}
+
+class StepLowering {
+public:
+  StepLowering(decode::ModelOp model, ImplicitLocOpBuilder &b)
+      : model(model), b(b), e(b) {}
+
+  LogicalResult run();
+
+private:
+  LogicalResult checkCacheIsLinear(func::FuncOp step);
+  Value loadField(StepField field, Type type);
+  Value memrefFromPointer(Value pointer, MemRefType type,
+                          ArrayRef<Value> dynamicSizesI64);
+  Value fieldMemRef(StepField field, MemRefType type,
+                    ArrayRef<Value> dynamicSizesI64);
+  /// The buffer of a value an op produces: the caller's output buffer for
+  /// values the step returns, else a fresh heap buffer.
+  Value resultBuffer(Value result);
+  LogicalResult lowerOp(Operation &op);
+
+  decode::ModelOp model;
+  ImplicitLocOpBuilder &b;
+  HostEmitter e;
+  IRMapping mapping;
+  Value args, batch, batchI64;
+  DenseMap<Value, Value> outputBuffers;
+  SmallVector<Value> heapBuffers;
+};
+
+Value StepLowering::loadField(StepField field, Type type) {
+  auto ptrType = LLVM::LLVMPointerType::get(b.getContext());
+  Value address = LLVM::GEPOp::create(b, ptrType, b.getI64Type(), args,
+                                      ArrayRef<LLVM::GEPArg>{field});
+  return LLVM::LoadOp::create(b, type, address);
+}
+
+Value StepLowering::memrefFromPointer(Value pointer, MemRefType type,
+                                      ArrayRef<Value> dynamicSizesI64) {
+  MLIRContext *ctx = b.getContext();
+  Type i64 = b.getI64Type();
+  auto ptrType = LLVM::LLVMPointerType::get(ctx);
+  int64_t rank = type.getRank();
+  auto arrayType = LLVM::LLVMArrayType::get(i64, rank);
+  auto descriptorType = LLVM::LLVMStructType::getLiteral(
+      ctx, {ptrType, ptrType, i64, arrayType, arrayType});
+
+  SmallVector<Value> sizes;
+  for (int64_t d = 0, dynamic = 0; d < rank; ++d)
+    sizes.push_back(type.isDynamicDim(d) ? dynamicSizesI64[dynamic++]
+                                         : e.i64(type.getDimSize(d)));
+  SmallVector<Value> strides(rank);
+  Value stride = e.i64(1);
+  for (int64_t d = rank - 1; d >= 0; --d) {
+    strides[d] = stride;
+    stride = arith::MulIOp::create(b, stride, sizes[d]);
+  }
+
+  Value descriptor = LLVM::PoisonOp::create(b, descriptorType);
+  descriptor = LLVM::InsertValueOp::create(b, descriptor, pointer,
+                                           ArrayRef<int64_t>{0});
+  descriptor = LLVM::InsertValueOp::create(b, descriptor, pointer,
+                                           ArrayRef<int64_t>{1});
+  descriptor = LLVM::InsertValueOp::create(b, descriptor, e.i64(0),
+                                           ArrayRef<int64_t>{2});
+  for (int64_t d = 0; d < rank; ++d) {
+    descriptor = LLVM::InsertValueOp::create(b, descriptor, sizes[d],
+                                             ArrayRef<int64_t>{3, d});
+    descriptor = LLVM::InsertValueOp::create(b, descriptor, strides[d],
+                                             ArrayRef<int64_t>{4, d});
+  }
+  // finalize-memref-to-llvm maps `type` to exactly this struct, so the cast
+  // folds away in reconcile-unrealized-casts.
+  return UnrealizedConversionCastOp::create(b, type, descriptor).getResult(0);
+}
+
+Value StepLowering::fieldMemRef(StepField field, MemRefType type,
+                                ArrayRef<Value> dynamicSizesI64) {
+  auto ptrType = LLVM::LLVMPointerType::get(b.getContext());
+  return memrefFromPointer(loadField(field, ptrType), type, dynamicSizesI64);
+}
+
+Value StepLowering::resultBuffer(Value result) {
+  if (Value output = outputBuffers.lookup(result))
+    return output;
+  MemRefType type = getMemRefType(result.getType());
+  SmallVector<Value> dynamicSizes(type.getNumDynamicDims(), batch);
+  Value buffer = memref::AllocOp::create(b, type, dynamicSizes);
+  heapBuffers.push_back(buffer);
+  return buffer;
+}
+
+LogicalResult StepLowering::checkCacheIsLinear(func::FuncOp step) {
+  // The cache is updated in place: a cache value must not be read after the
+  // kv_append that consumes it.
+  for (Operation &op : step.getBody().front()) {
+    auto append = dyn_cast<decode::KVAppendOp>(op);
+    if (!append)
+      continue;
+    Value cache = append.getCache();
+    for (Operation *user : cache.getUsers()) {
+      if (user != append.getOperation() && append->isBeforeInBlock(user))
+        return user->emitOpError()
+               << "reads a KV cache value after 'decode.kv_append' updated it; "
+                  "the host lowering updates the cache in place";
+    }
+  }
+  return success();
+}
+
+LogicalResult StepLowering::run() {
+  func::FuncOp step = model.getStepFunction();
+  if (!llvm::hasSingleElement(step.getBody()))
+    return step.emitOpError() << "must have a single block to be lowered";
+  if (failed(checkCacheIsLinear(step)))
+    return failure();
+
+  MLIRContext *ctx = b.getContext();
+  auto ptrType = LLVM::LLVMPointerType::get(ctx);
+  auto entry = func::FuncOp::create(
+      b, "fdc_model_step", FunctionType::get(ctx, {ptrType}, {}));
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(entry.addEntryBlock());
+  args = entry.getArgument(0);
+
+  Type i64 = b.getI64Type(), i32 = b.getI32Type(), f32 = b.getF32Type();
+  batchI64 = loadField(kBatch, i64);
+  batch = arith::IndexCastOp::create(b, b.getIndexType(), batchI64);
+  Value numSlots = loadField(kNumSlots, i64);
+  Value maxContext = loadField(kMaxContext, i64);
+
+  Block &body = step.getBody().front();
+  auto vector = [&](Type element) {
+    return MemRefType::get({ShapedType::kDynamic}, element);
+  };
+  const std::pair<StepField, Type> vectorFields[] = {
+      {kTokens, i32}, {kPositions, i32}, {kSlots, i32},  {kTemperature, f32},
+      {kTopK, i32},   {kTopP, f32},      {kUniform, f32}};
+  for (auto [index, field] : llvm::enumerate(vectorFields))
+    mapping.map(body.getArgument(index),
+                fieldMemRef(field.first, vector(field.second), {batchI64}));
+  auto cacheType = cast<decode::KVCacheType>(body.getArgument(7).getType());
+  if (isa<decode::Int4Type>(cacheType.getElementType()))
+    return step.emitOpError()
+           << "INT4 KV caches are not supported by the host lowering yet";
+  mapping.map(body.getArgument(7),
+              fieldMemRef(kKVCache, getCacheMemRefType(cacheType),
+                          {numSlots, maxContext}));
+
+  auto returnOp = cast<func::ReturnOp>(body.getTerminator());
+  outputBuffers[returnOp.getOperand(0)] = fieldMemRef(
+      kLogits, getMemRefType(returnOp.getOperand(0).getType()), {batchI64});
+  outputBuffers[returnOp.getOperand(1)] =
+      fieldMemRef(kNextTokens, vector(i32), {batchI64});
+
+  for (Operation &op : body.without_terminator())
+    if (failed(lowerOp(op)))
+      return failure();
+
+  // A returned value no op produced (a step argument) still reaches the
+  // caller's buffer.
+  for (unsigned i = 0; i < 2; ++i) {
+    Value returned = returnOp.getOperand(i);
+    Value output = outputBuffers.lookup(returned);
+    Value computed = mapping.lookup(returned);
+    if (computed != output)
+      memref::CopyOp::create(b, computed, output);
+  }
+  for (Value buffer : heapBuffers)
+    memref::DeallocOp::create(b, buffer);
+  func::ReturnOp::create(b);
+  return success();
+}
+
+LogicalResult StepLowering::lowerOp(Operation &op) {
+  auto get = [&](Value value) { return mapping.lookup(value); };
+  auto out = [&](Value result) {
+    Value buffer = resultBuffer(result);
+    mapping.map(result, buffer);
+    return buffer;
+  };
+  return llvm::TypeSwitch<Operation *, LogicalResult>(&op)
+      .Case([&](arith::ConstantOp constant) -> LogicalResult {
+        if (isa<ShapedType>(constant.getType()))
+          return constant.emitOpError()
+                 << "tensor constants are not supported by the host lowering";
+        b.clone(op, mapping);
+        return success();
+      })
+      .Case([&](tensor::DimOp dimOp) -> LogicalResult {
+        mapping.map(dimOp.getResult(),
+                    memref::DimOp::create(b, get(dimOp.getSource()),
+                                          get(dimOp.getIndex())));
+        return success();
+      })
+      .Case([&](tensor::ExpandShapeOp expand) -> LogicalResult {
+        SmallVector<OpFoldResult> shape;
+        for (OpFoldResult size : expand.getMixedOutputShape()) {
+          if (auto value = dyn_cast<Value>(size))
+            shape.push_back(get(value));
+          else
+            shape.push_back(size);
+        }
+        mapping.map(expand.getResult(),
+                    memref::ExpandShapeOp::create(
+                        b, getMemRefType(expand.getType()), get(expand.getSrc()),
+                        expand.getReassociationIndices(), shape));
+        return success();
+      })
+      .Case([&](tensor::CollapseShapeOp collapse) -> LogicalResult {
+        mapping.map(collapse.getResult(),
+                    memref::CollapseShapeOp::create(
+                        b, get(collapse.getSrc()),
+                        collapse.getReassociationIndices()));
+        return success();
+      })
+      .Case([&](decode::WeightRefOp ref) -> LogicalResult {
+        auto weight = model.lookupSymbol<decode::WeightOp>(ref.getNameAttr());
+        std::optional<int64_t> offset = weight.getOffset();
+        if (!offset)
+          return ref.emitOpError()
+                 << "weight " << ref.getNameAttr()
+                 << " has no arena offset; run decode-assign-weight-layout "
+                    "first";
+        if (!isa<RankedTensorType>(ref.getType()))
+          return ref.emitOpError()
+                 << "weights of type " << ref.getType()
+                 << " are not supported by the host lowering yet";
+        auto ptrType = LLVM::LLVMPointerType::get(b.getContext());
+        Value base = loadField(kWeights, ptrType);
+        Value address = LLVM::GEPOp::create(b, ptrType, b.getI8Type(), base,
+                                            ArrayRef<LLVM::GEPArg>{*offset});
+        mapping.map(ref.getResult(),
+                    memrefFromPointer(address, getMemRefType(ref.getType()), {}));
+        return success();
+      })
+      .Case([&](decode::EmbeddingOp embedding) -> LogicalResult {
+        emitEmbedding(e, get(embedding.getTable()), get(embedding.getTokens()),
+                      out(embedding.getResult()));
+        return success();
+      })
+      .Case([&](decode::RMSNormOp norm) -> LogicalResult {
+        emitRMSNorm(e, get(norm.getInput()), get(norm.getWeight()),
+                    norm.getEps().convertToFloat(), out(norm.getResult()));
+        return success();
+      })
+      .Case([&](decode::LinearOp linear) -> LogicalResult {
+        if (!isa<RankedTensorType>(linear.getWeight().getType()))
+          return linear.emitOpError()
+                 << "INT4 weights are not supported by the host lowering yet";
+        Value bias = linear.getBias() ? get(linear.getBias()) : Value();
+        Value residual =
+            linear.getResidual() ? get(linear.getResidual()) : Value();
+        emitLinear(e, get(linear.getInput()), get(linear.getWeight()), bias,
+                   residual, linear.getActivation(), out(linear.getResult()));
+        return success();
+      })
+      .Case([&](decode::RopeOp rope) -> LogicalResult {
+        emitRope(e, get(rope.getInput()), get(rope.getPositions()),
+                 rope.getRotaryDim(), rope.getTheta().convertToFloat(),
+                 out(rope.getResult()));
+        return success();
+      })
+      .Case([&](decode::KVAppendOp append) -> LogicalResult {
+        Value cache = get(append.getCache());
+        emitKVAppend(e, get(append.getKey()), get(append.getValue()), cache,
+                     get(append.getSlots()), get(append.getPositions()),
+                     append.getLayer());
+        mapping.map(append.getResult(), cache);
+        return success();
+      })
+      .Case([&](decode::AttentionOp attention) -> LogicalResult {
+        emitAttention(e, get(attention.getQuery()), get(attention.getCache()),
+                      get(attention.getSlots()), get(attention.getPositions()),
+                      attention.getLayer(),
+                      attention.getScale().convertToFloat(),
+                      attention.getSoftmax(), out(attention.getResult()));
+        return success();
+      })
+      .Case([&](decode::ArgmaxOp argmax) -> LogicalResult {
+        emitArgmax(e, get(argmax.getLogits()), out(argmax.getResult()));
+        return success();
+      })
+      .Case([&](decode::SampleOp sample) -> LogicalResult {
+        emitSample(e, get(sample.getLogits()), get(sample.getUniform()),
+                   get(sample.getTemperature()), get(sample.getTopK()),
+                   get(sample.getTopP()), out(sample.getResult()));
+        return success();
+      })
+      .Case([&](decode::AllReduceOp allReduce) -> LogicalResult {
+        if (allReduce.getGroupSize() != 1)
+          return allReduce.emitOpError()
+                 << "the host target runs one rank; group_size must be 1";
+        mapping.map(allReduce.getResult(), get(allReduce.getInput()));
+        return success();
+      })
+      .Default([&](Operation *other) -> LogicalResult {
+        return other->emitOpError()
+               << "is not supported by the host lowering";
+      });
+}
+
+struct ConvertDecodeToHost
+    : public fdc::impl::ConvertDecodeToHostBase<ConvertDecodeToHost> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    auto models = llvm::to_vector(module.getOps<decode::ModelOp>());
+    if (models.size() != 1) {
+      module.emitError() << "convert-decode-to-host expects exactly one "
+                            "'decode.model', found "
+                         << models.size();
+      return signalPassFailure();
+    }
+    decode::ModelOp model = models.front();
+    ImplicitLocOpBuilder b(model.getLoc(), model);
+    if (failed(StepLowering(model, b).run()))
+      return signalPassFailure();
+    model.erase();
+  }
+};
+
+} // namespace

@@ -1,0 +1,43 @@
+//===- HostKernels.h - one host kernel per decode op ------------*- C++ -*-===//
+//
+// Each function emits, at the emitter's insertion point, the loops that
+// compute one decode op over memrefs: the reference semantics of the op's ODS
+// description, with f32 accumulation.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FDC_LIB_CONVERSION_DECODETOHOST_HOSTKERNELS_H
+#define FDC_LIB_CONVERSION_DECODETOHOST_HOSTKERNELS_H
+
+#include "HostEmitter.h"
+
+#include "fdc/Dialect/Decode/IR/Decode.h"
+
+namespace fdc::host {
+
+void emitEmbedding(HostEmitter &e, mlir::Value table, mlir::Value tokens,
+                   mlir::Value out);
+void emitRMSNorm(HostEmitter &e, mlir::Value input, mlir::Value weight,
+                 float eps, mlir::Value out);
+/// `bias` and `residual` may be null.
+void emitLinear(HostEmitter &e, mlir::Value input, mlir::Value weight,
+                mlir::Value bias, mlir::Value residual,
+                decode::Activation activation, mlir::Value out);
+void emitRope(HostEmitter &e, mlir::Value input, mlir::Value positions,
+              int64_t rotaryDim, float theta, mlir::Value out);
+/// `cache` is the whole cache viewed as
+/// [slots][layers][2][kv_heads][max_context][head_dim] of its element type.
+void emitKVAppend(HostEmitter &e, mlir::Value key, mlir::Value value,
+                  mlir::Value cache, mlir::Value slots, mlir::Value positions,
+                  int64_t layer);
+void emitAttention(HostEmitter &e, mlir::Value query, mlir::Value cache,
+                   mlir::Value slots, mlir::Value positions, int64_t layer,
+                   float scale, decode::SoftmaxAttr softmax, mlir::Value out);
+void emitArgmax(HostEmitter &e, mlir::Value logits, mlir::Value out);
+void emitSample(HostEmitter &e, mlir::Value logits, mlir::Value uniform,
+                mlir::Value temperature, mlir::Value topK, mlir::Value topP,
+                mlir::Value out);
+
+} // namespace fdc::host
+
+#endif // FDC_LIB_CONVERSION_DECODETOHOST_HOSTKERNELS_H

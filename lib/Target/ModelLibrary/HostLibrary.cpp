@@ -1,0 +1,123 @@
+//===- HostLibrary.cpp - LLVM dialect to a host shared object -------------===//
+
+#include "fdc/Target/ModelLibrary.h"
+
+#include "mlir/ExecutionEngine/OptUtils.h"
+#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Export.h"
+#include "llvm/IR/LegacyPassManager.h"
+#include "llvm/IR/Module.h"
+#include "llvm/MC/TargetRegistry.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FileUtilities.h"
+#include "llvm/Support/Program.h"
+#include "llvm/Support/TargetSelect.h"
+#include "llvm/Support/ToolOutputFile.h"
+#include "llvm/Target/TargetMachine.h"
+#include "llvm/TargetParser/Host.h"
+
+using namespace mlir;
+using namespace fdc;
+
+namespace {
+/// A compiler driver that can link a shared object: FDC_LINKER, then the
+/// first of clang-22, clang, cc, gcc on PATH.
+FailureOr<std::string> findLinker(StringRef requested, Location loc) {
+  if (!requested.empty())
+    return requested.str();
+  if (const char *fromEnv = std::getenv("FDC_LINKER"))
+    return std::string(fromEnv);
+  for (StringRef name : {"clang-22", "clang", "cc", "gcc"}) {
+    if (llvm::ErrorOr<std::string> path = llvm::sys::findProgramByName(name))
+      return *path;
+  }
+  return emitError(loc) << "no compiler driver to link the model library: "
+                           "install clang or gcc, or set FDC_LINKER";
+}
+} // namespace
+
+LogicalResult target::emitHostLibrary(ModuleOp module,
+                                      const HostLibraryOptions &options) {
+  Location loc = module.getLoc();
+  llvm::InitializeNativeTarget();
+  llvm::InitializeNativeTargetAsmPrinter();
+
+  llvm::Triple triple(llvm::sys::getDefaultTargetTriple());
+  std::string error;
+  const llvm::Target *llvmTarget =
+      llvm::TargetRegistry::lookupTarget(triple, error);
+  if (!llvmTarget)
+    return emitError(loc) << "no LLVM target for " << triple.str() << ": "
+                          << error;
+  std::unique_ptr<llvm::TargetMachine> machine(llvmTarget->createTargetMachine(
+      triple, options.cpu, /*Features=*/"", llvm::TargetOptions(),
+      llvm::Reloc::PIC_, std::nullopt, llvm::CodeGenOptLevel::Aggressive));
+  if (!machine)
+    return emitError(loc) << "cannot create a target machine for "
+                          << triple.str() << " (cpu '" << options.cpu << "')";
+
+  DialectRegistry registry;
+  registerBuiltinDialectTranslation(registry);
+  registerLLVMDialectTranslation(registry);
+  module->getContext()->appendDialectRegistry(registry);
+
+  llvm::LLVMContext llvmContext;
+  std::unique_ptr<llvm::Module> llvmModule =
+      translateModuleToLLVMIR(module, llvmContext, "fdc_model");
+  if (!llvmModule)
+    return emitError(loc) << "translation to LLVM IR failed";
+  llvmModule->setTargetTriple(triple);
+  llvmModule->setDataLayout(machine->createDataLayout());
+
+  auto optimize = makeOptimizingTransformer(/*optLevel=*/3, /*sizeLevel=*/0,
+                                            machine.get());
+  if (llvm::Error err = optimize(llvmModule.get())) {
+    std::string message = llvm::toString(std::move(err));
+    return emitError(loc) << "LLVM optimisation failed: " << message;
+  }
+
+  if (!options.llvmIRPath.empty()) {
+    std::error_code ec;
+    llvm::raw_fd_ostream os(options.llvmIRPath, ec);
+    if (ec)
+      return emitError(loc) << "cannot write " << options.llvmIRPath << ": "
+                            << ec.message();
+    llvmModule->print(os, nullptr);
+  }
+
+  SmallString<128> objectPath;
+  if (std::error_code ec =
+          llvm::sys::fs::createTemporaryFile("fdc-model", "o", objectPath))
+    return emitError(loc) << "cannot create a temporary object file: "
+                          << ec.message();
+  llvm::FileRemover removeObject(objectPath);
+  {
+    std::error_code ec;
+    llvm::raw_fd_ostream os(objectPath, ec);
+    if (ec)
+      return emitError(loc) << "cannot write " << objectPath << ": "
+                            << ec.message();
+    llvm::legacy::PassManager codegen;
+    if (machine->addPassesToEmitFile(codegen, os, nullptr,
+                                     llvm::CodeGenFileType::ObjectFile))
+      return emitError(loc) << "the " << triple.str()
+                            << " back end cannot emit object files";
+    codegen.run(*llvmModule);
+  }
+
+  FailureOr<std::string> linker = findLinker(options.linker, loc);
+  if (failed(linker))
+    return failure();
+  SmallVector<StringRef> argv = {*linker,     "-shared",  "-o",
+                                 options.outputPath, objectPath, "-lm"};
+  std::string linkError;
+  int status = llvm::sys::ExecuteAndWait(*linker, argv, std::nullopt, {},
+                                         /*SecondsToWait=*/0,
+                                         /*MemoryLimit=*/0, &linkError);
+  if (status != 0)
+    return emitError(loc) << "linking " << options.outputPath << " with "
+                          << *linker << " failed (status " << status << ")"
+                          << (linkError.empty() ? "" : ": ") << linkError;
+  return success();
+}

@@ -1,0 +1,148 @@
+//===- Manifest.cpp - the model library's manifest and ABI globals --------===//
+
+#include "fdc/Dialect/Decode/Transforms/Passes.h"
+#include "fdc/Target/ModelLibrary.h"
+
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/IR/Builders.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/MathExtras.h"
+
+using namespace mlir;
+using namespace fdc;
+
+namespace {
+std::string dtypeName(Type type) {
+  if (type.isF32())
+    return "f32";
+  if (type.isBF16())
+    return "bf16";
+  if (type.isF16())
+    return "f16";
+  if (isa<decode::Int4Type>(type))
+    return "int4";
+  std::string name;
+  llvm::raw_string_ostream os(name);
+  os << type;
+  return name;
+}
+
+llvm::json::Value attributeToJson(Attribute attr) {
+  if (auto boolAttr = dyn_cast<BoolAttr>(attr))
+    return boolAttr.getValue();
+  if (auto intAttr = dyn_cast<IntegerAttr>(attr))
+    return intAttr.getInt();
+  if (auto floatAttr = dyn_cast<FloatAttr>(attr))
+    return floatAttr.getValueAsDouble();
+  if (auto stringAttr = dyn_cast<StringAttr>(attr))
+    return stringAttr.str();
+  if (auto arrayAttr = dyn_cast<ArrayAttr>(attr)) {
+    llvm::json::Array array;
+    for (Attribute element : arrayAttr)
+      array.push_back(attributeToJson(element));
+    return array;
+  }
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << attr;
+  return text;
+}
+} // namespace
+
+FailureOr<std::string> target::buildManifest(decode::ModelOp model,
+                                             StringRef targetName) {
+  func::FuncOp step = model.getStepFunction();
+  auto cache = cast<decode::KVCacheType>(step.getArgumentTypes()[7]);
+
+  llvm::json::Object config;
+  for (NamedAttribute entry : model.getConfig())
+    config[entry.getName().str()] = attributeToJson(entry.getValue());
+
+  int64_t groups = 0;
+  if (auto int4 = dyn_cast<decode::Int4Type>(cache.getElementType()))
+    groups = int4.getGroups();
+  llvm::json::Object kvCache{{"layers", cache.getLayers()},
+                             {"kv_heads", cache.getKvHeads()},
+                             {"head_dim", cache.getHeadDim()},
+                             {"dtype", dtypeName(cache.getElementType())},
+                             {"int4_groups", groups},
+                             {"row_bytes", cache.getRowBytes()}};
+
+  llvm::json::Array weights;
+  int64_t arenaBytes = 0;
+  for (auto weight : model.getOps<decode::WeightOp>()) {
+    std::optional<int64_t> offset = weight.getOffset();
+    FailureOr<int64_t> bytes = decode::getWeightBytes(weight.getType());
+    if (!offset || failed(bytes))
+      return weight.emitOpError()
+             << "weight @" << weight.getSymName()
+             << " has no arena offset or size; run "
+                "decode-assign-weight-layout first";
+    auto tensor = dyn_cast<RankedTensorType>(weight.getType());
+    if (!tensor)
+      return weight.emitOpError() << "weights of type " << weight.getType()
+                                  << " cannot be packed into a model library "
+                                     "yet";
+    llvm::json::Array shape, sources;
+    for (int64_t size : tensor.getShape())
+      shape.push_back(size);
+    if (std::optional<ArrayAttr> listed = weight.getSources()) {
+      for (Attribute source : *listed)
+        sources.push_back(cast<StringAttr>(source).str());
+    } else {
+      sources.push_back(weight.getSymName().str());
+    }
+    weights.push_back(llvm::json::Object{
+        {"name", weight.getSymName().str()},
+        {"dtype", dtypeName(tensor.getElementType())},
+        {"shape", std::move(shape)},
+        {"layout", "dense"},
+        {"offset", *offset},
+        {"bytes", *bytes},
+        {"sources", std::move(sources)}});
+    arenaBytes = std::max<int64_t>(arenaBytes, llvm::alignTo(*offset + *bytes, 256));
+  }
+
+  llvm::json::Array kernels;
+  llvm::StringMap<int> counts;
+  for (Operation &op : step.getBody().front()) {
+    if (op.getDialect() != model->getDialect() || isa<decode::WeightRefOp>(op))
+      continue;
+    StringRef opName = op.getName().stripDialect();
+    kernels.push_back(llvm::json::Object{
+        {"name", (opName + "_" + Twine(counts[opName]++)).str()},
+        {"op", op.getName().getStringRef().str()}});
+  }
+
+  llvm::json::Object manifest{{"abi_version", int64_t(kAbiVersion)},
+                              {"target", targetName.str()},
+                              {"model", model.getSymName().str()},
+                              {"config", std::move(config)},
+                              {"kv_cache", std::move(kvCache)},
+                              {"weights_bytes", arenaBytes},
+                              {"weights", std::move(weights)},
+                              {"kernels", std::move(kernels)}};
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << llvm::json::Value(std::move(manifest));
+  return text;
+}
+
+void target::addLibraryGlobals(ModuleOp module, StringRef targetName,
+                               StringRef manifest) {
+  OpBuilder b = OpBuilder::atBlockBegin(module.getBody());
+  Location loc = module.getLoc();
+  auto addString = [&](StringRef name, StringRef value) {
+    std::string bytes = value.str();
+    bytes.push_back('\0');
+    auto type = LLVM::LLVMArrayType::get(b.getI8Type(), bytes.size());
+    LLVM::GlobalOp::create(b, loc, type, /*isConstant=*/true,
+                           LLVM::Linkage::External, name,
+                           b.getStringAttr(bytes));
+  };
+  LLVM::GlobalOp::create(b, loc, b.getI32Type(), /*isConstant=*/true,
+                         LLVM::Linkage::External, "fdc_abi_version",
+                         b.getI32IntegerAttr(kAbiVersion));
+  addString("fdc_target", targetName);
+  addString("fdc_manifest", manifest);
+}

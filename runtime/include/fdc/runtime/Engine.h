@@ -1,0 +1,135 @@
+//===- Engine.h - Batched generation over a loaded model --------*- C++ -*-===//
+//
+// Every iteration runs one step for all live requests together (M = live
+// count). A request still in its prompt feeds its next prompt token (its
+// sampled token is ignored except at the last prompt token); a decoding
+// request feeds its last generated token. Requests join at the next iteration
+// and finish independently (EOS, max_new_tokens, or a full context).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FDC_RUNTIME_ENGINE_H
+#define FDC_RUNTIME_ENGINE_H
+
+#include "fdc/runtime/Model.h"
+#include "fdc/runtime/Random.h"
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace fdc::runtime {
+
+using RequestId = uint64_t;
+
+struct SamplingParams {
+  /// 0 = greedy.
+  float temperature = 0;
+  /// 0 = off.
+  int32_t topK = 0;
+  /// 1 = off.
+  float topP = 1;
+  /// Seeds the request's own uniform draws.
+  uint64_t seed = 0;
+};
+
+struct GenerationRequest {
+  std::vector<int32_t> prompt;
+  /// Tokens to generate at most; < 0 means until EOS or a full context.
+  int64_t maxNewTokens = 0;
+  SamplingParams sampling;
+  /// Stop after generating this token (it is returned); < 0 means none.
+  int32_t eosId = -1;
+  /// Called for every generated token with that step's logits [vocab_size].
+  std::function<void(int32_t token, const float *logits)> onToken;
+};
+
+enum class FinishReason {
+  /// Generated max_new_tokens.
+  Length,
+  /// Generated the EOS token.
+  Eos,
+  /// The sequence filled max_context.
+  ContextFull,
+  /// Never ran: no free KV-cache slot at admission.
+  Rejected,
+  /// The step returned an invalid token id.
+  Error,
+};
+
+const char *finishReasonName(FinishReason reason);
+
+struct GenerationResult {
+  RequestId id = 0;
+  std::vector<int32_t> tokens;
+  FinishReason reason = FinishReason::Length;
+  /// Set for Rejected and Error.
+  std::string error;
+};
+
+class Engine {
+public:
+  explicit Engine(Model &model);
+  ~Engine();
+  Engine(const Engine &) = delete;
+  Engine &operator=(const Engine &) = delete;
+
+  /// Checks a request against the model (non-empty prompt, token ids in
+  /// [0, vocab_size), prompt + max_new_tokens <= max_context).
+  Error validate(const GenerationRequest &request) const;
+
+  /// Validates and queues a request; it joins the batch at the next step().
+  /// An invalid request is refused here and affects no other.
+  Expected<RequestId> submit(GenerationRequest request);
+
+  /// Admits queued requests (one that finds no free slot finishes as
+  /// Rejected) and runs one step for every live request.
+  void step();
+
+  /// Steps until no request is queued or live; returns every result that
+  /// has not been taken yet.
+  std::vector<GenerationResult> runToCompletion();
+
+  /// Results finished since the last call, in finishing order.
+  std::vector<GenerationResult> takeFinished();
+
+  bool idle() const { return queued.empty() && live.empty(); }
+  size_t liveCount() const { return live.size(); }
+  size_t queuedCount() const { return queued.size(); }
+  int64_t stepsRun() const { return steps; }
+
+  /// If set, sees the arguments of every step after it ran (for tests and
+  /// tracing).
+  std::function<void(const FdcStepArgs &)> stepObserver;
+
+private:
+  struct Sequence {
+    RequestId id;
+    GenerationRequest request;
+    int32_t slot = -1;
+    /// Position of the token fed next.
+    int64_t position = 0;
+    std::vector<int32_t> generated;
+    Xoshiro256 random;
+  };
+
+  void admitQueued();
+  void finish(Sequence &sequence, FinishReason reason, std::string error = "");
+
+  Model &model;
+  RequestId nextId = 1;
+  std::deque<Sequence> queued;
+  std::vector<Sequence> live;
+  std::vector<GenerationResult> finished;
+  int64_t steps = 0;
+
+  // Step buffers, reused across iterations.
+  std::vector<int32_t> tokens, positions, slots, topK, nextTokens;
+  std::vector<float> temperature, topP, uniform, logits;
+};
+
+} // namespace fdc::runtime
+
+#endif // FDC_RUNTIME_ENGINE_H

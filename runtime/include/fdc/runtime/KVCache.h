@@ -1,0 +1,52 @@
+//===- KVCache.h - The KV-cache buffer and its slots ------------*- C++ -*-===//
+//
+// One buffer of num_slots x layers x 2 x kv_heads x max_context x row_bytes
+// bytes, indexed [slot][layer][k=0|v=1][kv_head][position]. A sequence owns
+// one slot while it runs.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FDC_RUNTIME_KVCACHE_H
+#define FDC_RUNTIME_KVCACHE_H
+
+#include "fdc/runtime/HostBuffer.h"
+#include "fdc/runtime/Manifest.h"
+
+#include <optional>
+#include <vector>
+
+namespace fdc::runtime {
+
+/// Bytes of a cache for `numSlots` slots of `maxContext` tokens, or nullopt
+/// when that overflows 64 bits.
+std::optional<uint64_t> kvCacheBytes(const KVCacheSpec &spec, int64_t numSlots,
+                                     int64_t maxContext);
+
+class KVCache {
+public:
+  static Expected<KVCache> create(const KVCacheSpec &spec, int64_t numSlots,
+                                  int64_t maxContext);
+
+  uint8_t *data() { return buffer.data(); }
+  uint64_t size() const { return buffer.size(); }
+  int64_t numSlots() const { return slotCount; }
+  int64_t maxContext() const { return contextLength; }
+  /// Bytes one slot occupies.
+  uint64_t slotBytes() const { return buffer.size() / slotCount; }
+
+  /// Hands out the lowest free slot, or nullopt when all are in use.
+  std::optional<int32_t> acquireSlot();
+  /// Returns a slot acquired before.
+  void releaseSlot(int32_t slot);
+  int64_t freeSlots() const;
+
+private:
+  HostBuffer buffer;
+  int64_t slotCount = 0;
+  int64_t contextLength = 0;
+  std::vector<bool> inUse;
+};
+
+} // namespace fdc::runtime
+
+#endif // FDC_RUNTIME_KVCACHE_H

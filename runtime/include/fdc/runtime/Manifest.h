@@ -1,0 +1,70 @@
+//===- Manifest.h - The model library's JSON manifest -----------*- C++ -*-===//
+//
+// See docs/model-library.md. Parsing validates the manifest's own
+// consistency (weights inside the arena, sizes matching shapes, KV-cache row
+// size matching its element type) so later stages can trust it.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FDC_RUNTIME_MANIFEST_H
+#define FDC_RUNTIME_MANIFEST_H
+
+#include "fdc/runtime/DType.h"
+#include "fdc/runtime/Error.h"
+#include "fdc/runtime/Json.h"
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace fdc::runtime {
+
+struct WeightSpec {
+  std::string name;
+  DType dtype = DType::F32;
+  std::vector<int64_t> shape;
+  std::string layout;
+  uint64_t offset = 0;
+  uint64_t bytes = 0;
+  /// Checkpoint tensors concatenated along dimension 0.
+  std::vector<std::string> sources;
+};
+
+struct KVCacheSpec {
+  int64_t layers = 0;
+  int64_t kvHeads = 0;
+  int64_t headDim = 0;
+  /// "f32", "bf16", "f16" or "int4".
+  std::string dtype;
+  int64_t int4Groups = 0;
+  int64_t rowBytes = 0;
+};
+
+struct KernelSpec {
+  std::string name;
+  std::string op;
+};
+
+struct Manifest {
+  int64_t abiVersion = 0;
+  std::string target;
+  std::string model;
+  /// The model's config dictionary, as JSON.
+  json::Value config;
+  int64_t vocabSize = 0;
+  /// config.max_position_embeddings, or 0 when absent.
+  int64_t maxPositionEmbeddings = 0;
+  KVCacheSpec kvCache;
+  uint64_t weightsBytes = 0;
+  std::vector<WeightSpec> weights;
+  std::vector<KernelSpec> kernels;
+
+  /// Parses and validates a manifest. `origin` names it in error messages.
+  static Expected<Manifest> parse(std::string_view text,
+                                  std::string_view origin);
+};
+
+} // namespace fdc::runtime
+
+#endif // FDC_RUNTIME_MANIFEST_H

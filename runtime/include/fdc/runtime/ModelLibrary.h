@@ -1,0 +1,54 @@
+//===- ModelLibrary.h - Loading a compiled model library --------*- C++ -*-===//
+//
+// dlopen()s a model library and checks, in this order, fdc_abi_version,
+// fdc_target, fdc_manifest and fdc_model_step (docs/model-library.md).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FDC_RUNTIME_MODELLIBRARY_H
+#define FDC_RUNTIME_MODELLIBRARY_H
+
+#include "fdc/runtime/Error.h"
+#include "fdc/runtime/Manifest.h"
+#include "fdc_model_abi.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace fdc::runtime {
+
+/// The library ABI version this runtime implements.
+constexpr uint32_t kSupportedAbiVersion = FDC_MODEL_ABI_VERSION;
+
+/// Targets this runtime can run a step for.
+const std::vector<std::string> &supportedTargets();
+
+class ModelLibrary {
+public:
+  static Expected<std::unique_ptr<ModelLibrary>> open(const std::string &path);
+  ~ModelLibrary();
+  ModelLibrary(const ModelLibrary &) = delete;
+  ModelLibrary &operator=(const ModelLibrary &) = delete;
+
+  const std::string &path() const { return libraryPath; }
+  const std::string &target() const { return targetName; }
+  const Manifest &manifest() const { return parsedManifest; }
+  /// The manifest JSON text as the library holds it.
+  const char *manifestText() const { return rawManifest; }
+  FdcModelStepFn stepFunction() const { return step; }
+
+private:
+  ModelLibrary() = default;
+
+  std::string libraryPath;
+  void *handle = nullptr;
+  std::string targetName;
+  const char *rawManifest = nullptr;
+  Manifest parsedManifest;
+  FdcModelStepFn step = nullptr;
+};
+
+} // namespace fdc::runtime
+
+#endif // FDC_RUNTIME_MODELLIBRARY_H

@@ -1,0 +1,48 @@
+/*===- fdc_model_abi.h - Model library ABI, version 1 -------------*- C -*-===*\
+|*                                                                            *|
+|* The C-level contract between a model library (`fdc compile ... -o m.so`)   *|
+|* and the runtime; docs/model-library.md is the reference. A model library   *|
+|* exports:                                                                   *|
+|*   const uint32_t fdc_abi_version;   FDC_MODEL_ABI_VERSION                  *|
+|*   const char fdc_target[];          "host", later "cuda:sm_90", ...        *|
+|*   const char fdc_manifest[];        JSON: config, weights, kv_cache, ...   *|
+|*   void fdc_model_step(const FdcStepArgs *args);                            *|
+|*                                                                            *|
+\*===----------------------------------------------------------------------===*/
+
+#ifndef FDC_MODEL_ABI_H
+#define FDC_MODEL_ABI_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define FDC_MODEL_ABI_VERSION 1
+
+/* Every field is 8 bytes; field i is at byte offset 8*i. */
+typedef struct FdcStepArgs {
+  int64_t batch;            /* M >= 1: sequences in this step */
+  int64_t num_slots;        /* KV-cache slots the cache buffer holds */
+  int64_t max_context;      /* tokens per slot the cache buffer holds */
+  const void *weights;      /* weight arena, laid out per the manifest */
+  void *kv_cache;           /* [slot][layer][k|v][kv_head][position] rows */
+  const int32_t *tokens;    /* [M] */
+  const int32_t *positions; /* [M] 0 <= positions[i] < max_context */
+  const int32_t *slots;     /* [M] 0 <= slots[i] < num_slots, distinct */
+  const float *temperature; /* [M] 0 = greedy (argmax) */
+  const int32_t *top_k;     /* [M] 0 = off */
+  const float *top_p;       /* [M] 1 = off */
+  const float *uniform;     /* [M] uniform draw in [0, 1) */
+  float *logits;            /* [M][vocab_size] out */
+  int32_t *next_tokens;     /* [M] out */
+} FdcStepArgs;
+
+typedef void (*FdcModelStepFn)(const FdcStepArgs *args);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* FDC_MODEL_ABI_H */

@@ -1,0 +1,122 @@
+/*===- fdc_runtime.h - C API of the fdc runtime -------------------*- C -*-===*\
+|*                                                                            *|
+|* Loads a compiled model library (`fdc compile ... -o model.so`) with its    *|
+|* weights from a safetensors checkpoint and generates tokens with it.        *|
+|*                                                                            *|
+|* Conventions: functions that can fail return 0 on success and non-zero on   *|
+|* failure, or NULL for a handle; fdc_last_error() then describes the latest  *|
+|* failure of the calling thread. A model handle must not be used by two      *|
+|* threads at once.                                                           *|
+|*                                                                            *|
+\*===----------------------------------------------------------------------===*/
+
+#ifndef FDC_RUNTIME_H
+#define FDC_RUNTIME_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The version of this C API (not of the model-library ABI). */
+#define FDC_RUNTIME_API_VERSION 1
+
+/* A loaded model: library, weights and KV cache. Opaque. */
+typedef struct fdc_model fdc_model;
+
+/* Sampling parameters of one request. */
+typedef struct fdc_sampling_params {
+  float temperature; /* 0 = greedy (argmax) */
+  int32_t top_k;     /* 0 = off */
+  float top_p;       /* 1 = off; must be in (0, 1] */
+  int32_t eos_id;    /* stop after generating this token; < 0 = none */
+  uint64_t seed;     /* seeds the request's own uniform draws */
+} fdc_sampling_params;
+
+/* How a request ended. */
+typedef enum fdc_finish_reason {
+  FDC_FINISH_NONE = 0,         /* not run (the request was invalid) */
+  FDC_FINISH_LENGTH = 1,       /* generated max_new_tokens */
+  FDC_FINISH_EOS = 2,          /* generated eos_id */
+  FDC_FINISH_CONTEXT_FULL = 3, /* the sequence filled max_context */
+  FDC_FINISH_REJECTED = 4,     /* refused (see the request's error) */
+  FDC_FINISH_ERROR = 5         /* the step returned an invalid token */
+} fdc_finish_reason;
+
+/* Called once per generated token: `step` counts generated tokens from 0,
+ * `logits` holds vocab_size floats and is valid only during the call. */
+typedef void (*fdc_token_callback)(void *user_data, int64_t step, int32_t token,
+                                   const float *logits, int64_t vocab_size);
+
+/* One request of fdc_generate_batch. Inputs first, then outputs. */
+typedef struct fdc_request {
+  const int32_t *prompt;       /* [prompt_len] token ids */
+  int64_t prompt_len;          /* >= 1 */
+  int64_t max_new_tokens;      /* >= 0; capacity of out_ids */
+  fdc_sampling_params params;  /* as from fdc_sampling_params_default() */
+  int32_t *out_ids;            /* [max_new_tokens] generated ids */
+  float *out_logits;           /* NULL, or [max_new_tokens][vocab_size] */
+  fdc_token_callback callback; /* NULL, or called per generated token */
+  void *user_data;             /* passed to callback */
+  int64_t out_len;             /* out: tokens written to out_ids */
+  int32_t finish_reason;       /* out: an fdc_finish_reason */
+  int32_t status;              /* out: 0 = ok, non-zero = see error */
+  char error[256];             /* out: NUL-terminated message if status != 0 */
+} fdc_request;
+
+/* Greedy decoding, no EOS, seed 0. */
+fdc_sampling_params fdc_sampling_params_default(void);
+
+/* Loads `library_path` (a model library of ABI version 1 for a target this
+ * runtime runs) and its weights from `weights_path` (a checkpoint directory
+ * or one .safetensors file), and allocates a KV cache of `num_slots` slots of
+ * `max_context` tokens (0 = the model's max_position_embeddings, at most
+ * 2048). Returns NULL on failure; then, if `error_out` is not NULL,
+ * *error_out receives a message to release with fdc_string_free. */
+fdc_model *fdc_model_load(const char *library_path, const char *weights_path,
+                          int64_t max_context, int64_t num_slots,
+                          char **error_out);
+
+/* Releases a model; NULL is ignored. */
+void fdc_model_free(fdc_model *model);
+
+/* Properties of a loaded model. */
+int64_t fdc_model_vocab_size(const fdc_model *model);
+int64_t fdc_model_max_context(const fdc_model *model);
+int64_t fdc_model_num_slots(const fdc_model *model);
+/* The manifest JSON of the model library; owned by the model. */
+const char *fdc_model_manifest(const fdc_model *model);
+
+/* Generates up to `max_new_tokens` tokens after `prompt` (greedy when
+ * `params` is NULL). Writes them to `out_ids` ([max_new_tokens]) and their
+ * count to *out_len; fewer are written when EOS or the context end stops
+ * generation. If `out_logits` is not NULL it receives the logits of each
+ * generated token, [max_new_tokens][vocab_size] floats, row-major. Returns 0
+ * on success, non-zero when the request is invalid (see fdc_last_error). */
+int fdc_generate(fdc_model *model, const int32_t *prompt, int64_t prompt_len,
+                 int64_t max_new_tokens, const fdc_sampling_params *params,
+                 int32_t *out_ids, int64_t *out_len, float *out_logits);
+
+/* Runs `count` requests together through the batching engine: all run in
+ * the same steps while KV-cache slots last; a request waits for a slot when
+ * all are taken. Each request's outputs (out_ids, out_len, out_logits,
+ * finish_reason, status, error) are filled in; an invalid request is
+ * refused alone (status != 0) while the others run. Returns the number of
+ * requests that failed (0 = all succeeded), or -1 when the call itself is
+ * invalid (see fdc_last_error). */
+int64_t fdc_generate_batch(fdc_model *model, fdc_request *requests,
+                           int64_t count);
+
+/* The message of the calling thread's latest failure ("" if none); valid
+ * until that thread's next fdc_ call. */
+const char *fdc_last_error(void);
+
+/* Releases a string returned by this API; NULL is ignored. */
+void fdc_string_free(char *str);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* FDC_RUNTIME_H */

@@ -1,0 +1,270 @@
+//===- CApi.cpp - C API of the fdc runtime --------------------------------===//
+
+#include "fdc_runtime.h"
+
+#include "fdc/runtime/Engine.h"
+#include "fdc/runtime/Model.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <exception>
+#include <map>
+
+using namespace fdc::runtime;
+
+struct fdc_model {
+  std::unique_ptr<Model> model;
+};
+
+namespace {
+
+thread_local std::string lastError;
+
+void setLastError(std::string message) { lastError = std::move(message); }
+
+char *duplicateString(const std::string &s) {
+  char *copy = static_cast<char *>(std::malloc(s.size() + 1));
+  if (copy)
+    std::memcpy(copy, s.c_str(), s.size() + 1);
+  return copy;
+}
+
+void setRequestError(fdc_request &request, fdc_finish_reason reason,
+                     const std::string &message) {
+  request.status = 1;
+  request.finish_reason = reason;
+  size_t length = std::min(message.size(), sizeof(request.error) - 1);
+  std::memcpy(request.error, message.data(), length);
+  request.error[length] = '\0';
+}
+
+fdc_finish_reason toCReason(FinishReason reason) {
+  switch (reason) {
+  case FinishReason::Length:
+    return FDC_FINISH_LENGTH;
+  case FinishReason::Eos:
+    return FDC_FINISH_EOS;
+  case FinishReason::ContextFull:
+    return FDC_FINISH_CONTEXT_FULL;
+  case FinishReason::Rejected:
+    return FDC_FINISH_REJECTED;
+  case FinishReason::Error:
+    return FDC_FINISH_ERROR;
+  }
+  return FDC_FINISH_ERROR;
+}
+
+/// Checks the C-level fields of a request and builds the engine request that
+/// streams its outputs into it.
+Expected<GenerationRequest> toEngineRequest(fdc_request &r, int64_t vocab) {
+  if (r.prompt_len < 0 || (r.prompt_len > 0 && !r.prompt))
+    return createError("prompt is NULL or prompt_len is negative");
+  if (r.max_new_tokens < 0)
+    return createError("max_new_tokens must be >= 0, got ", r.max_new_tokens);
+  if (r.max_new_tokens > 0 && !r.out_ids)
+    return createError("out_ids is NULL");
+  GenerationRequest request;
+  request.prompt.assign(r.prompt, r.prompt + r.prompt_len);
+  request.maxNewTokens = r.max_new_tokens;
+  request.sampling.temperature = r.params.temperature;
+  request.sampling.topK = r.params.top_k;
+  request.sampling.topP = r.params.top_p;
+  request.sampling.seed = r.params.seed;
+  request.eosId = r.params.eos_id;
+  fdc_request *out = &r;
+  request.onToken = [out, vocab](int32_t token, const float *logits) {
+    int64_t step = out->out_len++;
+    out->out_ids[step] = token;
+    if (out->out_logits)
+      std::memcpy(out->out_logits + step * vocab, logits,
+                  static_cast<size_t>(vocab) * sizeof(float));
+    if (out->callback)
+      out->callback(out->user_data, step, token, logits, vocab);
+  };
+  return request;
+}
+
+int64_t generateBatch(Model &model, fdc_request *requests, int64_t count) {
+  int64_t failures = 0;
+  Engine engine(model);
+  std::map<RequestId, fdc_request *> byId;
+  std::deque<std::pair<fdc_request *, GenerationRequest>> waiting;
+
+  for (int64_t i = 0; i < count; ++i) {
+    fdc_request &r = requests[i];
+    r.out_len = 0;
+    r.finish_reason = FDC_FINISH_NONE;
+    r.status = 0;
+    r.error[0] = '\0';
+    Expected<GenerationRequest> request = toEngineRequest(r, model.vocabSize());
+    if (request) {
+      if (Error err = engine.validate(*request))
+        request = std::move(err);
+    }
+    if (!request) {
+      setRequestError(r, FDC_FINISH_REJECTED, request.error().message());
+      ++failures;
+      continue;
+    }
+    waiting.emplace_back(&r, std::move(*request));
+  }
+
+  auto collect = [&] {
+    for (GenerationResult &result : engine.takeFinished()) {
+      fdc_request &r = *byId.at(result.id);
+      r.finish_reason = toCReason(result.reason);
+      if (!result.error.empty()) {
+        setRequestError(r, toCReason(result.reason), result.error);
+        ++failures;
+      }
+    }
+  };
+
+  while (!waiting.empty() || !engine.idle()) {
+    // Admit as many as there are free slots; the rest wait for one.
+    while (!waiting.empty() && static_cast<int64_t>(engine.queuedCount()) <
+                                   model.kvCache().freeSlots()) {
+      auto [r, request] = std::move(waiting.front());
+      waiting.pop_front();
+      Expected<RequestId> id = engine.submit(std::move(request));
+      if (!id) {
+        setRequestError(*r, FDC_FINISH_REJECTED, id.error().message());
+        ++failures;
+        continue;
+      }
+      byId[*id] = r;
+    }
+    if (engine.idle() && !waiting.empty()) {
+      // No slot will ever free up (another user holds them all).
+      for (auto &[r, request] : waiting) {
+        setRequestError(*r, FDC_FINISH_REJECTED, "no free KV-cache slot");
+        ++failures;
+      }
+      waiting.clear();
+    }
+    engine.step();
+    collect();
+  }
+  collect();
+  return failures;
+}
+
+template <typename Fn> auto guarded(Fn fn, decltype(fn()) onException) {
+  try {
+    return fn();
+  } catch (const std::exception &e) {
+    setLastError(concat("fdc runtime: ", e.what()));
+  } catch (...) {
+    setLastError("fdc runtime: unknown exception");
+  }
+  return onException;
+}
+
+} // namespace
+
+fdc_sampling_params fdc_sampling_params_default(void) {
+  fdc_sampling_params params;
+  params.temperature = 0;
+  params.top_k = 0;
+  params.top_p = 1;
+  params.eos_id = -1;
+  params.seed = 0;
+  return params;
+}
+
+fdc_model *fdc_model_load(const char *library_path, const char *weights_path,
+                          int64_t max_context, int64_t num_slots,
+                          char **error_out) {
+  if (error_out)
+    *error_out = nullptr;
+  auto fail = [&](const std::string &message) -> fdc_model * {
+    setLastError(message);
+    if (error_out)
+      *error_out = duplicateString(message);
+    return nullptr;
+  };
+  if (!library_path || !weights_path)
+    return fail("fdc_model_load: library_path and weights_path are required");
+  try {
+    ModelOptions options;
+    options.maxContext = max_context;
+    options.numSlots = num_slots;
+    Expected<std::unique_ptr<Model>> model =
+        Model::load(library_path, weights_path, options);
+    if (!model)
+      return fail(model.error().message());
+    setLastError("");
+    return new fdc_model{std::move(*model)};
+  } catch (const std::exception &e) {
+    return fail(concat("fdc runtime: ", e.what()));
+  }
+}
+
+void fdc_model_free(fdc_model *model) { delete model; }
+
+int64_t fdc_model_vocab_size(const fdc_model *model) {
+  return model ? model->model->vocabSize() : 0;
+}
+
+int64_t fdc_model_max_context(const fdc_model *model) {
+  return model ? model->model->maxContext() : 0;
+}
+
+int64_t fdc_model_num_slots(const fdc_model *model) {
+  return model ? model->model->numSlots() : 0;
+}
+
+const char *fdc_model_manifest(const fdc_model *model) {
+  return model ? model->model->library().manifestText() : "";
+}
+
+int fdc_generate(fdc_model *model, const int32_t *prompt, int64_t prompt_len,
+                 int64_t max_new_tokens, const fdc_sampling_params *params,
+                 int32_t *out_ids, int64_t *out_len, float *out_logits) {
+  if (out_len)
+    *out_len = 0;
+  if (!model) {
+    setLastError("fdc_generate: model is NULL");
+    return 1;
+  }
+  fdc_request request = {};
+  request.prompt = prompt;
+  request.prompt_len = prompt_len;
+  request.max_new_tokens = max_new_tokens;
+  request.params = params ? *params : fdc_sampling_params_default();
+  request.out_ids = out_ids;
+  request.out_logits = out_logits;
+  int64_t failures = guarded(
+      [&] { return generateBatch(*model->model, &request, 1); }, int64_t(-1));
+  if (out_len)
+    *out_len = request.out_len;
+  if (failures < 0)
+    return 1;
+  if (request.status != 0) {
+    setLastError(request.error);
+    return 1;
+  }
+  setLastError("");
+  return 0;
+}
+
+int64_t fdc_generate_batch(fdc_model *model, fdc_request *requests,
+                           int64_t count) {
+  if (!model || count < 0 || (count > 0 && !requests)) {
+    setLastError("fdc_generate_batch: invalid arguments");
+    return -1;
+  }
+  int64_t failures =
+      guarded([&] { return generateBatch(*model->model, requests, count); },
+              int64_t(-1));
+  if (failures == 0)
+    setLastError("");
+  else if (failures > 0)
+    setLastError(concat(failures, " of ", count, " requests failed"));
+  return failures;
+}
+
+const char *fdc_last_error(void) { return lastError.c_str(); }
+
+void fdc_string_free(char *str) { std::free(str); }

@@ -1,0 +1,90 @@
+//===- WeightLoader.cpp - Filling the weight arena from a checkpoint ------===//
+
+#include "fdc/runtime/WeightLoader.h"
+
+#include <algorithm>
+#include <cstring>
+
+using namespace fdc::runtime;
+
+namespace {
+
+std::string formatShape(const std::vector<int64_t> &shape) {
+  std::string text = "[";
+  for (size_t i = 0; i < shape.size(); ++i)
+    text += (i ? ", " : "") + std::to_string(shape[i]);
+  return text + "]";
+}
+
+/// Checks the sources of `weight` against the checkpoint and copies them into
+/// `arena`.
+Error loadWeight(const WeightSpec &weight, const Checkpoint &checkpoint,
+                 uint8_t *arena) {
+  auto fail = [&](const std::string &source, const auto &...args) {
+    if (source == weight.name)
+      return createError("weight '", weight.name, "': ", args...);
+    return createError("weight '", weight.name, "': source '", source,
+                       "': ", args...);
+  };
+
+  std::vector<CheckpointTensor> tensors;
+  int64_t rows = 0;
+  for (const std::string &source : weight.sources) {
+    std::optional<CheckpointTensor> tensor = checkpoint.lookup(source);
+    if (!tensor)
+      return fail(source, "checkpoint '", checkpoint.path(),
+                  "' has no tensor '", source, "'");
+    if (tensor->dtype() != weight.dtype)
+      return fail(source, "checkpoint dtype ",
+                  safetensorsDTypeName(tensor->dtype()), ", library expects ",
+                  manifestDTypeName(weight.dtype));
+    const std::vector<int64_t> &shape = tensor->shape();
+    bool fits;
+    if (weight.sources.size() == 1)
+      fits = shape == weight.shape;
+    else
+      fits =
+          !shape.empty() && shape.size() == weight.shape.size() &&
+          std::equal(shape.begin() + 1, shape.end(), weight.shape.begin() + 1);
+    if (!fits)
+      return fail(source, "checkpoint shape ", formatShape(shape),
+                  " does not fit library shape ", formatShape(weight.shape),
+                  weight.sources.size() > 1 ? " (concatenated along dim 0)"
+                                            : "");
+    if (!shape.empty())
+      rows += shape[0];
+    tensors.push_back(*tensor);
+  }
+  if (weight.sources.size() > 1 && rows != weight.shape[0])
+    return createError("weight '", weight.name, "': its ",
+                       weight.sources.size(), " sources have ", rows,
+                       " rows in all, the library expects ", weight.shape[0]);
+
+  uint64_t copied = 0;
+  for (const CheckpointTensor &tensor : tensors) {
+    if (tensor.byteSize() > weight.bytes - copied)
+      return createError("weight '", weight.name,
+                         "': sources hold more bytes than the library's ",
+                         weight.bytes);
+    std::memcpy(arena + weight.offset + copied, tensor.data, tensor.byteSize());
+    copied += tensor.byteSize();
+  }
+  if (copied != weight.bytes)
+    return createError("weight '", weight.name, "': sources hold ", copied,
+                       " bytes, the library expects ", weight.bytes);
+  return Error::success();
+}
+
+} // namespace
+
+Expected<HostBuffer> fdc::runtime::loadWeights(const Manifest &manifest,
+                                               const Checkpoint &checkpoint) {
+  Expected<HostBuffer> arena =
+      HostBuffer::allocate(manifest.weightsBytes, "weight arena");
+  if (!arena)
+    return arena.takeError();
+  for (const WeightSpec &weight : manifest.weights)
+    if (Error err = loadWeight(weight, checkpoint, arena->data()))
+      return err;
+  return arena;
+}

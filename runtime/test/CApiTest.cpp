@@ -1,0 +1,153 @@
+//===- CApiTest.cpp - Tests of the C API ----------------------------------===//
+
+#include "fdc_runtime.h"
+
+#include "TestUtil.h"
+
+#include <cstring>
+#include <gtest/gtest.h>
+#include <string>
+#include <vector>
+
+using namespace fdc::runtime::test;
+
+namespace {
+
+class CApiTest : public ::testing::Test {
+protected:
+  void SetUp() override { writeTestCheckpoint(dir.path()); }
+  void TearDown() override { fdc_model_free(model); }
+
+  void load(int64_t maxContext, int64_t numSlots) {
+    char *error = nullptr;
+    model = fdc_model_load(FDC_TEST_MODEL_GOOD, dir.path().c_str(), maxContext,
+                           numSlots, &error);
+    ASSERT_NE(model, nullptr) << error;
+    EXPECT_EQ(error, nullptr);
+  }
+
+  TempDir dir;
+  fdc_model *model = nullptr;
+};
+
+TEST_F(CApiTest, LoadAndProperties) {
+  load(0, 2);
+  EXPECT_EQ(fdc_model_vocab_size(model), 32);
+  EXPECT_EQ(fdc_model_max_context(model), 64);
+  EXPECT_EQ(fdc_model_num_slots(model), 2);
+  EXPECT_NE(std::strstr(fdc_model_manifest(model), "\"test_model\""), nullptr);
+}
+
+TEST_F(CApiTest, LoadErrors) {
+  char *error = nullptr;
+  EXPECT_EQ(
+      fdc_model_load(FDC_TEST_MODEL_ABI2, dir.path().c_str(), 0, 1, &error),
+      nullptr);
+  ASSERT_NE(error, nullptr);
+  EXPECT_NE(std::string(error).find("was built for ABI version 2"),
+            std::string::npos);
+  EXPECT_STREQ(fdc_last_error(), error);
+  fdc_string_free(error);
+
+  EXPECT_EQ(fdc_model_load(FDC_TEST_MODEL_GOOD, "/nonexistent", 0, 1, nullptr),
+            nullptr);
+  EXPECT_NE(std::string(fdc_last_error()).find("/nonexistent"),
+            std::string::npos);
+}
+
+TEST_F(CApiTest, GenerateWithLogits) {
+  load(16, 1);
+  int32_t prompt[] = {3, 7};
+  int32_t ids[4] = {};
+  int64_t n = -1;
+  std::vector<float> logits(4 * 32, -1.0f);
+  ASSERT_EQ(fdc_generate(model, prompt, 2, 4, nullptr, ids, &n, logits.data()),
+            0)
+      << fdc_last_error();
+  EXPECT_EQ(n, 4);
+  EXPECT_EQ(std::vector<int32_t>(ids, ids + 4),
+            (std::vector<int32_t>{8, 9, 10, 11}));
+  EXPECT_EQ(logits[0 * 32 + 8], 1.0f);
+  EXPECT_EQ(logits[3 * 32 + 11], 1.0f);
+  EXPECT_EQ(logits[0 * 32 + 30], 0.5f);
+  EXPECT_EQ(logits[0 * 32 + 31], 10.0f);
+
+  // The model is reusable; EOS stops early.
+  fdc_sampling_params params = fdc_sampling_params_default();
+  params.eos_id = 9;
+  ASSERT_EQ(fdc_generate(model, prompt, 2, 4, &params, ids, &n, nullptr), 0);
+  EXPECT_EQ(n, 2);
+}
+
+TEST_F(CApiTest, GenerateRejectsBadRequest) {
+  load(16, 1);
+  int32_t prompt[] = {3, 99};
+  int32_t ids[4];
+  int64_t n = -1;
+  EXPECT_NE(fdc_generate(model, prompt, 2, 4, nullptr, ids, &n, nullptr), 0);
+  EXPECT_EQ(n, 0);
+  EXPECT_NE(std::string(fdc_last_error()).find("prompt token 1 is 99"),
+            std::string::npos);
+  EXPECT_NE(fdc_generate(model, prompt, 1, -1, nullptr, ids, &n, nullptr), 0);
+  EXPECT_NE(fdc_generate(model, nullptr, 1, 1, nullptr, ids, &n, nullptr), 0);
+  EXPECT_NE(fdc_generate(nullptr, prompt, 1, 1, nullptr, ids, &n, nullptr), 0);
+}
+
+struct CallbackLog {
+  std::vector<int64_t> steps;
+  std::vector<int32_t> tokens;
+};
+
+void logToken(void *userData, int64_t step, int32_t token, const float *logits,
+              int64_t vocab) {
+  auto *log = static_cast<CallbackLog *>(userData);
+  log->steps.push_back(step);
+  log->tokens.push_back(token);
+  EXPECT_EQ(vocab, 32);
+  EXPECT_EQ(logits[token], 1.0f);
+}
+
+TEST_F(CApiTest, BatchWithMoreRequestsThanSlots) {
+  load(16, 2);
+  std::vector<std::vector<int32_t>> prompts = {{1}, {2, 3}, {4, 99}, {5}, {6}};
+  std::vector<fdc_request> requests(prompts.size());
+  std::vector<std::vector<int32_t>> ids(prompts.size(),
+                                        std::vector<int32_t>(3, -1));
+  CallbackLog log;
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    fdc_request &r = requests[i];
+    std::memset(&r, 0, sizeof(r));
+    r.prompt = prompts[i].data();
+    r.prompt_len = static_cast<int64_t>(prompts[i].size());
+    r.max_new_tokens = 3;
+    r.params = fdc_sampling_params_default();
+    r.out_ids = ids[i].data();
+  }
+  requests[4].callback = logToken;
+  requests[4].user_data = &log;
+
+  EXPECT_EQ(fdc_generate_batch(model, requests.data(), 5), 1);
+  EXPECT_EQ(requests[2].status, 1);
+  EXPECT_EQ(requests[2].finish_reason, FDC_FINISH_REJECTED);
+  EXPECT_NE(std::string(requests[2].error).find("prompt token 1 is 99"),
+            std::string::npos);
+  EXPECT_EQ(requests[2].out_len, 0);
+  for (size_t i : {0, 1, 3, 4}) {
+    EXPECT_EQ(requests[i].status, 0) << requests[i].error;
+    EXPECT_EQ(requests[i].finish_reason, FDC_FINISH_LENGTH);
+    EXPECT_EQ(requests[i].out_len, 3);
+    int32_t last = prompts[i].back();
+    EXPECT_EQ(ids[i], (std::vector<int32_t>{last + 1, last + 2, last + 3}));
+  }
+  EXPECT_EQ(log.steps, (std::vector<int64_t>{0, 1, 2}));
+  EXPECT_EQ(log.tokens, (std::vector<int32_t>{7, 8, 9}));
+}
+
+TEST_F(CApiTest, BatchInvalidCall) {
+  load(16, 1);
+  EXPECT_EQ(fdc_generate_batch(model, nullptr, 2), -1);
+  EXPECT_EQ(fdc_generate_batch(nullptr, nullptr, 0), -1);
+  EXPECT_EQ(fdc_generate_batch(model, nullptr, 0), 0);
+}
+
+} // namespace

@@ -1,0 +1,291 @@
+//===- EngineTest.cpp - Tests of batched generation -----------------------===//
+//
+// Runs the test model library (TestModel.c): greedy next = (token + 1) % 32;
+// logits are one-hot(next) + w[0] at 30 + sum of the slot's K rows at 31.
+//
+//===----------------------------------------------------------------------===//
+
+#include "fdc/runtime/Engine.h"
+
+#include "TestUtil.h"
+
+#include <gtest/gtest.h>
+#include <set>
+
+using namespace fdc::runtime;
+using namespace fdc::runtime::test;
+
+namespace {
+
+constexpr int kVocab = 32;
+
+class EngineTest : public ::testing::Test {
+protected:
+  void loadModel(int64_t numSlots, int64_t maxContext = 16) {
+    TempDir dir;
+    writeTestCheckpoint(dir.path());
+    ModelOptions options;
+    options.numSlots = numSlots;
+    options.maxContext = maxContext;
+    Expected<std::unique_ptr<Model>> loaded =
+        Model::load(FDC_TEST_MODEL_GOOD, dir.path(), options);
+    ASSERT_TRUE(loaded) << loaded.error().message();
+    model = std::move(*loaded);
+    engine = std::make_unique<Engine>(*model);
+    engine->stepObserver = [this](const FdcStepArgs &args) {
+      batchSizes.push_back(args.batch);
+      std::set<int32_t> distinct;
+      for (int64_t i = 0; i < args.batch; ++i) {
+        EXPECT_GE(args.slots[i], 0);
+        EXPECT_LT(args.slots[i], args.num_slots);
+        EXPECT_LT(args.positions[i], args.max_context);
+        distinct.insert(args.slots[i]);
+        slotsSeen.insert(args.slots[i]);
+      }
+      EXPECT_EQ(distinct.size(), static_cast<size_t>(args.batch));
+    };
+  }
+
+  static GenerationRequest request(std::vector<int32_t> prompt,
+                                   int64_t maxNew) {
+    GenerationRequest r;
+    r.prompt = std::move(prompt);
+    r.maxNewTokens = maxNew;
+    return r;
+  }
+
+  RequestId submit(GenerationRequest r) {
+    Expected<RequestId> id = engine->submit(std::move(r));
+    EXPECT_TRUE(id) << id.error().message();
+    return id ? *id : 0;
+  }
+
+  static const GenerationResult &
+  resultFor(const std::vector<GenerationResult> &results, RequestId id) {
+    for (const GenerationResult &r : results)
+      if (r.id == id)
+        return r;
+    static GenerationResult none;
+    ADD_FAILURE() << "no result for request " << id;
+    return none;
+  }
+
+  std::unique_ptr<Model> model;
+  std::unique_ptr<Engine> engine;
+  std::vector<int64_t> batchSizes;
+  std::set<int32_t> slotsSeen;
+};
+
+TEST_F(EngineTest, SingleGreedyRequest) {
+  loadModel(1);
+  std::vector<std::vector<float>> rows;
+  GenerationRequest r = request({3, 7}, 4);
+  r.onToken = [&](int32_t, const float *logits) {
+    rows.emplace_back(logits, logits + kVocab);
+  };
+  RequestId id = submit(std::move(r));
+  std::vector<GenerationResult> results = engine->runToCompletion();
+  ASSERT_EQ(results.size(), 1u);
+  EXPECT_EQ(results[0].id, id);
+  EXPECT_EQ(results[0].tokens, (std::vector<int32_t>{8, 9, 10, 11}));
+  EXPECT_EQ(results[0].reason, FinishReason::Length);
+  // Prompt of 2 + 4 generated - 1 (the last token is never fed).
+  EXPECT_EQ(engine->stepsRun(), 5);
+  EXPECT_EQ(batchSizes, (std::vector<int64_t>{1, 1, 1, 1, 1}));
+
+  // Each generated step's logits: token fed at positions 1..4.
+  ASSERT_EQ(rows.size(), 4u);
+  std::vector<int32_t> fed = {3, 7, 8, 9, 10};
+  float sum = 3;
+  for (size_t step = 0; step < rows.size(); ++step) {
+    sum += fed[step + 1];
+    std::vector<float> expected(kVocab, 0.0f);
+    expected[results[0].tokens[step]] = 1;
+    expected[30] += 0.5f; // w[0] from checkpoint tensor "a"
+    expected[31] += sum;
+    EXPECT_EQ(rows[step], expected) << "step " << step;
+  }
+}
+
+TEST_F(EngineTest, BatchesRequestsOfDifferentLengths) {
+  loadModel(3);
+  RequestId a = submit(request({1}, 3));
+  RequestId b = submit(request({10, 11, 12}, 2));
+  RequestId c = submit(request({20, 21}, 1));
+  std::vector<GenerationResult> results = engine->runToCompletion();
+  ASSERT_EQ(results.size(), 3u);
+  EXPECT_EQ(resultFor(results, a).tokens, (std::vector<int32_t>{2, 3, 4}));
+  EXPECT_EQ(resultFor(results, b).tokens, (std::vector<int32_t>{13, 14}));
+  EXPECT_EQ(resultFor(results, c).tokens, (std::vector<int32_t>{22}));
+  // a: 3 steps, b: 4 steps, c: 2 steps, all starting together.
+  EXPECT_EQ(batchSizes, (std::vector<int64_t>{3, 3, 2, 1}));
+  // c finished first.
+  EXPECT_EQ(results[0].id, c);
+}
+
+TEST_F(EngineTest, RequestsJoinAndLeave) {
+  loadModel(2);
+  RequestId a = submit(request({5}, 4));
+  engine->step();
+  engine->step();
+  EXPECT_EQ(engine->liveCount(), 1u);
+  RequestId b = submit(request({0, 1}, 2));
+  EXPECT_EQ(engine->queuedCount(), 1u);
+  std::vector<GenerationResult> results = engine->runToCompletion();
+  EXPECT_EQ(batchSizes, (std::vector<int64_t>{1, 1, 2, 2, 1}));
+  EXPECT_EQ(resultFor(results, a).tokens, (std::vector<int32_t>{6, 7, 8, 9}));
+  EXPECT_EQ(resultFor(results, b).tokens, (std::vector<int32_t>{2, 3}));
+  EXPECT_TRUE(engine->idle());
+}
+
+TEST_F(EngineTest, BadRequestIsRejectedAloneOthersContinue) {
+  loadModel(2);
+  RequestId good = submit(request({1, 2}, 3));
+  engine->step();
+
+  auto refused = [&](GenerationRequest r, const std::string &text) {
+    Expected<RequestId> id = engine->submit(std::move(r));
+    ASSERT_FALSE(id);
+    EXPECT_NE(id.error().message().find(text), std::string::npos)
+        << id.error().message();
+  };
+  refused(request({}, 1), "empty prompt");
+  refused(request({1, 32}, 1), "prompt token 1 is 32, outside the vocabulary");
+  refused(request({-1}, 1), "prompt token 0 is -1");
+  refused(request(std::vector<int32_t>(10, 1), 7),
+          "prompt of 10 tokens + max_new_tokens 7 exceeds max_context 16");
+  refused(request(std::vector<int32_t>(17, 1), 0), "exceeds max_context 16");
+  GenerationRequest badTemp = request({1}, 1);
+  badTemp.sampling.temperature = -1;
+  refused(std::move(badTemp), "temperature");
+  GenerationRequest badTopP = request({1}, 1);
+  badTopP.sampling.topP = 0;
+  refused(std::move(badTopP), "top_p");
+
+  std::vector<GenerationResult> results = engine->runToCompletion();
+  ASSERT_EQ(results.size(), 1u);
+  EXPECT_EQ(resultFor(results, good).tokens, (std::vector<int32_t>{3, 4, 5}));
+}
+
+TEST_F(EngineTest, NoFreeSlotRejectsOnlyThatRequest) {
+  loadModel(2);
+  RequestId a = submit(request({1}, 2));
+  RequestId b = submit(request({2}, 2));
+  RequestId c = submit(request({3}, 2));
+  std::vector<GenerationResult> results = engine->runToCompletion();
+  ASSERT_EQ(results.size(), 3u);
+  EXPECT_EQ(resultFor(results, c).reason, FinishReason::Rejected);
+  EXPECT_NE(resultFor(results, c).error.find("no free KV-cache slot"),
+            std::string::npos);
+  EXPECT_EQ(resultFor(results, a).tokens, (std::vector<int32_t>{2, 3}));
+  EXPECT_EQ(resultFor(results, b).tokens, (std::vector<int32_t>{3, 4}));
+}
+
+TEST_F(EngineTest, SlotsAreReused) {
+  loadModel(1);
+  RequestId a = submit(request({1, 2, 3}, 2));
+  std::vector<GenerationResult> first = engine->runToCompletion();
+  EXPECT_EQ(model->kvCache().freeSlots(), 1);
+  // The second request overwrites the slot; its K-row sums (logit 31) must
+  // count only its own tokens.
+  std::vector<float> sums;
+  GenerationRequest r = request({30}, 3);
+  r.onToken = [&](int32_t, const float *logits) { sums.push_back(logits[31]); };
+  RequestId b = submit(std::move(r));
+  std::vector<GenerationResult> second = engine->runToCompletion();
+  EXPECT_EQ(resultFor(first, a).tokens, (std::vector<int32_t>{4, 5}));
+  EXPECT_EQ(resultFor(second, b).tokens, (std::vector<int32_t>{31, 0, 1}));
+  // Fed 30, 31, 0 at positions 0..2; next==31 adds 1 to logit 31 at step 0.
+  EXPECT_EQ(sums, (std::vector<float>{30 + 1, 61, 61}));
+  EXPECT_EQ(slotsSeen, std::set<int32_t>{0});
+}
+
+TEST_F(EngineTest, StopsAtEos) {
+  loadModel(1);
+  GenerationRequest r = request({7}, 8);
+  r.eosId = 10;
+  submit(std::move(r));
+  std::vector<GenerationResult> results = engine->runToCompletion();
+  ASSERT_EQ(results.size(), 1u);
+  EXPECT_EQ(results[0].tokens, (std::vector<int32_t>{8, 9, 10}));
+  EXPECT_EQ(results[0].reason, FinishReason::Eos);
+}
+
+TEST_F(EngineTest, StopsWhenContextIsFull) {
+  loadModel(1, 8);
+  submit(request({1, 2, 3}, -1));
+  std::vector<GenerationResult> results = engine->runToCompletion();
+  ASSERT_EQ(results.size(), 1u);
+  EXPECT_EQ(results[0].reason, FinishReason::ContextFull);
+  // Positions 0..7 are fed: 3 prompt tokens then 5 generated ones; the token
+  // produced at position 7 is the 6th.
+  EXPECT_EQ(results[0].tokens.size(), 6u);
+}
+
+TEST_F(EngineTest, ZeroNewTokens) {
+  loadModel(1);
+  submit(request({1}, 0));
+  std::vector<GenerationResult> results = engine->runToCompletion();
+  ASSERT_EQ(results.size(), 1u);
+  EXPECT_TRUE(results[0].tokens.empty());
+  EXPECT_EQ(engine->stepsRun(), 0);
+}
+
+TEST_F(EngineTest, SamplingIsDeterministicPerSeed) {
+  loadModel(3);
+  auto sampled = [](uint64_t seed) {
+    GenerationRequest r = request({1, 2}, 8);
+    r.sampling.temperature = 1;
+    r.sampling.seed = seed;
+    return r;
+  };
+  RequestId a = submit(sampled(42));
+  RequestId b = submit(sampled(42));
+  RequestId c = submit(sampled(43));
+  std::vector<GenerationResult> results = engine->runToCompletion();
+  EXPECT_EQ(resultFor(results, a).tokens, resultFor(results, b).tokens);
+  EXPECT_NE(resultFor(results, a).tokens, resultFor(results, c).tokens);
+
+  // Running alone gives the same tokens as running in a batch.
+  RequestId d = submit(sampled(42));
+  std::vector<GenerationResult> alone = engine->runToCompletion();
+  EXPECT_EQ(resultFor(alone, d).tokens, resultFor(results, a).tokens);
+}
+
+TEST_F(EngineTest, InvalidTokenFromStepFailsOnlyThatRequest) {
+  loadModel(2);
+  GenerationRequest bad = request({1}, 3);
+  bad.sampling.topK = 999; // the test model then returns token 37
+  RequestId a = submit(std::move(bad));
+  RequestId b = submit(request({4}, 2));
+  std::vector<GenerationResult> results = engine->runToCompletion();
+  EXPECT_EQ(resultFor(results, a).reason, FinishReason::Error);
+  EXPECT_NE(resultFor(results, a).error.find("returned token 37"),
+            std::string::npos);
+  EXPECT_EQ(resultFor(results, b).tokens, (std::vector<int32_t>{5, 6}));
+  EXPECT_EQ(model->kvCache().freeSlots(), 2);
+}
+
+TEST_F(EngineTest, MaxContextDefaultsAndLimits) {
+  TempDir dir;
+  writeTestCheckpoint(dir.path());
+  ModelOptions options;
+  Expected<std::unique_ptr<Model>> m =
+      Model::load(FDC_TEST_MODEL_GOOD, dir.path(), options);
+  ASSERT_TRUE(m) << m.error().message();
+  EXPECT_EQ((*m)->maxContext(), 64); // max_position_embeddings
+  EXPECT_EQ((*m)->kvCache().size(), 1u * 1 * 2 * 1 * 64 * 4);
+  options.maxContext = 65;
+  m = Model::load(FDC_TEST_MODEL_GOOD, dir.path(), options);
+  ASSERT_FALSE(m);
+  EXPECT_NE(m.error().message().find("exceeds the model's "
+                                     "max_position_embeddings 64"),
+            std::string::npos);
+  options.maxContext = 8;
+  options.numSlots = 0;
+  m = Model::load(FDC_TEST_MODEL_GOOD, dir.path(), options);
+  ASSERT_FALSE(m);
+  EXPECT_NE(m.error().message().find("num_slots"), std::string::npos);
+}
+
+} // namespace

@@ -1,0 +1,132 @@
+//===- CompileCommand.cpp - `fdc compile` ---------------------------------===//
+//
+// Model IR -> model library: verify, place the weights, write the manifest,
+// lower the step for the target, and emit the shared object.
+//
+//===----------------------------------------------------------------------===//
+
+#include "CompileCommand.h"
+
+#include "fdc/Conversion/Passes.h"
+#include "fdc/Dialect/Decode/IR/Decode.h"
+#include "fdc/Dialect/Decode/Transforms/Passes.h"
+#include "fdc/Target/ModelLibrary.h"
+
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Support/FileUtilities.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/ToolOutputFile.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace mlir;
+namespace cl = llvm::cl;
+
+namespace {
+struct CompileOptions {
+  cl::OptionCategory category{"fdc compile options"};
+  cl::opt<std::string> input{cl::Positional, cl::Required,
+                             cl::desc("<model.mlir>"), cl::cat(category)};
+  cl::opt<std::string> output{"o", cl::Required,
+                              cl::desc("Output model library (.so)"),
+                              cl::value_desc("file"), cl::cat(category)};
+  cl::opt<std::string> target{
+      "target", cl::init("host"),
+      cl::desc("Target to compile for: host (cuda:sm_XX is planned)"),
+      cl::cat(category)};
+  cl::opt<std::string> cpu{"cpu", cl::init("generic"),
+                           cl::desc("Host CPU to tune for (e.g. native)"),
+                           cl::cat(category)};
+  cl::opt<std::string> emitLLVM{"emit-llvm",
+                                cl::desc("Also write the LLVM IR here"),
+                                cl::value_desc("file"), cl::cat(category)};
+  cl::opt<std::string> emitMLIR{
+      "emit-mlir", cl::desc("Also write the lowered MLIR (LLVM dialect) here"),
+      cl::value_desc("file"), cl::cat(category)};
+  cl::opt<std::string> linker{"linker",
+                              cl::desc("Compiler driver used to link"),
+                              cl::cat(category)};
+};
+
+LogicalResult writeModule(ModuleOp module, StringRef path) {
+  std::string error;
+  auto file = openOutputFile(path, &error);
+  if (!file)
+    return emitError(module.getLoc()) << error;
+  module.print(file->os());
+  file->keep();
+  return success();
+}
+
+LogicalResult compile(MLIRContext &context, const CompileOptions &options) {
+  llvm::SourceMgr sourceMgr;
+  SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context);
+  std::string error;
+  auto buffer = openInputFile(options.input, &error);
+  if (!buffer)
+    return emitError(UnknownLoc::get(&context)) << error;
+  sourceMgr.AddNewSourceBuffer(std::move(buffer), llvm::SMLoc());
+  OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, &context);
+  if (!module)
+    return failure();
+
+  if (options.target != "host")
+    return emitError(module->getLoc())
+           << "target '" << options.target
+           << "' is not supported yet; supported targets: host";
+
+  auto models = llvm::to_vector(module->getOps<fdc::decode::ModelOp>());
+  if (models.size() != 1)
+    return emitError(module->getLoc())
+           << "expected exactly one 'decode.model' in " << options.input
+           << ", found " << models.size();
+
+  PassManager layout(&context);
+  layout.nest<fdc::decode::ModelOp>().addPass(
+      fdc::decode::createDecodeAssignWeightLayout());
+  if (failed(layout.run(*module)))
+    return failure();
+  FailureOr<std::string> manifest =
+      fdc::target::buildManifest(models.front(), options.target);
+  if (failed(manifest))
+    return failure();
+
+  PassManager lowering(&context);
+  lowering.addPass(fdc::createConvertDecodeToHost());
+  fdc::buildHostToLLVMPipeline(lowering);
+  if (failed(lowering.run(*module)))
+    return failure();
+  fdc::target::addLibraryGlobals(*module, options.target, *manifest);
+  if (!options.emitMLIR.empty() &&
+      failed(writeModule(*module, options.emitMLIR)))
+    return failure();
+
+  fdc::target::HostLibraryOptions libraryOptions;
+  libraryOptions.outputPath = options.output;
+  libraryOptions.cpu = options.cpu;
+  libraryOptions.linker = options.linker;
+  libraryOptions.llvmIRPath = options.emitLLVM;
+  return fdc::target::emitHostLibrary(*module, libraryOptions);
+}
+} // namespace
+
+int fdc::compileMain(int argc, char **argv) {
+  CompileOptions options;
+  cl::HideUnrelatedOptions(options.category);
+  if (!cl::ParseCommandLineOptions(
+          argc, argv,
+          "fdc compile: model IR -> AOT model library\n\n"
+          "  fdc compile model.mlir --target=host -o model.so\n",
+          &llvm::errs()))
+    return 2;
+
+  DialectRegistry registry;
+  registry.insert<fdc::decode::DecodeDialect, arith::ArithDialect,
+                  func::FuncDialect, tensor::TensorDialect,
+                  LLVM::LLVMDialect>();
+  MLIRContext context(registry);
+  return failed(compile(context, options)) ? 1 : 0;
+}

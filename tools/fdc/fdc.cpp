@@ -1,0 +1,43 @@
+//===- fdc.cpp - the fdc driver -------------------------------------------===//
+//
+//   fdc compile model.mlir --target=host -o model.so
+//   fdc run model.so --weights CHECKPOINT_DIR --prompt-ids 1,2,3 ...
+//
+//===----------------------------------------------------------------------===//
+
+#include "CompileCommand.h"
+
+#include "fdc/runtime/RunCommand.h"
+
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cstring>
+#include <string>
+
+static void printUsage(llvm::raw_ostream &os) {
+  os << "usage: fdc <command> [options]\n\n"
+        "commands:\n"
+        "  compile   model IR (.mlir) -> AOT model library (.so)\n"
+        "  run       load a model library and weights, generate tokens\n\n"
+        "`fdc <command> --help` describes a command's options.\n";
+}
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM init(argc, argv);
+  if (argc < 2 || !std::strcmp(argv[1], "--help") ||
+      !std::strcmp(argv[1], "-h")) {
+    printUsage(argc < 2 ? llvm::errs() : llvm::outs());
+    return argc < 2 ? 2 : 0;
+  }
+  // The subcommand sees itself as argv[0], so messages read "fdc compile: ...".
+  std::string name = std::string("fdc ") + argv[1];
+  argv[1] = name.data();
+  if (!std::strcmp(argv[1] + 4, "compile"))
+    return fdc::compileMain(argc - 1, argv + 1);
+  if (!std::strcmp(argv[1] + 4, "run"))
+    return fdcRunMain(argc - 1, argv + 1);
+  llvm::errs() << "fdc: unknown command '" << argv[1] + 4 << "'\n";
+  printUsage(llvm::errs());
+  return 2;
+}
