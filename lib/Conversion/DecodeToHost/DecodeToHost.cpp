@@ -10,9 +10,11 @@
 //===----------------------------------------------------------------------===//
 
 #include "HostKernels.h"
+#include "PackedLayouts.h"
 
 #include "fdc/Conversion/Passes.h"
 #include "fdc/Dialect/Decode/IR/Decode.h"
+#include "fdc/Dialect/Decode/Transforms/Passes.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/IRMapping.h"
@@ -47,18 +49,35 @@ enum StepField : int64_t {
   kNextTokens,
 };
 
-/// The cache, viewed as [slots][layers][2][kv_heads][max_context][head_dim].
-MemRefType getCacheMemRefType(decode::KVCacheType cache) {
-  return MemRefType::get({ShapedType::kDynamic, cache.getLayers(), 2,
-                          cache.getKvHeads(), ShapedType::kDynamic,
-                          cache.getHeadDim()},
-                         cache.getElementType());
-}
-
 MemRefType getMemRefType(Type tensorType) {
   auto tensor = cast<RankedTensorType>(tensorType);
   return MemRefType::get(tensor.getShape(), tensor.getElementType());
 }
+
+/// The cache, viewed as [slots][layers][2][kv_heads][max_context][head_dim],
+/// or [..][row_bytes] of i8 for an INT4 cache.
+MemRefType getCacheMemRefType(decode::KVCacheType cache) {
+  bool int4 = isa<decode::Int4Type>(cache.getElementType());
+  Type element = int4 ? IntegerType::get(cache.getContext(), 8)
+                      : cache.getElementType();
+  return MemRefType::get({ShapedType::kDynamic, cache.getLayers(), 2,
+                          cache.getKvHeads(), ShapedType::kDynamic,
+                          int4 ? cache.getRowBytes() : cache.getHeadDim()},
+                         element);
+}
+
+/// How a weight is viewed: dense tensors as themselves, INT4 weights as
+/// bytes, Tiled-CSL weights as u32 words.
+MemRefType getWeightMemRefType(Type type) {
+  MLIRContext *ctx = type.getContext();
+  if (isa<RankedTensorType>(type))
+    return getMemRefType(type);
+  int64_t bytes = *decode::getWeightBytes(type);
+  if (isa<decode::QuantTensorType>(type))
+    return MemRefType::get({bytes}, IntegerType::get(ctx, 8));
+  return MemRefType::get({bytes / 4}, IntegerType::get(ctx, 32));
+}
+
 
 class StepLowering {
 public:
@@ -200,9 +219,6 @@ LogicalResult StepLowering::run() {
     mapping.map(body.getArgument(index),
                 fieldMemRef(field.first, vector(field.second), {batchI64}));
   auto cacheType = cast<decode::KVCacheType>(body.getArgument(7).getType());
-  if (isa<decode::Int4Type>(cacheType.getElementType()))
-    return step.emitOpError()
-           << "INT4 KV caches are not supported by the host lowering yet";
   mapping.map(body.getArgument(7),
               fieldMemRef(kKVCache, getCacheMemRefType(cacheType),
                           {numSlots, maxContext}));
@@ -282,16 +298,13 @@ LogicalResult StepLowering::lowerOp(Operation &op) {
                  << "weight " << ref.getNameAttr()
                  << " has no arena offset; run decode-assign-weight-layout "
                     "first";
-        if (!isa<RankedTensorType>(ref.getType()))
-          return ref.emitOpError()
-                 << "weights of type " << ref.getType()
-                 << " are not supported by the host lowering yet";
         auto ptrType = LLVM::LLVMPointerType::get(b.getContext());
         Value base = loadField(kWeights, ptrType);
         Value address = LLVM::GEPOp::create(b, ptrType, b.getI8Type(), base,
                                             ArrayRef<LLVM::GEPArg>{*offset});
         mapping.map(ref.getResult(),
-                    memrefFromPointer(address, getMemRefType(ref.getType()), {}));
+                    memrefFromPointer(address, getWeightMemRefType(ref.getType()),
+                                      {}));
         return success();
       })
       .Case([&](decode::EmbeddingOp embedding) -> LogicalResult {
@@ -305,14 +318,22 @@ LogicalResult StepLowering::lowerOp(Operation &op) {
         return success();
       })
       .Case([&](decode::LinearOp linear) -> LogicalResult {
-        if (!isa<RankedTensorType>(linear.getWeight().getType()))
-          return linear.emitOpError()
-                 << "INT4 weights are not supported by the host lowering yet";
         Value bias = linear.getBias() ? get(linear.getBias()) : Value();
         Value residual =
             linear.getResidual() ? get(linear.getResidual()) : Value();
-        emitLinear(e, get(linear.getInput()), get(linear.getWeight()), bias,
-                   residual, linear.getActivation(), out(linear.getResult()));
+        Value weight = get(linear.getWeight());
+        auto quant = dyn_cast<decode::QuantTensorType>(linear.getWeight().getType());
+        auto reader = [&](Value row, Value k) {
+          return quant ? loadInt4Weight(e, weight, quant, row, k)
+                       : e.load(weight, {row, k});
+        };
+        emitLinear(e, get(linear.getInput()), reader, bias, residual,
+                   linear.getActivation(), out(linear.getResult()));
+        return success();
+      })
+      .Case([&](decode::SparseLinearOp sparse) -> LogicalResult {
+        emitSparseLinear(e, get(sparse.getInput()), get(sparse.getWeight()),
+                         sparse.getWeight().getType(), out(sparse.getResult()));
         return success();
       })
       .Case([&](decode::RopeOp rope) -> LogicalResult {
@@ -324,14 +345,14 @@ LogicalResult StepLowering::lowerOp(Operation &op) {
       .Case([&](decode::KVAppendOp append) -> LogicalResult {
         Value cache = get(append.getCache());
         emitKVAppend(e, get(append.getKey()), get(append.getValue()), cache,
-                     get(append.getSlots()), get(append.getPositions()),
+                     append.getCache().getType(), get(append.getSlots()), get(append.getPositions()),
                      append.getLayer());
         mapping.map(append.getResult(), cache);
         return success();
       })
       .Case([&](decode::AttentionOp attention) -> LogicalResult {
         emitAttention(e, get(attention.getQuery()), get(attention.getCache()),
-                      get(attention.getSlots()), get(attention.getPositions()),
+                      attention.getCache().getType(), get(attention.getSlots()), get(attention.getPositions()),
                       attention.getLayer(),
                       attention.getScale().convertToFloat(),
                       attention.getSoftmax(), out(attention.getResult()));

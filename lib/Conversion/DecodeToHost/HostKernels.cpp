@@ -1,6 +1,7 @@
 //===- HostKernels.cpp - one host kernel per decode op --------------------===//
 
 #include "HostKernels.h"
+#include "PackedLayouts.h"
 
 using namespace mlir;
 using namespace fdc;
@@ -57,14 +58,14 @@ void fdc::host::emitRMSNorm(HostEmitter &e, Value input, Value weight,
   });
 }
 
-void fdc::host::emitLinear(HostEmitter &e, Value input, Value weight,
+void fdc::host::emitLinear(HostEmitter &e, Value input, WeightReader weight,
                            Value bias, Value residual,
                            decode::Activation activation, Value out) {
   int64_t k = staticDim(input, 1);
   int64_t n = staticDim(out, 1);
   auto dot = [&](Value i, Value row) {
     Value acc = e.reduce1(e.index(k), e.f32(0), [&](Value kk, Value acc) {
-      return e.add(acc, e.mul(e.load(input, {i, kk}), e.load(weight, {row, kk})));
+      return e.add(acc, e.mul(e.load(input, {i, kk}), weight(row, kk)));
     });
     return bias ? e.add(acc, e.load(bias, row)) : acc;
   };
@@ -116,14 +117,22 @@ void fdc::host::emitRope(HostEmitter &e, Value input, Value positions,
 }
 
 void fdc::host::emitKVAppend(HostEmitter &e, Value key, Value value,
-                             Value cache, Value slots, Value positions,
-                             int64_t layer) {
+                             Value cache, decode::KVCacheType cacheType,
+                             Value slots, Value positions, int64_t layer) {
   int64_t heads = staticDim(key, 1), headDim = staticDim(key, 2);
   Value layerIndex = e.index(layer), k = e.index(0), v = e.index(1);
+  auto int4 = dyn_cast<decode::Int4Type>(cacheType.getElementType());
   e.loop(dim(e, key, 0), [&](Value i) {
     Value slot = e.loadIndex(slots, i);
     Value position = e.loadIndex(positions, i);
     e.loop(heads, [&](Value h) {
+      if (int4) {
+        storeInt4CacheRow(e, key, i, h, cache, int4, headDim,
+                          {slot, layerIndex, k, h, position});
+        storeInt4CacheRow(e, value, i, h, cache, int4, headDim,
+                          {slot, layerIndex, v, h, position});
+        return;
+      }
       e.loop(headDim, [&](Value d) {
         e.store(e.load(key, {i, h, d}), cache,
                 {slot, layerIndex, k, h, position, d});
@@ -135,14 +144,21 @@ void fdc::host::emitKVAppend(HostEmitter &e, Value key, Value value,
 }
 
 void fdc::host::emitAttention(HostEmitter &e, Value query, Value cache,
-                              Value slots, Value positions, int64_t layer,
+                              decode::KVCacheType cacheType, Value slots, Value positions, int64_t layer,
                               float scale, decode::SoftmaxAttr softmax,
                               Value out) {
   ImplicitLocOpBuilder &b = e.builder();
   int64_t queryHeads = staticDim(query, 1), headDim = staticDim(query, 2);
-  int64_t kvHeads = staticDim(cache, 3);
+  int64_t kvHeads = cacheType.getKvHeads();
   int64_t group = queryHeads / kvHeads;
   Value layerIndex = e.index(layer), kIndex = e.index(0), vIndex = e.index(1);
+  auto int4 = dyn_cast<decode::Int4Type>(cacheType.getElementType());
+  auto cacheElement = [&](Value slot, Value kv, Value head, Value t, Value d) {
+    if (int4)
+      return loadInt4CacheElement(e, cache, int4, headDim,
+                                  {slot, layerIndex, kv, head, t}, d);
+    return e.load(cache, {slot, layerIndex, kv, head, t, d});
+  };
   // One f32 accumulator row, reused by every (sequence, head).
   Value acc = memref::AllocaOp::create(
       b, MemRefType::get({headDim}, b.getF32Type()));
@@ -156,14 +172,14 @@ void fdc::host::emitAttention(HostEmitter &e, Value query, Value cache,
       auto score = [&](Value t) {
         Value dot = e.reduce1(e.index(headDim), e.f32(0), [&](Value d,
                                                               Value sum) {
-          Value key = e.load(cache, {slot, layerIndex, kIndex, kvHead, t, d});
+          Value key = cacheElement(slot, kIndex, kvHead, t, d);
           return e.add(sum, e.mul(e.load(query, {i, h, d}), key));
         });
         return e.mul(dot, e.f32(scale));
       };
       auto accumulate = [&](Value t, Value keep, Value weight) {
         e.loop(headDim, [&](Value d) {
-          Value vValue = e.load(cache, {slot, layerIndex, vIndex, kvHead, t, d});
+          Value vValue = cacheElement(slot, vIndex, kvHead, t, d);
           Value old = memref::LoadOp::create(b, acc, d);
           memref::StoreOp::create(b, e.add(e.mul(old, keep), e.mul(weight, vValue)),
                                   acc, d);

@@ -19,18 +19,24 @@ void emitEmbedding(HostEmitter &e, mlir::Value table, mlir::Value tokens,
                    mlir::Value out);
 void emitRMSNorm(HostEmitter &e, mlir::Value input, mlir::Value weight,
                  float eps, mlir::Value out);
+/// Reads element (row, k) of a linear weight as f32 (dense or packed).
+using WeightReader =
+    llvm::function_ref<mlir::Value(mlir::Value row, mlir::Value k)>;
+
 /// `bias` and `residual` may be null.
-void emitLinear(HostEmitter &e, mlir::Value input, mlir::Value weight,
+void emitLinear(HostEmitter &e, mlir::Value input, WeightReader weight,
                 mlir::Value bias, mlir::Value residual,
                 decode::Activation activation, mlir::Value out);
 void emitRope(HostEmitter &e, mlir::Value input, mlir::Value positions,
               int64_t rotaryDim, float theta, mlir::Value out);
 /// `cache` is the whole cache viewed as
-/// [slots][layers][2][kv_heads][max_context][head_dim] of its element type.
+/// [slots][layers][2][kv_heads][max_context][head_dim] of its element type,
+/// or [..][row_bytes] of i8 for an INT4 cache.
 void emitKVAppend(HostEmitter &e, mlir::Value key, mlir::Value value,
-                  mlir::Value cache, mlir::Value slots, mlir::Value positions,
-                  int64_t layer);
+                  mlir::Value cache, decode::KVCacheType cacheType,
+                  mlir::Value slots, mlir::Value positions, int64_t layer);
 void emitAttention(HostEmitter &e, mlir::Value query, mlir::Value cache,
+                   decode::KVCacheType cacheType,
                    mlir::Value slots, mlir::Value positions, int64_t layer,
                    float scale, decode::SoftmaxAttr softmax, mlir::Value out);
 void emitArgmax(HostEmitter &e, mlir::Value logits, mlir::Value out);

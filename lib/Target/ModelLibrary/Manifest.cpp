@@ -78,28 +78,42 @@ FailureOr<std::string> target::buildManifest(decode::ModelOp model,
              << "weight @" << weight.getSymName()
              << " has no arena offset or size; run "
                 "decode-assign-weight-layout first";
-    auto tensor = dyn_cast<RankedTensorType>(weight.getType());
-    if (!tensor)
-      return weight.emitOpError() << "weights of type " << weight.getType()
-                                  << " cannot be packed into a model library "
-                                     "yet";
-    llvm::json::Array shape, sources;
-    for (int64_t size : tensor.getShape())
-      shape.push_back(size);
+    llvm::json::Array sources;
     if (std::optional<ArrayAttr> listed = weight.getSources()) {
       for (Attribute source : *listed)
         sources.push_back(cast<StringAttr>(source).str());
     } else {
       sources.push_back(weight.getSymName().str());
     }
-    weights.push_back(llvm::json::Object{
-        {"name", weight.getSymName().str()},
-        {"dtype", dtypeName(tensor.getElementType())},
-        {"shape", std::move(shape)},
-        {"layout", "dense"},
-        {"offset", *offset},
-        {"bytes", *bytes},
-        {"sources", std::move(sources)}});
+    llvm::json::Object entry{{"name", weight.getSymName().str()},
+                             {"offset", *offset},
+                             {"bytes", *bytes},
+                             {"sources", std::move(sources)}};
+    auto shapeOf = [](ArrayRef<int64_t> dims) {
+      llvm::json::Array shape;
+      for (int64_t size : dims)
+        shape.push_back(size);
+      return shape;
+    };
+    Type type = weight.getType();
+    if (auto tensor = dyn_cast<RankedTensorType>(type)) {
+      entry["dtype"] = dtypeName(tensor.getElementType());
+      entry["shape"] = shapeOf(tensor.getShape());
+      entry["layout"] = "dense";
+    } else if (auto quant = dyn_cast<decode::QuantTensorType>(type)) {
+      entry["dtype"] = "int4";
+      entry["shape"] = shapeOf(quant.getShape());
+      entry["layout"] = "int4";
+      entry["group_size"] = quant.getGroupSize();
+      entry["scale_dtype"] = dtypeName(quant.getScaleType());
+    } else {
+      auto sparse = cast<decode::TiledCSLType>(type);
+      entry["dtype"] = dtypeName(sparse.getElementType());
+      entry["shape"] = shapeOf(sparse.getShape());
+      entry["layout"] = "tiled_csl";
+      entry["tile"] = shapeOf(sparse.getTile());
+    }
+    weights.push_back(std::move(entry));
     arenaBytes = std::max<int64_t>(arenaBytes, llvm::alignTo(*offset + *bytes, 256));
   }
 

@@ -214,12 +214,6 @@ decode.model @m attributes {config = {}} {
   decode.weight @w = concat [] : tensor<4xf32>
 }
 
-// -----
-
-decode.model @m attributes {config = {}} {
-  // expected-error @+1 {{'decode.weight' op weight @w: concat sources need a dense tensor type}}
-  decode.weight @w = concat ["a"] : !decode.tiled_csl<128x128xf16, tile = 128x64>
-}
 
 // -----
 
@@ -582,3 +576,79 @@ func.func @f(%x: tensor<?x8xf32>) {
   %0 = decode.all_reduce sum %x {group_size = 0 : i64} : tensor<?x8xf32>
   return
 }
+
+// -----
+
+decode.model @m attributes {config = {}} {
+  // expected-error @+1 {{'func.func' op step function must have a body}}
+  func.func private @step(tensor<?xi32>)
+}
+
+// -----
+
+func.func @f(%t: tensor<512x256xf32>, %i: tensor<?xi32>) {
+  // expected-error @+1 {{'decode.embedding' op result must be rank 2 [M, hidden], got 'tensor<?xf32>'}}
+  %0 = decode.embedding %t[%i] : tensor<512x256xf32>, tensor<?xi32> -> tensor<?xf32>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<?x256xf32>, %w: tensor<256x2xf32>) {
+  // expected-error @+1 {{'decode.rms_norm' op weight must be rank 1 [hidden], got 'tensor<256x2xf32>'}}
+  %0 = decode.rms_norm %x, %w {eps = 1.0e-5 : f32} : tensor<?x256xf32>, tensor<256x2xf32> -> tensor<?x256xf32>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<?x256xf32>, %w: tensor<256xf32>) {
+  // expected-error @+1 {{'decode.linear' op weight must be rank 2 [N, K], got 'tensor<256xf32>'}}
+  %0 = decode.linear %x, %w : tensor<?x256xf32>, tensor<256xf32> -> tensor<?x256xf32>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<256xf32>, %w: tensor<512x256xf32>) {
+  // expected-error @+1 {{'decode.linear' op input must be rank 2 [M, K], got 'tensor<256xf32>'}}
+  %0 = decode.linear %x, %w : tensor<256xf32>, tensor<512x256xf32> -> tensor<?x512xf32>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<?x256xf32>, %w: tensor<512x256xf32>) {
+  // expected-error @+1 {{'decode.linear' op result must be rank 2 [M, N], got 'tensor<512xf32>'}}
+  %0 = decode.linear %x, %w : tensor<?x256xf32>, tensor<512x256xf32> -> tensor<512xf32>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<4x256xf32>, %w: tensor<512x256xf32>) {
+  // expected-error @+1 {{'decode.linear' op result batch dimension M = 8 does not match input batch dimension M = 4}}
+  %0 = decode.linear %x, %w : tensor<4x256xf32>, tensor<512x256xf32> -> tensor<8x512xf32>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<?x256xf32>, %w: tensor<512x256xf32>, %b: tensor<512x1xf32>) {
+  // expected-error @+1 {{'decode.linear' op bias must be rank 1 [N], got 'tensor<512x1xf32>'}}
+  %0 = decode.linear %x, %w bias %b : tensor<?x256xf32>, tensor<512x256xf32>, tensor<512x1xf32> -> tensor<?x512xf32>
+  return
+}
+
+// -----
+
+func.func @f(%k: tensor<?x64xf32>, %c: !decode.kv_cache<layers = 2, kv_heads = 2, head_dim = 32, f32>, %s: tensor<?xi32>, %p: tensor<?xi32>) {
+  // expected-error @+1 {{'decode.kv_append' op key must be rank 3 [M, heads, head_dim], got 'tensor<?x64xf32>'}}
+  %0 = decode.kv_append %k, %k into %c[%s, %p] {layer = 0 : i64} : tensor<?x64xf32>, tensor<?x64xf32> into !decode.kv_cache<layers = 2, kv_heads = 2, head_dim = 32, f32>
+  return
+}
+
+// -----
+
+// expected-error @+1 {{!decode.qtensor dimensions must be positive}}
+func.func private @f(!decode.qtensor<0x128xi4, group_size = 128, scale = f16>)

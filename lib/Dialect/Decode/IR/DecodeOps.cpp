@@ -191,9 +191,6 @@ LogicalResult WeightOp::verify() {
     if (sources->empty())
       return emitOpError() << "weight @" << getSymName()
                            << " concatenates no sources";
-    if (!isa<RankedTensorType>(type))
-      return emitOpError() << "weight @" << getSymName()
-                           << ": concat sources need a dense tensor type";
   }
   return success();
 }

@@ -23,6 +23,13 @@ FailureOr<int64_t> fdc::decode::getWeightBytes(Type type) {
     int64_t scaleBytes = quant.getScaleType().getIntOrFloatBitWidth() / 8;
     return n * k / 2 + n * (k / quant.getGroupSize()) * 2 * scaleBytes;
   }
+  if (auto sparse = dyn_cast<TiledCSLType>(type)) {
+    // The packed size depends on the non-zeros: reserve TileOffsets and one
+    // 4-byte word per element, enough for a dense matrix.
+    int64_t n = sparse.getShape()[0], k = sparse.getShape()[1];
+    int64_t tiles = (n / sparse.getTile()[0]) * (k / sparse.getTile()[1]);
+    return (tiles + 1) * 4 + n * k * 4;
+  }
   return failure();
 }
 

@@ -1,0 +1,39 @@
+//===- PackedLayouts.h - host access to packed weights and caches -*- C++ -*-=//
+//
+// Reads and writes of the packed layouts of docs/model-library.md: INT4 KV
+// cache rows, INT4 (qtensor) weights, and Tiled-CSL sparse weights.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FDC_LIB_CONVERSION_DECODETOHOST_PACKEDLAYOUTS_H
+#define FDC_LIB_CONVERSION_DECODETOHOST_PACKEDLAYOUTS_H
+
+#include "HostEmitter.h"
+
+#include "fdc/Dialect/Decode/IR/Decode.h"
+
+namespace fdc::host {
+
+/// Element `d` of the INT4 cache row at `row` = (slot, layer, k|v, head,
+/// position) of `cache` ([..][row_bytes] of i8), dequantised to f32.
+mlir::Value loadInt4CacheElement(HostEmitter &e, mlir::Value cache,
+                                 decode::Int4Type int4, int64_t headDim,
+                                 mlir::ValueRange row, mlir::Value d);
+
+/// Quantises `source[i, h, :]` group-wise into the INT4 cache row at `row`.
+void storeInt4CacheRow(HostEmitter &e, mlir::Value source, mlir::Value i,
+                       mlir::Value h, mlir::Value cache, decode::Int4Type int4,
+                       int64_t headDim, mlir::ValueRange row);
+
+/// Element (n, k) of an INT4 weight stored as bytes, dequantised to f32.
+mlir::Value loadInt4Weight(HostEmitter &e, mlir::Value bytes,
+                           decode::QuantTensorType type, mlir::Value n,
+                           mlir::Value k);
+
+/// out = input · Wᵀ for a Tiled-CSL weight stored as u32 words.
+void emitSparseLinear(HostEmitter &e, mlir::Value input, mlir::Value words,
+                      decode::TiledCSLType type, mlir::Value out);
+
+} // namespace fdc::host
+
+#endif // FDC_LIB_CONVERSION_DECODETOHOST_PACKEDLAYOUTS_H
