@@ -17,6 +17,8 @@ config.substitutions.append(("%fdc_src_root", config.fdc_src_root))
 config.environment["PYTHONPATH"] = os.path.join(config.fdc_src_root, "python")
 
 llvm_config.with_system_environment(["HOME", "TMP", "TEMP"])
+# `not`, `count` and FileCheck at the start of a RUN line come from PATH.
+llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.use_default_substitutions()
 
 tool_dirs = [config.fdc_tools_dir, config.llvm_tools_dir]
