@@ -14,7 +14,8 @@ from fdc.testing.tiny_checkpoint import make_tiny_checkpoint
 
 PYTHON_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 REPO = os.path.dirname(PYTHON_DIR)
-FDC_OPT = os.path.join(REPO, "build", "bin", "fdc-opt")
+FDC_OPT = os.path.join(os.environ.get("FDC_BUILD_DIR") or os.path.join(REPO, "build"), "bin",
+                       "fdc-opt")
 FLOAT = re.compile(r"(?<![\w.])[-+]?\d+\.\d*(?:[eE][-+]?\d+)?")
 
 

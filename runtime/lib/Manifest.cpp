@@ -2,6 +2,8 @@
 
 #include "fdc/runtime/Manifest.h"
 
+#include "fdc/runtime/Packing.h"
+
 #include <algorithm>
 
 using namespace fdc::runtime;
@@ -78,10 +80,6 @@ Expected<WeightSpec> parseWeight(const FieldReader &reader,
 
   std::string dtype;
   FDC_ASSIGN_OR_RETURN(dtype, reader.string(entry, "dtype", path + ".dtype"));
-  std::optional<DType> parsed = parseManifestDType(dtype);
-  if (!parsed)
-    return fail("dtype '", dtype, "' is not one of f32, bf16, f16");
-  weight.dtype = *parsed;
 
   const json::Array *shape;
   FDC_ASSIGN_OR_RETURN(shape, reader.array(entry, "shape", path + ".shape"));
@@ -100,9 +98,52 @@ Expected<WeightSpec> parseWeight(const FieldReader &reader,
   if (entry.get("layout"))
     FDC_ASSIGN_OR_RETURN(weight.layout,
                          reader.string(entry, "layout", path + ".layout"));
-  if (weight.layout != "dense")
+  if (weight.layout == "dense")
+    weight.layoutKind = WeightLayout::Dense;
+  else if (weight.layout == "int4")
+    weight.layoutKind = WeightLayout::Int4;
+  else if (weight.layout == "tiled_csl")
+    weight.layoutKind = WeightLayout::TiledCSL;
+  else
     return fail("layout '", weight.layout,
-                "' is not supported by this runtime (only 'dense')");
+                "' is not supported by this runtime (only 'dense', 'int4', "
+                "'tiled_csl')");
+
+  if (weight.layoutKind == WeightLayout::Int4) {
+    if (dtype != "int4")
+      return fail("layout 'int4' needs dtype 'int4', got '", dtype, "'");
+    weight.dtype = DType::U8;
+    FDC_ASSIGN_OR_RETURN(
+        weight.groupSize,
+        reader.integer(entry, "group_size", path + ".group_size", 1));
+    std::string scaleDType;
+    FDC_ASSIGN_OR_RETURN(
+        scaleDType, reader.string(entry, "scale_dtype", path + ".scale_dtype"));
+    std::optional<DType> parsedScale = parseManifestDType(scaleDType);
+    if (!parsedScale)
+      return fail("scale_dtype '", scaleDType,
+                  "' is not one of f32, bf16, f16");
+    weight.scaleDType = *parsedScale;
+  } else {
+    std::optional<DType> parsed = parseManifestDType(dtype);
+    if (!parsed)
+      return fail("dtype '", dtype, "' is not one of f32, bf16, f16",
+                  dtype == "int4" ? " (int4 needs layout 'int4')" : "");
+    weight.dtype = *parsed;
+  }
+  if (weight.layoutKind == WeightLayout::TiledCSL) {
+    const json::Array *tile;
+    FDC_ASSIGN_OR_RETURN(tile, reader.array(entry, "tile", path + ".tile"));
+    std::optional<int64_t> rows, cols;
+    if (tile->size() == 2) {
+      rows = (*tile)[0].getInt64();
+      cols = (*tile)[1].getInt64();
+    }
+    if (!rows || !cols)
+      return fail("'tile' must be [rows, columns] (two integers)");
+    weight.tileRows = *rows;
+    weight.tileCols = *cols;
+  }
 
   int64_t offset, bytes;
   FDC_ASSIGN_OR_RETURN(offset,
@@ -112,9 +153,13 @@ Expected<WeightSpec> parseWeight(const FieldReader &reader,
   weight.bytes = static_cast<uint64_t>(bytes);
   if (weight.offset % 256 != 0)
     return fail("offset ", weight.offset, " is not a multiple of 256");
-  if (weight.bytes != elements * dtypeSize(weight.dtype))
-    return fail("bytes ", weight.bytes, " does not match shape and dtype (",
-                elements * dtypeSize(weight.dtype), ")");
+  if (weight.layoutKind == WeightLayout::Dense) {
+    if (weight.bytes != elements * dtypeSize(weight.dtype))
+      return fail("bytes ", weight.bytes, " does not match shape and dtype (",
+                  elements * dtypeSize(weight.dtype), ")");
+  } else if (Error err = checkPackedLayout(weight)) {
+    return fail(err.message());
+  }
   if (weight.offset > weightsBytes ||
       weight.bytes > weightsBytes - weight.offset)
     return fail("[", weight.offset, ", ", weight.offset + weight.bytes,

@@ -2,12 +2,43 @@
 
 #include "fdc/runtime/WeightLoader.h"
 
+#include "fdc/runtime/Packing.h"
+
 #include <algorithm>
 #include <cstring>
+#include <new>
+#include <vector>
 
 using namespace fdc::runtime;
 
 namespace {
+
+/// Dense weights take their own dtype; int4 weights any float source;
+/// tiled_csl weights their element type or f32.
+bool acceptsSourceDType(const WeightSpec &weight, DType dtype) {
+  switch (weight.layoutKind) {
+  case WeightLayout::Dense:
+    return dtype == weight.dtype;
+  case WeightLayout::Int4:
+    return dtype == DType::F32 || dtype == DType::F16 || dtype == DType::BF16;
+  case WeightLayout::TiledCSL:
+    return dtype == weight.dtype || dtype == DType::F32;
+  }
+  return false;
+}
+
+std::string expectedSourceDTypes(const WeightSpec &weight) {
+  switch (weight.layoutKind) {
+  case WeightLayout::Dense:
+    break;
+  case WeightLayout::Int4:
+    return "f32, f16 or bf16 (to pack as int4)";
+  case WeightLayout::TiledCSL:
+    return concat(manifestDTypeName(weight.dtype),
+                  " or f32 (to pack as tiled_csl)");
+  }
+  return std::string(manifestDTypeName(weight.dtype));
+}
 
 std::string formatShape(const std::vector<int64_t> &shape) {
   std::string text = "[";
@@ -34,10 +65,10 @@ Error loadWeight(const WeightSpec &weight, const Checkpoint &checkpoint,
     if (!tensor)
       return fail(source, "checkpoint '", checkpoint.path(),
                   "' has no tensor '", source, "'");
-    if (tensor->dtype() != weight.dtype)
+    if (!acceptsSourceDType(weight, tensor->dtype()))
       return fail(source, "checkpoint dtype ",
                   safetensorsDTypeName(tensor->dtype()), ", library expects ",
-                  manifestDTypeName(weight.dtype));
+                  expectedSourceDTypes(weight));
     const std::vector<int64_t> &shape = tensor->shape();
     bool fits;
     if (weight.sources.size() == 1)
@@ -59,6 +90,32 @@ Error loadWeight(const WeightSpec &weight, const Checkpoint &checkpoint,
     return createError("weight '", weight.name, "': its ",
                        weight.sources.size(), " sources have ", rows,
                        " rows in all, the library expects ", weight.shape[0]);
+
+  if (weight.layoutKind != WeightLayout::Dense) {
+    // Concatenate the sources as f32, then pack.
+    uint64_t elements = 0;
+    for (const CheckpointTensor &tensor : tensors)
+      elements += tensor.byteSize() / dtypeSize(tensor.dtype());
+    uint64_t expected = static_cast<uint64_t>(weight.shape[0]) *
+                        static_cast<uint64_t>(weight.shape[1]);
+    if (elements != expected)
+      return createError("weight '", weight.name, "': sources hold ", elements,
+                         " elements, the library expects ", expected);
+    std::vector<float> dense;
+    try {
+      dense.resize(elements);
+    } catch (const std::bad_alloc &) {
+      return createError("weight '", weight.name, "': cannot allocate ",
+                         elements * 4, " bytes to pack it");
+    }
+    uint64_t filled = 0;
+    for (const CheckpointTensor &tensor : tensors) {
+      uint64_t count = tensor.byteSize() / dtypeSize(tensor.dtype());
+      convertToF32(tensor.data, tensor.dtype(), count, dense.data() + filled);
+      filled += count;
+    }
+    return packWeight(weight, dense.data(), arena + weight.offset);
+  }
 
   uint64_t copied = 0;
   for (const CheckpointTensor &tensor : tensors) {

@@ -13,7 +13,7 @@ import re
 from .. import FdcError
 from ..checkpoint import Checkpoint
 from ..config import ModelConfig
-from .emit import Softmax, emit_model
+from .emit import Quantisation, Softmax, emit_model
 
 ELEMENT_TYPE = {"F32": "f32", "BF16": "bf16", "F16": "f16"}
 _SYMBOL = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -51,10 +51,37 @@ def check_tensors(ckpt: Checkpoint, cfg: ModelConfig) -> str:
     return ELEMENT_TYPE[dtype]
 
 
-def model_ir(checkpoint_dir: str, name: str | None = None, softmax: Softmax = Softmax()) -> str:
+def check_quantisation(cfg: ModelConfig, quant: Quantisation) -> None:
+    """Refuse storage choices the model's dimensions cannot take, naming the flag."""
+    g = quant.kv_int4_groups
+    if g < 0 or (g and (cfg.head_dim % g or (cfg.head_dim // g) % 2)):
+        if g > 0 and cfg.head_dim % g == 0:
+            why = (f"gives groups of {cfg.head_dim // g} elements; INT4 needs an even "
+                   f"group size (two values per byte)")
+        else:
+            why = f"does not divide head_dim {cfg.head_dim}"
+        raise FrontendError(f"--kv-cache int4: --kv-groups {g} {why}")
+    gs = quant.linear_int4_group_size
+    if gs:
+        ks = {"hidden_size": cfg.hidden_size,
+              "num_attention_heads * head_dim (o_proj)": cfg.num_heads * cfg.head_dim,
+              "intermediate_size (down_proj)": cfg.intermediate_size}
+        for what, k in ks.items():
+            if gs < 0 or k % gs:
+                raise FrontendError(f"--linear-weights int4: --group-size {gs} does not divide "
+                                    f"K = {k} ({what})")
+            if k % 2:
+                raise FrontendError(f"--linear-weights int4: K = {k} ({what}) is odd; INT4 "
+                                    f"rows need an even K")
+
+
+def model_ir(checkpoint_dir: str, name: str | None = None, softmax: Softmax = Softmax(),
+             quant: Quantisation = Quantisation()) -> str:
     name = default_name(checkpoint_dir) if name is None else name
     if not _SYMBOL.fullmatch(name):
         raise FrontendError(f"model name {name!r} is not of the form [A-Za-z_][A-Za-z0-9_]*")
     ckpt = Checkpoint(checkpoint_dir)
     cfg = ModelConfig.from_dict(ckpt.config)
-    return emit_model(cfg, check_tensors(ckpt, cfg), name, softmax)
+    elem = check_tensors(ckpt, cfg)
+    check_quantisation(cfg, quant)
+    return emit_model(cfg, elem, name, softmax, quant)

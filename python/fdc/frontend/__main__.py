@@ -1,5 +1,7 @@
 """python3 -m fdc.frontend CHECKPOINT_DIR -o model.mlir [--name NAME]
-       [--softmax online|unified_max --phi X --lo X --hi X]"""
+       [--softmax online|unified_max --phi X --lo X --hi X]
+       [--kv-cache checkpoint|int4 --kv-groups G]
+       [--linear-weights dense|int4 --group-size G]"""
 
 from __future__ import annotations
 
@@ -9,7 +11,7 @@ import sys
 
 from .. import FdcError
 from . import model_ir
-from .emit import Softmax
+from .emit import Quantisation, Softmax
 
 
 def parse_softmax(ap: argparse.ArgumentParser, args) -> Softmax:
@@ -25,6 +27,30 @@ def parse_softmax(ap: argparse.ArgumentParser, args) -> Softmax:
     return Softmax("unified_max", *params)
 
 
+def parse_quantisation(ap: argparse.ArgumentParser, args) -> Quantisation:
+    if args.kv_cache == "int4":
+        if args.kv_groups is None:
+            ap.error("--kv-cache int4 needs --kv-groups G (groups per head vector)")
+        if args.kv_groups <= 0:
+            ap.error(f"--kv-groups must be positive, got {args.kv_groups}")
+    elif args.kv_groups is not None:
+        ap.error("--kv-groups only applies to --kv-cache int4")
+    if args.linear_weights == "int4":
+        if args.group_size <= 0:
+            ap.error(f"--group-size must be positive, got {args.group_size}")
+    elif args.group_size_given:
+        ap.error("--group-size only applies to --linear-weights int4")
+    return Quantisation(
+        kv_int4_groups=args.kv_groups if args.kv_cache == "int4" else 0,
+        linear_int4_group_size=args.group_size if args.linear_weights == "int4" else 0)
+
+
+class _GroupSize(argparse.Action):
+    def __call__(self, parser, namespace, values, option_string=None):
+        setattr(namespace, self.dest, values)
+        namespace.group_size_given = True
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python3 -m fdc.frontend",
                                  description="Emit the decode.model IR of a checkpoint.")
@@ -35,10 +61,24 @@ def main(argv=None) -> int:
     ap.add_argument("--phi", type=float)
     ap.add_argument("--lo", type=float)
     ap.add_argument("--hi", type=float)
+    ap.add_argument("--kv-cache", choices=("checkpoint", "int4"), default="checkpoint",
+                    help="KV-cache element type: the checkpoint's dtype (default) or "
+                         "!decode.int4<groups = G>")
+    ap.add_argument("--kv-groups", type=int, metavar="G",
+                    help="with --kv-cache int4: quantisation groups per head vector")
+    ap.add_argument("--linear-weights", choices=("dense", "int4"), default="dense",
+                    help="decoder-layer linear weights: dense (default) or "
+                         "!decode.qtensor<NxKxi4, group_size = G, scale = f16>; the "
+                         "embedding and lm_head stay dense")
+    ap.add_argument("--group-size", type=int, default=128, metavar="G", action=_GroupSize,
+                    help="with --linear-weights int4: elements per scale along K "
+                         "(default 128)")
+    ap.set_defaults(group_size_given=False)
     args = ap.parse_args(argv)
     softmax = parse_softmax(ap, args)
+    quant = parse_quantisation(ap, args)
     try:
-        text = model_ir(args.checkpoint_dir, args.name, softmax)
+        text = model_ir(args.checkpoint_dir, args.name, softmax, quant)
         if args.output == "-":
             sys.stdout.write(text)
         else:

@@ -62,7 +62,28 @@ def _config_attr(cfg: ModelConfig) -> str:
     return "{" + ", ".join(f"{k} = {v}" for k, v in sorted(entries.items())) + "}"
 
 
-def emit_model(cfg: ModelConfig, elem: str, name: str, softmax: Softmax = Softmax()) -> str:
+@dataclass(frozen=True)
+class Quantisation:
+    """Storage choices beyond the checkpoint's dtype.
+
+    ``kv_int4_groups`` > 0: the KV cache element is ``!decode.int4<groups = G>``.
+    ``linear_int4_group_size`` > 0: every decoder-layer linear weight
+    (q/k/v/o, the fused gate_up and down) is
+    ``!decode.qtensor<NxKxi4, group_size = G, scale = f16>``; the embedding and
+    lm_head stay dense.
+    """
+    kv_int4_groups: int = 0
+    linear_int4_group_size: int = 0
+
+
+# Decoder-layer linear weights (the fused gate_up included), by suffix.
+LINEAR_SUFFIXES = ("self_attn.q_proj.weight", "self_attn.k_proj.weight",
+                   "self_attn.v_proj.weight", "self_attn.o_proj.weight",
+                   "mlp.gate_up_proj.weight", "mlp.down_proj.weight")
+
+
+def emit_model(cfg: ModelConfig, elem: str, name: str, softmax: Softmax = Softmax(),
+               quant: Quantisation = Quantisation()) -> str:
     """The decode.model text for ``cfg`` with element type ``elem`` (f32/bf16/f16)."""
     d, f, v = cfg.hidden_size, cfg.intermediate_size, cfg.vocab_size
     hq, hkv, hd = cfg.num_heads, cfg.num_kv_heads, cfg.head_dim
@@ -70,11 +91,20 @@ def emit_model(cfg: ModelConfig, elem: str, name: str, softmax: Softmax = Softma
     def t(*dims) -> str:
         return "tensor<" + "x".join(map(str, dims)) + f"x{elem}>"
 
+    def weight_t(sym: str, n: int, k: int) -> str:
+        """The type of the 2-D weight ``sym`` [n, k]."""
+        g = quant.linear_int4_group_size
+        if g and sym.startswith("model.layers.") and sym.endswith(LINEAR_SUFFIXES):
+            return f"!decode.qtensor<{n}x{k}xi4, group_size = {g}, scale = f16>"
+        return t(n, k)
+
     act_d, act_q, act_kv = t("?", d), t("?", hq * hd), t("?", hkv * hd)
     heads_q, heads_kv = t("?", hq, hd), t("?", hkv, hd)
     logits_t = f"tensor<?x{v}xf32>"
+    cache_elem = (f"!decode.int4<groups = {quant.kv_int4_groups}>" if quant.kv_int4_groups
+                  else elem)
     cache_t = (f"!decode.kv_cache<layers = {cfg.num_layers}, kv_heads = {hkv}, "
-               f"head_dim = {hd}, {elem}>")
+               f"head_dim = {hd}, {cache_elem}>")
     eps = f"{{eps = {mlir_f32(cfg.rms_norm_eps)} : f32}}"
     rope_attrs = f"{{rotary_dim = {cfg.rotary_dim} : i64, theta = {mlir_f32(cfg.rope_theta)} : f32}}"
     scale = mlir_f32(1.0 / math.sqrt(hd))
@@ -84,9 +114,10 @@ def emit_model(cfg: ModelConfig, elem: str, name: str, softmax: Softmax = Softma
         if tensor.endswith(".mlp.gate_proj.weight"):
             prefix = tensor[:-len("gate_proj.weight")]
             weights[prefix + "gate_up_proj.weight"] = (
-                t(2 * f, d), [tensor, prefix + "up_proj.weight"])
+                weight_t(prefix + "gate_up_proj.weight", 2 * f, d),
+                [tensor, prefix + "up_proj.weight"])
         elif not tensor.endswith(".mlp.up_proj.weight"):
-            weights[tensor] = (t(*shape), None)
+            weights[tensor] = (weight_t(tensor, *shape) if len(shape) == 2 else t(*shape), None)
 
     lines = [f"decode.model @{name} attributes {{config = {_config_attr(cfg)}}} {{"]
     for sym, (ty, sources) in weights.items():
@@ -131,15 +162,16 @@ def emit_model(cfg: ModelConfig, elem: str, name: str, softmax: Softmax = Softma
         body.append(f"%af{s} = tensor.collapse_shape %a{s} [[0], [1, 2]] : {heads_q} into {act_q}")
         ref("wo" + s, p + "self_attn.o_proj.weight")
         body.append(f"{h_mid} = decode.linear %af{s}, %wo{s} residual {h_in} : {act_q}, "
-                    f"{t(d, hq * hd)}, {act_d} -> {act_d}")
+                    f"{weights[p + 'self_attn.o_proj.weight'][0]}, {act_d} -> {act_d}")
         ref("pln" + s, p + "post_attention_layernorm.weight")
         body.append(f"%x2{s} = decode.rms_norm {h_mid}, %pln{s} {eps} : {act_d}, {t(d)} -> {act_d}")
         ref("wgu" + s, p + "mlp.gate_up_proj.weight")
         body.append(f"%g{s} = decode.linear %x2{s}, %wgu{s} {{activation = #decode<activation "
-                    f"silu_gate_up>}} : {act_d}, {t(2 * f, d)} -> {t('?', f)}")
+                    f"silu_gate_up>}} : {act_d}, {weights[p + 'mlp.gate_up_proj.weight'][0]} -> "
+                    f"{t('?', f)}")
         ref("wd" + s, p + "mlp.down_proj.weight")
         body.append(f"{h_out} = decode.linear %g{s}, %wd{s} residual {h_mid} : {t('?', f)}, "
-                    f"{t(d, f)}, {act_d} -> {act_d}")
+                    f"{weights[p + 'mlp.down_proj.weight'][0]}, {act_d} -> {act_d}")
     ref("fn", "model.norm.weight")
     body.append(f"%hn = decode.rms_norm %h{2 * cfg.num_layers}, %fn {eps} : {act_d}, {t(d)} -> {act_d}")
     ref("lm", "model.embed_tokens.weight" if cfg.tie_word_embeddings else "lm_head.weight")

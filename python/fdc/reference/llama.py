@@ -3,6 +3,20 @@
 One sequence, one token per step. Weights are read from the checkpoint and
 widened to float64 (bf16 widens exactly), so the reference shows what the
 checkpoint computes, free of the compiled code's rounding.
+
+Options emulate the storage the compiled code uses (python/fdc/packing.py,
+docs/model-library.md), so its remaining differences are rounding only:
+
+- ``kv_int4_groups`` = G: the INT4 KV cache. Each appended K/V head vector is
+  rounded to float32 and quantised in G groups (fp16 scale and min, q in
+  [0, 15]); attention reads min + scale * q.
+- ``linear_int4_group_size`` = G: INT4 linear weights. Every decoder-layer
+  linear weight (q/k/v/o, gate, up, down; not the embedding or lm_head) is
+  replaced by its group-wise quantised value (groups of G along K, fp16
+  scale and min) as the runtime packs it.
+
+Unstructured-sparse (tiled_csl) weights need no option: dense math on the
+pruned weights is their exact semantics.
 """
 
 from __future__ import annotations
@@ -11,6 +25,11 @@ import numpy as np
 
 from ..checkpoint import Checkpoint
 from ..config import ModelConfig
+from ..packing import fake_quantise
+
+LINEAR_WEIGHTS = ("self_attn.q_proj.weight", "self_attn.k_proj.weight",
+                  "self_attn.v_proj.weight", "self_attn.o_proj.weight",
+                  "mlp.gate_proj.weight", "mlp.up_proj.weight", "mlp.down_proj.weight")
 
 
 def rms_norm(x: np.ndarray, w: np.ndarray, eps: float) -> np.ndarray:
@@ -61,25 +80,49 @@ class KVCache:
 
 
 class ReferenceLlama:
-    def __init__(self, checkpoint_dir: str):
+    def __init__(self, checkpoint_dir: str, *, kv_int4_groups: int = 0,
+                 linear_int4_group_size: int = 0):
         ckpt = Checkpoint(checkpoint_dir)
         cfg = ModelConfig.from_dict(ckpt.config)
-        self._init(cfg, {name: ckpt.load(name) for name in cfg.tensor_shapes()})
+        self._init(cfg, {name: ckpt.load(name) for name in cfg.tensor_shapes()},
+                   kv_int4_groups, linear_int4_group_size)
 
     @classmethod
-    def from_arrays(cls, config: dict, weights: dict[str, np.ndarray]) -> "ReferenceLlama":
+    def from_arrays(cls, config: dict, weights: dict[str, np.ndarray], *,
+                    kv_int4_groups: int = 0,
+                    linear_int4_group_size: int = 0) -> "ReferenceLlama":
         """Build from an in-memory config.json dict and HF-named weights."""
         self = cls.__new__(cls)
-        self._init(ModelConfig.from_dict(config), weights)
+        self._init(ModelConfig.from_dict(config), weights, kv_int4_groups,
+                   linear_int4_group_size)
         return self
 
-    def _init(self, cfg: ModelConfig, weights: dict[str, np.ndarray]) -> None:
+    def _init(self, cfg: ModelConfig, weights: dict[str, np.ndarray], kv_int4_groups: int,
+              linear_int4_group_size: int) -> None:
         self.cfg = cfg
+        if kv_int4_groups < 0 or (kv_int4_groups and (
+                cfg.head_dim % kv_int4_groups or (cfg.head_dim // kv_int4_groups) % 2)):
+            raise ValueError(f"kv_int4_groups {kv_int4_groups} must divide head_dim "
+                             f"{cfg.head_dim} into groups of even size")
+        self.kv_int4_groups = kv_int4_groups
+        self.linear_int4_group_size = linear_int4_group_size
         self.w = {}
         for name, shape in cfg.tensor_shapes().items():
-            self.w[name] = np.asarray(weights[name], dtype=np.float64)
-            if self.w[name].shape != shape:
-                raise ValueError(f"{name}: shape {self.w[name].shape}, expected {shape}")
+            w = np.asarray(weights[name])
+            if w.shape != shape:
+                raise ValueError(f"{name}: shape {w.shape}, expected {shape}")
+            if linear_int4_group_size and name.startswith("model.layers.") and \
+                    name.endswith(LINEAR_WEIGHTS):
+                # Checkpoint values are f32/bf16/f16: exact in float32.
+                w = fake_quantise(w.astype(np.float32), linear_int4_group_size)
+            self.w[name] = np.asarray(w, dtype=np.float64)
+
+    def _cache_row(self, x: np.ndarray) -> np.ndarray:
+        """What the cache holds for head vectors x [heads, head_dim]."""
+        if not self.kv_int4_groups:
+            return x
+        return fake_quantise(x.astype(np.float32),
+                             self.cfg.head_dim // self.kv_int4_groups).astype(np.float64)
 
     def new_cache(self, max_context: int | None = None) -> KVCache:
         return KVCache(self.cfg, max_context or self.cfg.max_position_embeddings)
@@ -96,8 +139,9 @@ class ReferenceLlama:
             k = (w[p + "self_attn.k_proj.weight"] @ x).reshape(hkv, hd)
             v = (w[p + "self_attn.v_proj.weight"] @ x).reshape(hkv, hd)
             q = rope(q, position, cfg.rotary_dim, cfg.rope_theta)
-            cache.k[i, position] = rope(k, position, cfg.rotary_dim, cfg.rope_theta)
-            cache.v[i, position] = v
+            cache.k[i, position] = self._cache_row(rope(k, position, cfg.rotary_dim,
+                                                        cfg.rope_theta))
+            cache.v[i, position] = self._cache_row(v)
             a = attention(q, cache.k[i, :position + 1], cache.v[i, :position + 1],
                           1.0 / np.sqrt(hd))
             h = h + w[p + "self_attn.o_proj.weight"] @ a.reshape(-1)

@@ -1,13 +1,16 @@
 """Write a tiny Llama-shaped checkpoint in the Hugging Face layout.
 
     python3 -m fdc.testing.tiny_checkpoint OUT_DIR [--variant gqa|mha]
-        [--dtype f32|bf16] [--seed N] [--tied] [--shards N]
+        [--dtype f32|bf16|f16] [--seed N] [--tied] [--shards N] [--sparsity S]
 
 Weights are random but deterministic from the seed, and scaled so that
 activations stay O(1): projections N(0, 1/fan_in) (std 1/sqrt(fan_in)),
 norm weights uniform in [0.9, 1.1], embeddings N(0, 1). lm_head uses std
 4/sqrt(hidden) so logits (std ~4) are well separated and greedy decoding does
 not hinge on rounding.
+
+--sparsity S magnitude-prunes every MLP weight (gate, up, down): the
+round(S * size) entries of smallest magnitude become exact zeros.
 
 With tied embeddings the logits are E @ norm(h) where h = E[token] + ..., so
 N(0, 1) embeddings make every token predict itself. The tied variant
@@ -27,8 +30,9 @@ from ..config import ModelConfig
 from ..safetensors import save_file
 
 TIED_EMBEDDING_STD = 0.05
-TORCH_DTYPE = {"f32": "float32", "bf16": "bfloat16"}
-SAFETENSORS_DTYPE = {"f32": "F32", "bf16": "BF16"}
+TORCH_DTYPE = {"f32": "float32", "bf16": "bfloat16", "f16": "float16"}
+SAFETENSORS_DTYPE = {"f32": "F32", "bf16": "BF16", "f16": "F16"}
+MLP_WEIGHTS = (".mlp.gate_proj.weight", ".mlp.up_proj.weight", ".mlp.down_proj.weight")
 
 
 def tiny_config(variant: str = "gqa", dtype: str = "f32", tied: bool = False) -> dict:
@@ -70,6 +74,23 @@ def tiny_weights(config: dict, seed: int = 0) -> dict[str, np.ndarray]:
     return weights
 
 
+def magnitude_prune(w: np.ndarray, sparsity: float) -> np.ndarray:
+    """A copy of ``w`` whose round(sparsity * size) smallest-magnitude entries
+    are zero (ties broken by position, so the result is deterministic)."""
+    if not 0.0 <= sparsity <= 1.0:
+        raise ValueError(f"sparsity must be in [0, 1], got {sparsity}")
+    flat = np.array(w, copy=True).reshape(-1)
+    count = int(round(sparsity * flat.size))
+    flat[np.argsort(np.abs(flat), kind="stable")[:count]] = 0
+    return flat.reshape(np.shape(w))
+
+
+def prune_mlp(weights: dict[str, np.ndarray], sparsity: float) -> dict[str, np.ndarray]:
+    """``weights`` with every MLP weight magnitude-pruned to ``sparsity``."""
+    return {name: magnitude_prune(w, sparsity) if name.endswith(MLP_WEIGHTS) else w
+            for name, w in weights.items()}
+
+
 def write_checkpoint(out_dir: str, config: dict, weights: dict[str, np.ndarray],
                      dtype: str = "f32", shards: int = 1) -> None:
     """Write config.json and the weights as one file or ``shards`` files plus an index."""
@@ -92,16 +113,20 @@ def write_checkpoint(out_dir: str, config: dict, weights: dict[str, np.ndarray],
         part = {names[j]: weights[names[j]] for j in chunk}
         save_file(part, os.path.join(out_dir, file), st_dtype, metadata={"format": "pt"})
         weight_map.update({name: file for name in part})
-        total += sum(w.size * (2 if dtype == "bf16" else 4) for w in part.values())
+        total += sum(w.size * (4 if dtype == "f32" else 2) for w in part.values())
     with open(os.path.join(out_dir, "model.safetensors.index.json"), "w") as f:
         json.dump({"metadata": {"total_size": total}, "weight_map": weight_map}, f, indent=2)
         f.write("\n")
 
 
 def make_tiny_checkpoint(out_dir: str, variant: str = "gqa", dtype: str = "f32",
-                         seed: int = 0, tied: bool = False, shards: int = 1) -> None:
+                         seed: int = 0, tied: bool = False, shards: int = 1,
+                         sparsity: float = 0.0) -> None:
     config = tiny_config(variant, dtype, tied)
-    write_checkpoint(out_dir, config, tiny_weights(config, seed), dtype, shards)
+    weights = tiny_weights(config, seed)
+    if sparsity:
+        weights = prune_mlp(weights, sparsity)
+    write_checkpoint(out_dir, config, weights, dtype, shards)
 
 
 def main(argv=None) -> None:
@@ -109,16 +134,20 @@ def main(argv=None) -> None:
                                  description=__doc__.splitlines()[0])
     ap.add_argument("out_dir")
     ap.add_argument("--variant", choices=("gqa", "mha"), default="gqa")
-    ap.add_argument("--dtype", choices=("f32", "bf16"), default="f32")
+    ap.add_argument("--dtype", choices=("f32", "bf16", "f16"), default="f32")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--tied", action="store_true", help="tie lm_head to the embedding")
     ap.add_argument("--shards", type=int, default=1, help="number of safetensors files")
+    ap.add_argument("--sparsity", type=float, default=0.0, metavar="S",
+                    help="magnitude-prune each MLP weight to a fraction S of zeros")
     args = ap.parse_args(argv)
     if args.shards < 1:
         ap.error("--shards must be at least 1")
+    if not 0.0 <= args.sparsity <= 1.0:
+        ap.error(f"--sparsity must be in [0, 1], got {args.sparsity}")
     try:
         make_tiny_checkpoint(args.out_dir, args.variant, args.dtype, args.seed, args.tied,
-                             args.shards)
+                             args.shards, args.sparsity)
     except ValueError as e:
         ap.error(str(e))
 

@@ -20,12 +20,27 @@
 
 namespace fdc::runtime {
 
+/// How a weight is stored in the arena (docs/model-library.md).
+enum class WeightLayout { Dense, Int4, TiledCSL };
+
 struct WeightSpec {
   std::string name;
+  /// Element type of a dense or tiled_csl weight. An int4 weight (manifest
+  /// dtype "int4") has none: this is U8 and `scaleDType` holds the type of its
+  /// scales and minima.
   DType dtype = DType::F32;
   std::vector<int64_t> shape;
+  /// "dense", "int4" or "tiled_csl".
   std::string layout;
+  WeightLayout layoutKind = WeightLayout::Dense;
+  /// int4: elements per (scale, min) pair along K, and their dtype.
+  int64_t groupSize = 0;
+  DType scaleDType = DType::F16;
+  /// tiled_csl: tile rows x columns.
+  int64_t tileRows = 0;
+  int64_t tileCols = 0;
   uint64_t offset = 0;
+  /// For tiled_csl the capacity reserved in the arena.
   uint64_t bytes = 0;
   /// Checkpoint tensors concatenated along dimension 0.
   std::vector<std::string> sources;

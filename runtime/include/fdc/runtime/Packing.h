@@ -1,0 +1,79 @@
+//===- Packing.h - Packed weight layouts (int4, tiled_csl) ------*- C++ -*-===//
+//
+// Packs dense weights into the layouts of docs/model-library.md ("Packed
+// weight layouts"): group-wise INT4 with (scale, min) pairs and Flash-LLM's
+// Tiled-CSL. The loader concatenates a weight's sources into a dense f32
+// temporary and packs that; python/fdc/packing.py implements the same
+// packing byte for byte.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FDC_RUNTIME_PACKING_H
+#define FDC_RUNTIME_PACKING_H
+
+#include "fdc/runtime/DType.h"
+#include "fdc/runtime/Error.h"
+
+#include <cstdint>
+
+namespace fdc::runtime {
+
+struct WeightSpec;
+
+/// IEEE binary16 / bfloat16 conversions. Narrowing rounds to nearest, ties
+/// to even, and overflows to infinity; NaN stays NaN (f16: 0x7e00 with the
+/// sign, bf16: the top half of the f32 with the quiet bit set).
+uint16_t floatToF16Bits(float value);
+float f16BitsToFloat(uint16_t bits);
+uint16_t floatToBF16Bits(float value);
+float bf16BitsToFloat(uint16_t bits);
+
+/// `value` rounded to `dtype` (F32, F16 or BF16) and widened back to f32.
+float roundToDType(float value, DType dtype);
+
+/// Converts `count` little-endian elements of `dtype` (F32, F16 or BF16) to
+/// f32.
+void convertToF32(const uint8_t *source, DType dtype, uint64_t count,
+                  float *out);
+
+/// Bytes of an [n, k] int4 weight with `groupSize` and `scaleDType` (F32, F16
+/// or BF16): n*k/2 nibble bytes, then n*k/groupSize (scale, min) pairs.
+uint64_t int4PackedBytes(int64_t n, int64_t k, int64_t groupSize,
+                         DType scaleDType);
+
+/// Bytes reserved for an [n, k] tiled_csl weight with tiles of
+/// tileRows x tileCols: (tiles + 1) * 4 + n * k * 4.
+uint64_t tiledCSLCapacityBytes(int64_t n, int64_t k, int64_t tileRows,
+                               int64_t tileCols);
+
+/// Checks the packed-layout fields of `weight` (shape, group size, scale
+/// dtype, tile, bytes) against each other. Messages do not name the weight;
+/// the caller prefixes them.
+Error checkPackedLayout(const WeightSpec &weight);
+
+/// Packs the row-major [n, k] matrix `dense` as int4 into `out`
+/// (int4PackedBytes(...) bytes). Per group of `groupSize` values along k,
+/// in f32 with round() rounding to `scaleDType` (nearest even):
+/// min = round(min x), scale = round((max x - min x) / 15),
+/// q = clamp(round_half_even((x - min) / scale), 0, 15), q = 0 when
+/// scale == 0 (min/max order -0 before +0). Refuses a non-finite value.
+Error packInt4(const float *dense, int64_t n, int64_t k, int64_t groupSize,
+               DType scaleDType, uint8_t *out);
+
+/// Packs the row-major [n, k] matrix `dense` as tiled_csl of element type
+/// `elementDType` (F16 or BF16) into `out` (at least
+/// tiledCSLCapacityBytes(...) bytes, zeroed): TileOffsets, then one word per
+/// value that is not zero once rounded to the element type, ordered by
+/// location inside each tile. Returns the number of words.
+uint64_t packTiledCSL(const float *dense, int64_t n, int64_t k,
+                      int64_t tileRows, int64_t tileCols, DType elementDType,
+                      uint8_t *out);
+
+/// Packs `dense` (the weight's sources concatenated, as f32) into `out`, the
+/// weight's [offset, offset + bytes) of the arena, per its layout (int4 or
+/// tiled_csl). Errors name the weight.
+Error packWeight(const WeightSpec &weight, const float *dense, uint8_t *out);
+
+} // namespace fdc::runtime
+
+#endif // FDC_RUNTIME_PACKING_H
