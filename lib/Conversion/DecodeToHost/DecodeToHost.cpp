@@ -332,8 +332,19 @@ LogicalResult StepLowering::lowerOp(Operation &op) {
         return success();
       })
       .Case([&](decode::SparseLinearOp sparse) -> LogicalResult {
-        emitSparseLinear(e, get(sparse.getInput()), get(sparse.getWeight()),
-                         sparse.getWeight().getType(), out(sparse.getResult()));
+        Value input = get(sparse.getInput());
+        Value acc = emitSparseProduct(e, input, get(sparse.getWeight()),
+                                      sparse.getWeight().getType());
+        Value bias = sparse.getBias() ? get(sparse.getBias()) : Value();
+        Value residual =
+            sparse.getResidual() ? get(sparse.getResidual()) : Value();
+        auto readAcc = [&](Value i, Value row) -> Value {
+          return memref::LoadOp::create(b, acc, ValueRange{i, row});
+        };
+        emitLinearEpilogue(e, memref::DimOp::create(b, input, 0), readAcc,
+                           bias, residual, sparse.getActivation(),
+                           out(sparse.getResult()));
+        memref::DeallocOp::create(b, acc);
         return success();
       })
       .Case([&](decode::RopeOp rope) -> LogicalResult {

@@ -58,34 +58,44 @@ void fdc::host::emitRMSNorm(HostEmitter &e, Value input, Value weight,
   });
 }
 
-void fdc::host::emitLinear(HostEmitter &e, Value input, WeightReader weight,
-                           Value bias, Value residual,
-                           decode::Activation activation, Value out) {
-  int64_t k = staticDim(input, 1);
+void fdc::host::emitLinearEpilogue(HostEmitter &e, Value batch,
+                                    AccumulatorReader acc, Value bias,
+                                    Value residual,
+                                    decode::Activation activation, Value out) {
   int64_t n = staticDim(out, 1);
-  auto dot = [&](Value i, Value row) {
-    Value acc = e.reduce1(e.index(k), e.f32(0), [&](Value kk, Value acc) {
-      return e.add(acc, e.mul(e.load(input, {i, kk}), weight(row, kk)));
-    });
-    return bias ? e.add(acc, e.load(bias, row)) : acc;
+  auto biased = [&](Value i, Value row) {
+    Value value = acc(i, row);
+    return bias ? e.add(value, e.load(bias, row)) : value;
   };
-  e.loop(dim(e, input, 0), [&](Value i) {
+  e.loop(batch, [&](Value i) {
     e.loop(n, [&](Value j) {
       Value result;
       if (activation == decode::Activation::silu_gate_up) {
-        Value gate = dot(i, j);
-        Value up = dot(i, arith::AddIOp::create(e.builder(), j, e.index(n)));
+        Value gate = biased(i, j);
+        Value up = biased(i, arith::AddIOp::create(e.builder(), j, e.index(n)));
         // silu(g) = g / (1 + exp(-g))
         Value silu = e.div(gate, e.add(e.f32(1), e.exp(e.sub(e.f32(0), gate))));
         result = e.mul(silu, up);
       } else {
-        result = dot(i, j);
+        result = biased(i, j);
       }
       if (residual)
         result = e.add(result, e.load(residual, {i, j}));
       e.store(result, out, {i, j});
     });
   });
+}
+
+void fdc::host::emitLinear(HostEmitter &e, Value input, WeightReader weight,
+                           Value bias, Value residual,
+                           decode::Activation activation, Value out) {
+  int64_t k = staticDim(input, 1);
+  auto dot = [&](Value i, Value row) {
+    return e.reduce1(e.index(k), e.f32(0), [&](Value kk, Value acc) {
+      return e.add(acc, e.mul(e.load(input, {i, kk}), weight(row, kk)));
+    });
+  };
+  emitLinearEpilogue(e, dim(e, input, 0), dot, bias, residual, activation, out);
 }
 
 void fdc::host::emitRope(HostEmitter &e, Value input, Value positions,

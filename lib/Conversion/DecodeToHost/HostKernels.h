@@ -23,6 +23,17 @@ void emitRMSNorm(HostEmitter &e, mlir::Value input, mlir::Value weight,
 using WeightReader =
     llvm::function_ref<mlir::Value(mlir::Value row, mlir::Value k)>;
 
+/// Reads the f32 accumulator of output (i, row) before the epilogue.
+using AccumulatorReader =
+    llvm::function_ref<mlir::Value(mlir::Value i, mlir::Value row)>;
+
+/// Writes out[i, j] = epilogue(acc) for every i < M, j < N (the result's
+/// width): bias, silu_gate_up (gate row j, up row j + N), residual.
+void emitLinearEpilogue(HostEmitter &e, mlir::Value batch,
+                        AccumulatorReader acc, mlir::Value bias,
+                        mlir::Value residual, decode::Activation activation,
+                        mlir::Value out);
+
 /// `bias` and `residual` may be null.
 void emitLinear(HostEmitter &e, mlir::Value input, WeightReader weight,
                 mlir::Value bias, mlir::Value residual,

@@ -161,8 +161,8 @@ Value fdc::host::loadInt4Weight(HostEmitter &e, Value bytes,
   return e.add(min, e.mul(scale, q));
 }
 
-void fdc::host::emitSparseLinear(HostEmitter &e, Value input, Value words,
-                                 decode::TiledCSLType type, Value out) {
+Value fdc::host::emitSparseProduct(HostEmitter &e, Value input, Value words,
+                                  decode::TiledCSLType type) {
   ImplicitLocOpBuilder &b = e.builder();
   int64_t n = type.getShape()[0], k = type.getShape()[1];
   int64_t tileRows = type.getTile()[0], tileCols = type.getTile()[1];
@@ -208,10 +208,5 @@ void fdc::host::emitSparseLinear(HostEmitter &e, Value input, Value words,
       });
     });
   });
-  e.loop(batch, [&](Value i) {
-    e.loop(n, [&](Value j) {
-      e.store(memref::LoadOp::create(b, acc, {i, j}), out, {i, j});
-    });
-  });
-  memref::DeallocOp::create(b, acc);
+  return acc;
 }

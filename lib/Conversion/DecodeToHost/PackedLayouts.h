@@ -30,9 +30,10 @@ mlir::Value loadInt4Weight(HostEmitter &e, mlir::Value bytes,
                            decode::QuantTensorType type, mlir::Value n,
                            mlir::Value k);
 
-/// out = input · Wᵀ for a Tiled-CSL weight stored as u32 words.
-void emitSparseLinear(HostEmitter &e, mlir::Value input, mlir::Value words,
-                      decode::TiledCSLType type, mlir::Value out);
+/// Allocates and returns acc = input · Wᵀ ([M, N] f32) for a Tiled-CSL
+/// weight stored as u32 words; the caller frees it.
+mlir::Value emitSparseProduct(HostEmitter &e, mlir::Value input,
+                              mlir::Value words, decode::TiledCSLType type);
 
 } // namespace fdc::host
 

@@ -652,3 +652,11 @@ func.func @f(%k: tensor<?x64xf32>, %c: !decode.kv_cache<layers = 2, kv_heads = 2
 
 // expected-error @+1 {{!decode.qtensor dimensions must be positive}}
 func.func private @f(!decode.qtensor<0x128xi4, group_size = 128, scale = f16>)
+
+// -----
+
+func.func @f(%x: tensor<?x128xf16>, %w: !decode.tiled_csl<512x128xf16, tile = 128x64>, %r: tensor<?x512xf16>) {
+  // expected-error @+1 {{'decode.sparse_linear' op result dimension N = 512 does not match the weight's output dimension N = 256}}
+  %0 = decode.sparse_linear %x, %w residual %r {activation = #decode<activation silu_gate_up>} : tensor<?x128xf16>, !decode.tiled_csl<512x128xf16, tile = 128x64>, tensor<?x512xf16> -> tensor<?x512xf16>
+  return
+}

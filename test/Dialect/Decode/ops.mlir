@@ -76,13 +76,16 @@ func.func @other_ops(%x: tensor<?x4096xbf16>, %w: tensor<4096x4096xbf16>,
                      %sw: !decode.tiled_csl<4096x4096xf16, tile = 128x64>, %xh: tensor<?x4096xf16>,
                      %q: tensor<?x32x128xbf16>, %k: tensor<?x8x128xbf16>,
                      %c4: !decode.kv_cache<layers = 32, kv_heads = 8, head_dim = 128, !decode.int4<groups = 4>>,
-                     %slots: tensor<?xi32>, %pos: tensor<?xi32>, %logits: tensor<?x32000xf32>) {
+                     %slots: tensor<?xi32>, %pos: tensor<?xi32>, %logits: tensor<?x32000xf32>, %d: index) {
   // CHECK: decode.linear %{{.*}}, %{{.*}} bias %{{.*}} : tensor<?x4096xbf16>, tensor<4096x4096xbf16>, tensor<4096xbf16> -> tensor<?x4096xbf16>
   %0 = decode.linear %x, %w bias %b : tensor<?x4096xbf16>, tensor<4096x4096xbf16>, tensor<4096xbf16> -> tensor<?x4096xbf16>
   // CHECK: decode.linear %{{.*}}, %{{.*}} : tensor<?x4096xbf16>, !decode.qtensor<4096x4096xi4, group_size = 128, scale = f16> -> tensor<?x4096xbf16>
   %1 = decode.linear %x, %qw : tensor<?x4096xbf16>, !decode.qtensor<4096x4096xi4, group_size = 128, scale = f16> -> tensor<?x4096xbf16>
   // CHECK: decode.sparse_linear %{{.*}}, %{{.*}} : tensor<?x4096xf16>, !decode.tiled_csl<4096x4096xf16, tile = 128x64> -> tensor<?x4096xf16>
   %2 = decode.sparse_linear %xh, %sw : tensor<?x4096xf16>, !decode.tiled_csl<4096x4096xf16, tile = 128x64> -> tensor<?x4096xf16>
+  // CHECK: decode.sparse_linear %{{.*}}, %{{.*}} residual %{{.*}} {activation = #decode<activation silu_gate_up>} : tensor<?x4096xf16>, !decode.tiled_csl<4096x4096xf16, tile = 128x64>, tensor<?x2048xf16> -> tensor<?x2048xf16>
+  %r = tensor.extract_slice %2[0, 0] [%d, 2048] [1, 1] : tensor<?x4096xf16> to tensor<?x2048xf16>
+  %7 = decode.sparse_linear %xh, %sw residual %r {activation = #decode<activation silu_gate_up>} : tensor<?x4096xf16>, !decode.tiled_csl<4096x4096xf16, tile = 128x64>, tensor<?x2048xf16> -> tensor<?x2048xf16>
   // CHECK: decode.kv_append {{.*}} into !decode.kv_cache<layers = 32, kv_heads = 8, head_dim = 128, !decode.int4<groups = 4>>
   %c5 = decode.kv_append %k, %k into %c4[%slots, %pos] {layer = 31 : i64} : tensor<?x8x128xbf16>, tensor<?x8x128xbf16> into !decode.kv_cache<layers = 32, kv_heads = 8, head_dim = 128, !decode.int4<groups = 4>>
   // CHECK: decode.attention {{.*}} {layer = 31 : i64, scale = 0.0883883461 : f32, softmax = #decode.softmax<unified_max, phi = 6.000000e+00, lo = -6.000000e+01, hi = 2.000000e+01>, splits = 16 : i64}

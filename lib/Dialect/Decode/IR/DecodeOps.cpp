@@ -284,6 +284,38 @@ LogicalResult verifyLinearShapes(Operation *op, RankedTensorType input,
 }
 } // namespace
 
+namespace {
+/// The checks decode.linear and decode.sparse_linear share: shapes against
+/// the [N, K] weight, and the epilogues.
+LogicalResult verifyLinearLike(Operation *op, RankedTensorType input,
+                               ArrayRef<int64_t> weightShape, Value bias,
+                               Value residual, Activation activation,
+                               RankedTensorType result) {
+  int64_t n = weightShape[0];
+  if (activation == Activation::silu_gate_up) {
+    if (!ShapedType::isDynamic(n) && n % 2 != 0)
+      return op->emitOpError()
+             << "silu_gate_up needs an even weight dimension N (gate rows "
+                "then up rows), got N = "
+             << n;
+    n = ShapedType::isDynamic(n) ? n : n / 2;
+  }
+  if (failed(verifyLinearShapes(op, input, weightShape, result, n)))
+    return failure();
+  if (bias) {
+    auto biasType = cast<RankedTensorType>(bias.getType());
+    if (failed(checkRank(op, "bias", biasType, 1, "[N]")) ||
+        failed(checkDim(op, "bias dimension", biasType.getDimSize(0),
+                        "weight dimension N", weightShape[0])))
+      return failure();
+  }
+  if (residual && residual.getType() != result)
+    return op->emitOpError() << "residual type " << residual.getType()
+                             << " must equal result type " << result;
+  return success();
+}
+} // namespace
+
 LogicalResult LinearOp::verify() {
   ArrayRef<int64_t> weightShape;
   if (auto dense = dyn_cast<RankedTensorType>(getWeight().getType())) {
@@ -293,31 +325,9 @@ LogicalResult LinearOp::verify() {
   } else {
     weightShape = cast<QuantTensorType>(getWeight().getType()).getShape();
   }
-  int64_t n = weightShape[0];
-  if (getActivation() == Activation::silu_gate_up) {
-    if (!ShapedType::isDynamic(n) && n % 2 != 0)
-      return emitOpError() << "silu_gate_up needs an even weight dimension N "
-                              "(gate rows then up rows), got N = "
-                           << n;
-    n = ShapedType::isDynamic(n) ? n : n / 2;
-  }
-  auto result = getResult().getType();
-  if (failed(verifyLinearShapes(*this, getInput().getType(), weightShape,
-                                result, n)))
-    return failure();
-  if (Value bias = getBias()) {
-    auto biasType = cast<RankedTensorType>(bias.getType());
-    if (failed(checkRank(*this, "bias", biasType, 1, "[N]")) ||
-        failed(checkDim(*this, "bias dimension", biasType.getDimSize(0),
-                        "weight dimension N", weightShape[0])))
-      return failure();
-  }
-  if (Value residual = getResidual()) {
-    if (residual.getType() != result)
-      return emitOpError() << "residual type " << residual.getType()
-                           << " must equal result type " << result;
-  }
-  return success();
+  return verifyLinearLike(*this, getInput().getType(), weightShape, getBias(),
+                          getResidual(), getActivation(),
+                          getResult().getType());
 }
 
 LogicalResult SparseLinearOp::verify() {
@@ -327,8 +337,9 @@ LogicalResult SparseLinearOp::verify() {
                          << getInput().getType().getElementType()
                          << " does not match sparse weight element type "
                          << weight.getElementType();
-  return verifyLinearShapes(*this, getInput().getType(), weight.getShape(),
-                            getResult().getType(), weight.getShape()[0]);
+  return verifyLinearLike(*this, getInput().getType(), weight.getShape(),
+                          getBias(), getResidual(), getActivation(),
+                          getResult().getType());
 }
 
 //===----------------------------------------------------------------------===//

@@ -172,19 +172,27 @@ def Decode_LinearOp : Decode_Op<"linear", [Pure, AttrSizedOperandSegments]> {
   let hasVerifier = 1;
 }
 
-def Decode_SparseLinearOp : Decode_Op<"sparse_linear", [Pure]> {
+def Decode_SparseLinearOp : Decode_Op<"sparse_linear", [
+    Pure, AttrSizedOperandSegments]> {
   let summary = "y = x · Wᵀ with an unstructured-sparse Tiled-CSL weight";
   let description = [{
-    Like `decode.linear` without epilogues, with a `!decode.tiled_csl`
-    weight [N, K]: `result[i, n] = sum_k input[i, k] * W[n, k]`, accumulated
-    in f32. Generated kernels load the sparse tiles and compute densely
-    (Flash-LLM's load-as-sparse, compute-as-dense).
+    `decode.linear` with a `!decode.tiled_csl` weight [N, K]:
+    `acc[i, n] = sum_k input[i, k] * W[n, k]`, accumulated in f32, then the
+    same epilogues (bias, `silu_gate_up`, residual) in the same order.
+    Generated kernels load the sparse tiles and compute densely (Flash-LLM's
+    load-as-sparse, compute-as-dense).
   }];
-  let arguments = (ins Decode_FloatTensor:$input, Decode_TiledCSLType:$weight);
+  let arguments = (ins Decode_FloatTensor:$input, Decode_TiledCSLType:$weight,
+                       Optional<Decode_FloatTensor>:$bias,
+                       Optional<Decode_FloatTensor>:$residual,
+                       DefaultValuedAttr<Decode_ActivationAttr,
+                                         "Activation::none">:$activation);
   let results = (outs Decode_FloatTensor:$result);
   let assemblyFormat = [{
-    $input `,` $weight attr-dict `:` type($input) `,`
-    qualified(type($weight)) `->` type($result)
+    $input `,` $weight (`bias` $bias^)? (`residual` $residual^)? attr-dict
+    `:` type($input) `,` custom<WeightAndOptionalTypes>(type($weight),
+        ref($bias), ref($residual), type($bias), type($residual))
+    `->` type($result)
   }];
   let hasVerifier = 1;
 }
