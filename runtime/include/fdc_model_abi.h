@@ -4,9 +4,13 @@
 |* and the runtime; docs/model-library.md is the reference. A model library   *|
 |* exports:                                                                   *|
 |*   const uint32_t fdc_abi_version;   FDC_MODEL_ABI_VERSION                  *|
-|*   const char fdc_target[];          "host", later "cuda:sm_90", ...        *|
+|*   const char fdc_target[];          "host" or "cuda:sm_90[,sm_80...]"      *|
 |*   const char fdc_manifest[];        JSON: config, weights, kv_cache, ...   *|
 |*   void fdc_model_step(const FdcStepArgs *args);                            *|
+|* and, for a cuda target, the kernel images:                                 *|
+|*   const char fdc_ptx[];             PTX of every kernel (JIT fallback)     *|
+|*   const uint8_t fdc_cubin_sm_XX[];  cubin per listed arch, with            *|
+|*   const uint64_t fdc_cubin_sm_XX_size;                                     *|
 |*                                                                            *|
 \*===----------------------------------------------------------------------===*/
 
@@ -21,7 +25,22 @@ extern "C" {
 
 #define FDC_MODEL_ABI_VERSION 1
 
-/* Every field is 8 bytes; field i is at byte offset 8*i. */
+/* How the step of a GPU library launches its kernels (the runtime's). */
+typedef struct FdcDeviceApi {
+  void *context; /* the runtime's, passed back to every call */
+  /* Launches kernel `name` (a NUL-terminated name from the manifest's
+   * "kernels") on the step's stream; `params` as for cuLaunchKernel (every
+   * kernel parameter is 8 bytes: a device pointer or an int64_t). Returns 0
+   * on success; otherwise the runtime has recorded the error with the
+   * kernel's name, and the step should return without launching more. */
+  int (*launch)(void *context, const char *name, uint32_t gridX, uint32_t gridY,
+                uint32_t gridZ, uint32_t blockX, uint32_t blockY,
+                uint32_t blockZ, uint32_t sharedBytes, void **params);
+} FdcDeviceApi;
+
+/* Every field is 8 bytes; field i is at byte offset 8*i. For a GPU library
+ * every pointer but `device` is a device pointer; a host library ignores the
+ * last two fields. */
 typedef struct FdcStepArgs {
   int64_t batch;            /* M >= 1: sequences in this step */
   int64_t num_slots;        /* KV-cache slots the cache buffer holds */
@@ -37,6 +56,9 @@ typedef struct FdcStepArgs {
   const float *uniform;     /* [M] uniform draw in [0, 1) */
   float *logits;            /* [M][vocab_size] out */
   int32_t *next_tokens;     /* [M] out */
+  /* GPU libraries only: */
+  void *scratch;              /* [14] device scratch, manifest "scratch" */
+  const FdcDeviceApi *device; /* [15] host pointer: how the step launches */
 } FdcStepArgs;
 
 typedef void (*FdcModelStepFn)(const FdcStepArgs *args);

@@ -41,7 +41,7 @@ typedef enum fdc_finish_reason {
   FDC_FINISH_EOS = 2,          /* generated eos_id */
   FDC_FINISH_CONTEXT_FULL = 3, /* the sequence filled max_context */
   FDC_FINISH_REJECTED = 4,     /* refused (see the request's error) */
-  FDC_FINISH_ERROR = 5         /* the step returned an invalid token */
+  FDC_FINISH_ERROR = 5         /* invalid token from the step, or it failed */
 } fdc_finish_reason;
 
 /* Called once per generated token: `step` counts generated tokens from 0,
@@ -69,11 +69,13 @@ typedef struct fdc_request {
 fdc_sampling_params fdc_sampling_params_default(void);
 
 /* Loads `library_path` (a model library of ABI version 1 for a target this
- * runtime runs) and its weights from `weights_path` (a checkpoint directory
- * or one .safetensors file), and allocates a KV cache of `num_slots` slots of
- * `max_context` tokens (0 = the model's max_position_embeddings, at most
- * 2048). Returns NULL on failure; then, if `error_out` is not NULL,
- * *error_out receives a message to release with fdc_string_free. */
+ * runtime runs: "host", or "cuda:sm_XX" with the CUDA backend, on GPU
+ * $FDC_CUDA_DEVICE or 0) and its weights from `weights_path` (a checkpoint
+ * directory or one .safetensors file), and allocates a KV cache of
+ * `num_slots` slots of `max_context` tokens (0 = the model's
+ * max_position_embeddings, at most 2048), in GPU memory for a cuda library.
+ * Returns NULL on failure; then, if `error_out` is not NULL, *error_out
+ * receives a message to release with fdc_string_free. */
 fdc_model *fdc_model_load(const char *library_path, const char *weights_path,
                           int64_t max_context, int64_t num_slots,
                           char **error_out);

@@ -139,8 +139,16 @@ void Engine::step() {
   args.uniform = uniform.data();
   args.logits = logits.data();
   args.next_tokens = nextTokens.data();
-  model.step(args);
+  Error stepError = model.step(args);
   ++steps;
+  if (stepError) {
+    // A device failure: no sequence of this step has a valid token. Each
+    // ends with the error; later steps may still succeed (or fail alike).
+    for (Sequence &s : live)
+      finish(s, FinishReason::Error, stepError.message());
+    live.clear();
+    return;
+  }
   if (stepObserver)
     stepObserver(args);
 

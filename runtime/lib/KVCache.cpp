@@ -24,7 +24,7 @@ std::optional<uint64_t> fdc::runtime::kvCacheBytes(const KVCacheSpec &spec,
 }
 
 Expected<KVCache> KVCache::create(const KVCacheSpec &spec, int64_t numSlots,
-                                  int64_t maxContext) {
+                                  int64_t maxContext, bool hostStorage) {
   if (numSlots < 1 || numSlots > INT32_MAX)
     return createError("num_slots must be in [1, 2^31), got ", numSlots);
   if (maxContext < 1 || maxContext > INT32_MAX)
@@ -34,10 +34,13 @@ Expected<KVCache> KVCache::create(const KVCacheSpec &spec, int64_t numSlots,
     return createError("the KV cache for ", numSlots, " slots of ", maxContext,
                        " tokens overflows 64 bits");
   KVCache cache;
-  Expected<HostBuffer> buffer = HostBuffer::allocate(*bytes, "KV cache");
-  if (!buffer)
-    return buffer.takeError();
-  cache.buffer = std::move(*buffer);
+  if (hostStorage) {
+    Expected<HostBuffer> buffer = HostBuffer::allocate(*bytes, "KV cache");
+    if (!buffer)
+      return buffer.takeError();
+    cache.buffer = std::move(*buffer);
+  }
+  cache.byteSize = *bytes;
   cache.slotCount = numSlots;
   cache.contextLength = maxContext;
   cache.inUse.assign(static_cast<size_t>(numSlots), false);

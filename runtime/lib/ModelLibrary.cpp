@@ -2,15 +2,39 @@
 
 #include "fdc/runtime/ModelLibrary.h"
 
-#include <algorithm>
+#include "fdc/runtime/cuda/CudaBackend.h"
+#include "fdc/runtime/cuda/CudaTarget.h"
+
 #include <cstring>
 #include <dlfcn.h>
 
 using namespace fdc::runtime;
 
 const std::vector<std::string> &fdc::runtime::supportedTargets() {
-  static const std::vector<std::string> targets = {"host"};
+  static const std::vector<std::string> targets = [] {
+    std::vector<std::string> list = {"host"};
+    if (cuda::backendAvailable())
+      list.push_back("cuda:sm_XX[,sm_YY...]");
+    return list;
+  }();
   return targets;
+}
+
+bool fdc::runtime::isSupportedTarget(const std::string &target) {
+  if (target == "host")
+    return true;
+  return cuda::backendAvailable() && cuda::isCudaTarget(target) &&
+         static_cast<bool>(cuda::parseCudaTarget(target));
+}
+
+bool ModelLibrary::isCuda() const { return cuda::isCudaTarget(targetName); }
+
+const void *ModelLibrary::symbol(const char *name) const {
+  ::dlerror();
+  void *address = ::dlsym(handle, name);
+  if (::dlerror())
+    return nullptr;
+  return address;
 }
 
 namespace {
@@ -65,12 +89,21 @@ ModelLibrary::open(const std::string &path) {
     return createError("model library ", path,
                        ": fdc_target is not a short NUL-terminated string");
   library->targetName.assign(targetText, targetLength);
-  const std::vector<std::string> &targets = supportedTargets();
-  if (std::find(targets.begin(), targets.end(), library->targetName) ==
-      targets.end())
-    return createError("model library ", path, " targets '",
-                       library->targetName,
-                       "'; this runtime runs: ", joinTargets());
+  if (cuda::isCudaTarget(library->targetName) && cuda::backendAvailable()) {
+    Expected<cuda::CudaTarget> cudaTarget =
+        cuda::parseCudaTarget(library->targetName);
+    if (!cudaTarget)
+      return createError("model library ", path, ": ",
+                         cudaTarget.error().message());
+  }
+  if (!isSupportedTarget(library->targetName))
+    return createError(
+        "model library ", path, " targets '", library->targetName,
+        "'; this runtime runs: ", joinTargets(),
+        cuda::isCudaTarget(library->targetName)
+            ? " (it was built without the CUDA backend: cuda.h was not "
+              "found, or FDC_RUNTIME_CUDA=OFF)"
+            : "");
 
   Expected<void *> manifest = lookup("fdc_manifest");
   if (!manifest)

@@ -12,8 +12,10 @@
 #include "fdc/Dialect/Decode/Transforms/Passes.h"
 #include "fdc/Target/ModelLibrary.h"
 
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/MLIRContext.h"
+#include "mlir/InitAllExtensions.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
@@ -35,7 +37,7 @@ struct CompileOptions {
                               cl::value_desc("file"), cl::cat(category)};
   cl::opt<std::string> target{
       "target", cl::init("host"),
-      cl::desc("Target to compile for: host (cuda:sm_XX is planned)"),
+      cl::desc("Target: host, or cuda:sm_XX[,sm_YY...] (PTX + cubins)"),
       cl::cat(category)};
   cl::opt<std::string> cpu{"cpu", cl::init("generic"),
                            cl::desc("Host CPU to tune for (e.g. native)"),
@@ -46,6 +48,12 @@ struct CompileOptions {
   cl::opt<std::string> emitMLIR{
       "emit-mlir", cl::desc("Also write the lowered MLIR (LLVM dialect) here"),
       cl::value_desc("file"), cl::cat(category)};
+  cl::opt<std::string> cudaPath{
+      "cuda-path",
+      cl::init(std::getenv("CUDA_HOME") ? std::getenv("CUDA_HOME")
+                                        : "/usr/local/cuda"),
+      cl::desc("CUDA toolkit (libdevice, ptxas) for cuda targets"),
+      cl::cat(category)};
   cl::opt<std::string> linker{"linker",
                               cl::desc("Compiler driver used to link"),
                               cl::cat(category)};
@@ -73,10 +81,19 @@ LogicalResult compile(MLIRContext &context, const CompileOptions &options) {
   if (!module)
     return failure();
 
-  if (options.target != "host")
+  bool isCuda = StringRef(options.target).starts_with("cuda:");
+  if (options.target != "host" && !isCuda)
     return emitError(module->getLoc())
-           << "target '" << options.target
-           << "' is not supported yet; supported targets: host";
+           << "unknown target '" << options.target
+           << "'; supported targets: host, cuda:sm_XX[,sm_YY...]";
+  std::optional<fdc::target::CudaTarget> cuda;
+  if (isCuda) {
+    FailureOr<fdc::target::CudaTarget> parsed =
+        fdc::target::parseCudaTarget(options.target, module->getLoc());
+    if (failed(parsed))
+      return failure();
+    cuda = *parsed;
+  }
 
   auto models = llvm::to_vector(module->getOps<fdc::decode::ModelOp>());
   if (models.size() != 1)
@@ -94,12 +111,32 @@ LogicalResult compile(MLIRContext &context, const CompileOptions &options) {
   if (failed(manifest))
     return failure();
 
+  std::optional<fdc::target::CudaImages> images;
+  if (cuda) {
+    PassManager kernels(&context);
+    kernels.addPass(fdc::createConvertDecodeToGPU());
+    kernels.addPass(fdc::createLowerKernelLaunches());
+    if (failed(kernels.run(*module)))
+      return failure();
+    manifest = fdc::target::addGpuManifestFields(*manifest, *module);
+    if (failed(manifest))
+      return failure();
+    FailureOr<fdc::target::CudaImages> compiled =
+        fdc::target::compileCudaKernels(*module, *cuda, options.cudaPath);
+    if (failed(compiled))
+      return failure();
+    images = std::move(*compiled);
+  }
+
   PassManager lowering(&context);
-  lowering.addPass(fdc::createConvertDecodeToHost());
+  if (!cuda)
+    lowering.addPass(fdc::createConvertDecodeToHost());
   fdc::buildHostToLLVMPipeline(lowering);
   if (failed(lowering.run(*module)))
     return failure();
   fdc::target::addLibraryGlobals(*module, options.target, *manifest);
+  if (images)
+    fdc::target::addCudaImageGlobals(*module, *images);
   if (!options.emitMLIR.empty() &&
       failed(writeModule(*module, options.emitMLIR)))
     return failure();
@@ -125,8 +162,10 @@ int fdc::compileMain(int argc, char **argv) {
 
   DialectRegistry registry;
   registry.insert<fdc::decode::DecodeDialect, arith::ArithDialect,
-                  func::FuncDialect, tensor::TensorDialect,
-                  LLVM::LLVMDialect>();
+                  func::FuncDialect, tensor::TensorDialect, LLVM::LLVMDialect,
+                  mlir::gpu::GPUDialect>();
+  // The ConvertToLLVM interfaces that GPU-to-NVVM collects patterns from.
+  registerAllExtensions(registry);
   MLIRContext context(registry);
   return failed(compile(context, options)) ? 1 : 0;
 }

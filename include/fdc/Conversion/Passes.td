@@ -24,4 +24,37 @@ def ConvertDecodeToHost : Pass<"convert-decode-to-host", "mlir::ModuleOp"> {
   ];
 }
 
+def ConvertDecodeToGPU : Pass<"convert-decode-to-gpu", "mlir::ModuleOp"> {
+  let summary = "Lower a decode.model to GPU kernels and a launching step";
+  let description = [{
+    Replaces the `decode.model` by a `gpu.module @fdc_kernels` holding the
+    kernels of every op (one generator per op, each built from a config
+    struct: thread-per-vector elementwise kernels; block-per-row norms and
+    token selection; a warp-per-row GEMV with 16-byte loads; split-KV
+    attention with online or unified-max softmax and a reduction kernel that
+    recomputes flagged rows) and the host entry `fdc_model_step(!llvm.ptr)`
+    that places intermediates in the scratch buffer and launches the kernels
+    with `gpu.launch_func`. Sets `fdc.kernels`,
+    `fdc.scratch_bytes_per_sequence` and `fdc.scratch_fixed_bytes` on the
+    module for the manifest.
+  }];
+  let dependentDialects = [
+    "mlir::arith::ArithDialect", "mlir::func::FuncDialect",
+    "mlir::gpu::GPUDialect", "mlir::LLVM::LLVMDialect",
+    "mlir::math::MathDialect", "mlir::memref::MemRefDialect",
+    "mlir::scf::SCFDialect", "mlir::vector::VectorDialect",
+  ];
+}
+
+def LowerKernelLaunches : Pass<"fdc-lower-kernel-launches", "mlir::ModuleOp"> {
+  let summary = "Lower gpu.launch_func to the runtime's launch callback";
+  let description = [{
+    Inside `fdc_model_step(const FdcStepArgs *args)`, replaces every
+    `gpu.launch_func` by a call of `args->device->launch(context, name, grid,
+    block, shared bytes, params)` (docs/model-library.md), `params` pointing
+    at each 8-byte kernel argument as cuLaunchKernel expects.
+  }];
+  let dependentDialects = ["mlir::LLVM::LLVMDialect", "mlir::arith::ArithDialect"];
+}
+
 #endif // FDC_CONVERSION_PASSES_TD

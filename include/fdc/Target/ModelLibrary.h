@@ -46,6 +46,34 @@ struct HostLibraryOptions {
 mlir::LogicalResult emitHostLibrary(mlir::ModuleOp module,
                                     const HostLibraryOptions &options);
 
+/// `cuda:sm_90,sm_80` -> {90, 80}.
+struct CudaTarget {
+  llvm::SmallVector<unsigned> archs;
+};
+mlir::FailureOr<CudaTarget> parseCudaTarget(llvm::StringRef text,
+                                            mlir::Location loc);
+
+/// PTX (for the oldest arch) and one cubin per arch.
+struct CudaImages {
+  std::string ptx;
+  llvm::SmallVector<std::pair<unsigned, std::string>> cubins;
+};
+
+/// Lowers the module's gpu.module to PTX through NVVM (linking libdevice
+/// from `cudaPath`) and runs ptxas per arch if the toolkit has it. Removes
+/// the gpu.module; the host code stays.
+mlir::FailureOr<CudaImages> compileCudaKernels(mlir::ModuleOp module,
+                                               const CudaTarget &cuda,
+                                               llvm::StringRef cudaPath);
+
+/// Adds `fdc_ptx` and `fdc_cubin_sm_XX` / `fdc_cubin_sm_XX_size`.
+void addCudaImageGlobals(mlir::ModuleOp module, const CudaImages &images);
+
+/// Adds the kernels and scratch that convert-decode-to-gpu recorded on the
+/// module to the manifest.
+mlir::FailureOr<std::string> addGpuManifestFields(llvm::StringRef manifest,
+                                                  mlir::ModuleOp module);
+
 } // namespace fdc::target
 
 #endif // FDC_TARGET_MODELLIBRARY_H

@@ -13,6 +13,7 @@
 #include "PackedLayouts.h"
 
 #include "fdc/Conversion/Passes.h"
+#include "fdc/Conversion/Utils/MemRefFromPointer.h"
 #include "fdc/Dialect/Decode/IR/Decode.h"
 #include "fdc/Dialect/Decode/Transforms/Passes.h"
 
@@ -49,36 +50,6 @@ enum StepField : int64_t {
   kNextTokens,
 };
 
-MemRefType getMemRefType(Type tensorType) {
-  auto tensor = cast<RankedTensorType>(tensorType);
-  return MemRefType::get(tensor.getShape(), tensor.getElementType());
-}
-
-/// The cache, viewed as [slots][layers][2][kv_heads][max_context][head_dim],
-/// or [..][row_bytes] of i8 for an INT4 cache.
-MemRefType getCacheMemRefType(decode::KVCacheType cache) {
-  bool int4 = isa<decode::Int4Type>(cache.getElementType());
-  Type element = int4 ? IntegerType::get(cache.getContext(), 8)
-                      : cache.getElementType();
-  return MemRefType::get({ShapedType::kDynamic, cache.getLayers(), 2,
-                          cache.getKvHeads(), ShapedType::kDynamic,
-                          int4 ? cache.getRowBytes() : cache.getHeadDim()},
-                         element);
-}
-
-/// How a weight is viewed: dense tensors as themselves, INT4 weights as
-/// bytes, Tiled-CSL weights as u32 words.
-MemRefType getWeightMemRefType(Type type) {
-  MLIRContext *ctx = type.getContext();
-  if (isa<RankedTensorType>(type))
-    return getMemRefType(type);
-  int64_t bytes = *decode::getWeightBytes(type);
-  if (isa<decode::QuantTensorType>(type))
-    return MemRefType::get({bytes}, IntegerType::get(ctx, 8));
-  return MemRefType::get({bytes / 4}, IntegerType::get(ctx, 32));
-}
-
-
 class StepLowering {
 public:
   StepLowering(decode::ModelOp model, ImplicitLocOpBuilder &b)
@@ -89,8 +60,6 @@ public:
 private:
   LogicalResult checkCacheIsLinear(func::FuncOp step);
   Value loadField(StepField field, Type type);
-  Value memrefFromPointer(Value pointer, MemRefType type,
-                          ArrayRef<Value> dynamicSizesI64);
   Value fieldMemRef(StepField field, MemRefType type,
                     ArrayRef<Value> dynamicSizesI64);
   /// The buffer of a value an op produces: the caller's output buffer for
@@ -114,55 +83,17 @@ Value StepLowering::loadField(StepField field, Type type) {
   return LLVM::LoadOp::create(b, type, address);
 }
 
-Value StepLowering::memrefFromPointer(Value pointer, MemRefType type,
-                                      ArrayRef<Value> dynamicSizesI64) {
-  MLIRContext *ctx = b.getContext();
-  Type i64 = b.getI64Type();
-  auto ptrType = LLVM::LLVMPointerType::get(ctx);
-  int64_t rank = type.getRank();
-  auto arrayType = LLVM::LLVMArrayType::get(i64, rank);
-  auto descriptorType = LLVM::LLVMStructType::getLiteral(
-      ctx, {ptrType, ptrType, i64, arrayType, arrayType});
-
-  SmallVector<Value> sizes;
-  for (int64_t d = 0, dynamic = 0; d < rank; ++d)
-    sizes.push_back(type.isDynamicDim(d) ? dynamicSizesI64[dynamic++]
-                                         : e.i64(type.getDimSize(d)));
-  SmallVector<Value> strides(rank);
-  Value stride = e.i64(1);
-  for (int64_t d = rank - 1; d >= 0; --d) {
-    strides[d] = stride;
-    stride = arith::MulIOp::create(b, stride, sizes[d]);
-  }
-
-  Value descriptor = LLVM::PoisonOp::create(b, descriptorType);
-  descriptor = LLVM::InsertValueOp::create(b, descriptor, pointer,
-                                           ArrayRef<int64_t>{0});
-  descriptor = LLVM::InsertValueOp::create(b, descriptor, pointer,
-                                           ArrayRef<int64_t>{1});
-  descriptor = LLVM::InsertValueOp::create(b, descriptor, e.i64(0),
-                                           ArrayRef<int64_t>{2});
-  for (int64_t d = 0; d < rank; ++d) {
-    descriptor = LLVM::InsertValueOp::create(b, descriptor, sizes[d],
-                                             ArrayRef<int64_t>{3, d});
-    descriptor = LLVM::InsertValueOp::create(b, descriptor, strides[d],
-                                             ArrayRef<int64_t>{4, d});
-  }
-  // finalize-memref-to-llvm maps `type` to exactly this struct, so the cast
-  // folds away in reconcile-unrealized-casts.
-  return UnrealizedConversionCastOp::create(b, type, descriptor).getResult(0);
-}
-
 Value StepLowering::fieldMemRef(StepField field, MemRefType type,
                                 ArrayRef<Value> dynamicSizesI64) {
   auto ptrType = LLVM::LLVMPointerType::get(b.getContext());
-  return memrefFromPointer(loadField(field, ptrType), type, dynamicSizesI64);
+  return fdc::memrefFromPointer(b, loadField(field, ptrType), type,
+                                dynamicSizesI64);
 }
 
 Value StepLowering::resultBuffer(Value result) {
   if (Value output = outputBuffers.lookup(result))
     return output;
-  MemRefType type = getMemRefType(result.getType());
+  MemRefType type = getBufferType(result.getType());
   SmallVector<Value> dynamicSizes(type.getNumDynamicDims(), batch);
   Value buffer = memref::AllocOp::create(b, type, dynamicSizes);
   heapBuffers.push_back(buffer);
@@ -220,12 +151,12 @@ LogicalResult StepLowering::run() {
                 fieldMemRef(field.first, vector(field.second), {batchI64}));
   auto cacheType = cast<decode::KVCacheType>(body.getArgument(7).getType());
   mapping.map(body.getArgument(7),
-              fieldMemRef(kKVCache, getCacheMemRefType(cacheType),
+              fieldMemRef(kKVCache, getBufferType(cacheType),
                           {numSlots, maxContext}));
 
   auto returnOp = cast<func::ReturnOp>(body.getTerminator());
   outputBuffers[returnOp.getOperand(0)] = fieldMemRef(
-      kLogits, getMemRefType(returnOp.getOperand(0).getType()), {batchI64});
+      kLogits, getBufferType(returnOp.getOperand(0).getType()), {batchI64});
   outputBuffers[returnOp.getOperand(1)] =
       fieldMemRef(kNextTokens, vector(i32), {batchI64});
 
@@ -279,7 +210,7 @@ LogicalResult StepLowering::lowerOp(Operation &op) {
         }
         mapping.map(expand.getResult(),
                     memref::ExpandShapeOp::create(
-                        b, getMemRefType(expand.getType()), get(expand.getSrc()),
+                        b, getBufferType(expand.getType()), get(expand.getSrc()),
                         expand.getReassociationIndices(), shape));
         return success();
       })
@@ -303,8 +234,8 @@ LogicalResult StepLowering::lowerOp(Operation &op) {
         Value address = LLVM::GEPOp::create(b, ptrType, b.getI8Type(), base,
                                             ArrayRef<LLVM::GEPArg>{*offset});
         mapping.map(ref.getResult(),
-                    memrefFromPointer(address, getWeightMemRefType(ref.getType()),
-                                      {}));
+                    fdc::memrefFromPointer(
+                        b, address, getBufferType(ref.getType()), {}));
         return success();
       })
       .Case([&](decode::EmbeddingOp embedding) -> LogicalResult {

@@ -20,7 +20,12 @@ Value HostEmitter::i64(int64_t value) {
 }
 
 void HostEmitter::loop(Value lb, Value ub, function_ref<void(Value)> body) {
-  auto forOp = scf::ForOp::create(b, lb, ub, index(1));
+  loop(lb, ub, index(1), body);
+}
+
+void HostEmitter::loop(Value lb, Value ub, Value step,
+                       function_ref<void(Value)> body) {
+  auto forOp = scf::ForOp::create(b, lb, ub, step);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPoint(forOp.getBody()->getTerminator());
   body(forOp.getInductionVar());
@@ -29,7 +34,13 @@ void HostEmitter::loop(Value lb, Value ub, function_ref<void(Value)> body) {
 SmallVector<Value>
 HostEmitter::reduce(Value lb, Value ub, ValueRange init,
                     function_ref<SmallVector<Value>(Value, ValueRange)> body) {
-  auto forOp = scf::ForOp::create(b, lb, ub, index(1), init);
+  return reduce(lb, ub, index(1), init, body);
+}
+
+SmallVector<Value>
+HostEmitter::reduce(Value lb, Value ub, Value step, ValueRange init,
+                    function_ref<SmallVector<Value>(Value, ValueRange)> body) {
+  auto forOp = scf::ForOp::create(b, lb, ub, step, init);
   {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToEnd(forOp.getBody());

@@ -37,11 +37,19 @@ public:
   void loop(int64_t ub, llvm::function_ref<void(mlir::Value)> body) {
     loop(index(0), index(ub), body);
   }
+  /// for (iv = lb; iv < ub; iv += step) body(iv)
+  void loop(mlir::Value lb, mlir::Value ub, mlir::Value step,
+            llvm::function_ref<void(mlir::Value)> body);
 
   /// A loop carrying `init` through body(iv, carried) -> next carried values;
   /// returns the final values.
   llvm::SmallVector<mlir::Value>
   reduce(mlir::Value lb, mlir::Value ub, mlir::ValueRange init,
+         llvm::function_ref<llvm::SmallVector<mlir::Value>(mlir::Value,
+                                                          mlir::ValueRange)>
+             body);
+  mlir::SmallVector<mlir::Value>
+  reduce(mlir::Value lb, mlir::Value ub, mlir::Value step, mlir::ValueRange init,
          llvm::function_ref<llvm::SmallVector<mlir::Value>(mlir::Value,
                                                           mlir::ValueRange)>
              body);

@@ -247,8 +247,21 @@ void fdc::host::emitAttention(HostEmitter &e, Value query, Value cache,
                 e.add(carried[0], weight),
                 arith::OrIOp::create(b, carried[1], outside)};
           });
+      // Also flag a sum that underflowed to 0, or a sum or accumulator that
+      // overflowed (inf / NaN).
+      Value maxFloat = e.f32(std::numeric_limits<float>::max());
+      Value accOverflow = e.reduce1(
+          e.index(headDim), falseValue, [&](Value d, Value bad) -> Value {
+            Value value = memref::LoadOp::create(b, acc, d);
+            Value magnitude = math::AbsFOp::create(b, value);
+            return arith::OrIOp::create(
+                b, bad, e.cmpf(CmpFPredicate::UGT, magnitude, maxFloat));
+          });
+      Value unusable = arith::OrIOp::create(
+          b, e.cmpf(CmpFPredicate::UGT, state[0], maxFloat), accOverflow);
       Value flagged = arith::OrIOp::create(
-          b, state[1], e.cmpf(CmpFPredicate::OEQ, state[0], e.f32(0)));
+          b, arith::OrIOp::create(b, state[1], unusable),
+          e.cmpf(CmpFPredicate::OEQ, state[0], e.f32(0)));
       e.ifThenElse(flagged, online, [&] { writeOut(state[0]); });
     });
   });
@@ -309,98 +322,104 @@ void fdc::host::emitArgmax(HostEmitter &e, Value logits, Value out) {
 void fdc::host::emitSample(HostEmitter &e, Value logits, Value uniform,
                            Value temperature, Value topK, Value topP,
                            Value out) {
-  ImplicitLocOpBuilder &b = e.builder();
-  int64_t vocab = staticDim(logits, 1);
-  Value vocabIndex = e.index(vocab);
   e.loop(dim(e, logits, 0), [&](Value i) {
     Value t = e.load(temperature, i);
     Value greedy = e.cmpf(CmpFPredicate::OLE, t, e.f32(0));
     e.ifThenElse(
         greedy, [&] { e.store(emitRowArgmax(e, logits, i), out, i); },
         [&] {
-          Value invT = e.div(e.f32(1), t);
-          auto z = [&](Value j) { return e.mul(e.load(logits, {i, j}), invT); };
-          // Top-k: keep z >= the k-th largest z (ties kept).
-          Value k = arith::ExtSIOp::create(b, b.getI64Type(),
-                                           memref::LoadOp::create(b, topK, i));
-          Value useK = arith::AndIOp::create(
-              b, e.cmpi(CmpIPredicate::sgt, k, e.i64(0)),
-              e.cmpi(CmpIPredicate::slt, k, e.i64(vocab)));
-          Value minKey = e.i64(std::numeric_limits<int32_t>::min());
-          Value kthKey = bisectLargest(
-              e, minKey, e.i64(std::numeric_limits<int32_t>::max()),
-              [&](Value key) {
-                Value count = e.reduce1(vocabIndex, e.i64(0), [&](Value j,
-                                                                  Value n) {
-                  Value ge = e.cmpi(CmpIPredicate::sge, orderedKey(e, z(j)), key);
-                  return e.add(n, arith::ExtUIOp::create(b, b.getI64Type(), ge));
-                });
-                return e.cmpi(CmpIPredicate::sge, count, k);
-              });
-          Value kThreshold = e.select(useK, kthKey, minKey);
-          auto keptByK = [&](Value j) {
-            return e.cmpi(CmpIPredicate::sge, orderedKey(e, z(j)), kThreshold);
-          };
-          Value zMax = e.reduce1(vocabIndex, negInf(e), [&](Value j, Value m) {
-            return e.select(keptByK(j),
-                            arith::MaximumFOp::create(b, m, z(j)), m);
-          });
-          // Unnormalised probabilities of the tokens top-k kept.
-          auto prob = [&](Value j) {
-            return e.select(keptByK(j), e.exp(e.sub(z(j), zMax)), e.f32(0));
-          };
-          auto probKey = [&](Value p) {
-            Value bits = arith::BitcastOp::create(b, b.getI32Type(), p);
-            return arith::ExtSIOp::create(b, b.getI64Type(), bits);
-          };
-          Value total = e.reduce1(vocabIndex, e.f32(0), [&](Value j, Value s) {
-            return e.add(s, prob(j));
-          });
-          // Top-p: keep p >= the largest threshold whose mass >= top_p.
-          Value p = e.load(topP, i);
-          Value useP = e.cmpf(CmpFPredicate::OLT, p, e.f32(1));
-          Value target = e.mul(p, total);
-          Value pKey = bisectLargest(
-              e, e.i64(0), e.i64(0x7f800000), [&](Value key) {
-                Value mass = e.reduce1(vocabIndex, e.f32(0), [&](Value j,
-                                                                 Value s) {
-                  Value pj = prob(j);
-                  Value ge = e.cmpi(CmpIPredicate::sge, probKey(pj), key);
-                  return e.add(s, e.select(ge, pj, e.f32(0)));
-                });
-                return e.cmpf(CmpFPredicate::OGE, mass, target);
-              });
-          Value pThreshold = e.select(useP, pKey, e.i64(0));
-          auto keptProb = [&](Value j) {
-            Value pj = prob(j);
-            Value kept = arith::AndIOp::create(
-                b, keptByK(j),
-                e.cmpi(CmpIPredicate::sge, probKey(pj), pThreshold));
-            return std::make_pair(kept, e.select(kept, pj, e.f32(0)));
-          };
-          Value mass = e.reduce1(vocabIndex, e.f32(0), [&](Value j, Value s) {
-            return e.add(s, keptProb(j).second);
-          });
-          Value draw = e.mul(e.load(uniform, i), mass);
-          Value falseValue = arith::ConstantIntOp::create(b, b.getI1Type(), 0);
-          SmallVector<Value> scan = e.reduce(
-              e.index(0), vocabIndex,
-              {e.f32(0), e.index(0), falseValue, e.index(0)},
-              [&](Value j, ValueRange carried) {
-                auto [kept, pj] = keptProb(j);
-                Value cumulative = e.add(carried[0], pj);
-                Value notFound = arith::XOrIOp::create(
-                    b, carried[2], arith::ConstantIntOp::create(
-                                       b, b.getI1Type(), 1));
-                Value hit = arith::AndIOp::create(
-                    b, arith::AndIOp::create(b, notFound, kept),
-                    e.cmpf(CmpFPredicate::OGT, cumulative, draw));
-                return SmallVector<Value>{
-                    cumulative, e.select(hit, j, carried[1]),
-                    arith::OrIOp::create(b, carried[2], hit),
-                    e.select(kept, j, carried[3])};
-              });
-          e.store(e.select(scan[2], scan[1], scan[3]), out, i);
+          emitSampleRow(e, logits, uniform, temperature, topK, topP, out, i);
         });
   });
+}
+
+void fdc::host::emitSampleRow(HostEmitter &e, Value logits, Value uniform,
+                              Value temperature, Value topK, Value topP,
+                              Value out, Value i) {
+  ImplicitLocOpBuilder &b = e.builder();
+  int64_t vocab = staticDim(logits, 1);
+  Value vocabIndex = e.index(vocab);
+  Value t = e.load(temperature, i);
+  auto z = [&](Value j) { return e.div(e.load(logits, {i, j}), t); };
+  // Top-k: keep z >= the k-th largest z (ties kept).
+  Value k = arith::ExtSIOp::create(b, b.getI64Type(),
+                                   memref::LoadOp::create(b, topK, i));
+  Value useK = arith::AndIOp::create(
+      b, e.cmpi(CmpIPredicate::sgt, k, e.i64(0)),
+      e.cmpi(CmpIPredicate::slt, k, e.i64(vocab)));
+  Value minKey = e.i64(std::numeric_limits<int32_t>::min());
+  Value kthKey = bisectLargest(
+      e, minKey, e.i64(std::numeric_limits<int32_t>::max()),
+      [&](Value key) {
+        Value count = e.reduce1(vocabIndex, e.i64(0), [&](Value j,
+                                                          Value n) {
+          Value ge = e.cmpi(CmpIPredicate::sge, orderedKey(e, z(j)), key);
+          return e.add(n, arith::ExtUIOp::create(b, b.getI64Type(), ge));
+        });
+        return e.cmpi(CmpIPredicate::sge, count, k);
+      });
+  Value kThreshold = e.select(useK, kthKey, minKey);
+  auto keptByK = [&](Value j) {
+    return e.cmpi(CmpIPredicate::sge, orderedKey(e, z(j)), kThreshold);
+  };
+  Value zMax = e.reduce1(vocabIndex, negInf(e), [&](Value j, Value m) {
+    return e.select(keptByK(j),
+                    arith::MaximumFOp::create(b, m, z(j)), m);
+  });
+  // Unnormalised probabilities of the tokens top-k kept.
+  auto prob = [&](Value j) {
+    return e.select(keptByK(j), e.exp(e.sub(z(j), zMax)), e.f32(0));
+  };
+  auto probKey = [&](Value p) {
+    Value bits = arith::BitcastOp::create(b, b.getI32Type(), p);
+    return arith::ExtSIOp::create(b, b.getI64Type(), bits);
+  };
+  Value total = e.reduce1(vocabIndex, e.f32(0), [&](Value j, Value s) {
+    return e.add(s, prob(j));
+  });
+  // Top-p: keep p >= the largest threshold whose mass >= top_p.
+  Value p = e.load(topP, i);
+  Value useP = e.cmpf(CmpFPredicate::OLT, p, e.f32(1));
+  Value target = e.mul(p, total);
+  Value pKey = bisectLargest(
+      e, e.i64(0), e.i64(0x7f800000), [&](Value key) {
+        Value mass = e.reduce1(vocabIndex, e.f32(0), [&](Value j,
+                                                         Value s) {
+          Value pj = prob(j);
+          Value ge = e.cmpi(CmpIPredicate::sge, probKey(pj), key);
+          return e.add(s, e.select(ge, pj, e.f32(0)));
+        });
+        return e.cmpf(CmpFPredicate::OGE, mass, target);
+      });
+  Value pThreshold = e.select(useP, pKey, e.i64(0));
+  auto keptProb = [&](Value j) {
+    Value pj = prob(j);
+    Value kept = arith::AndIOp::create(
+        b, keptByK(j),
+        e.cmpi(CmpIPredicate::sge, probKey(pj), pThreshold));
+    return std::make_pair(kept, e.select(kept, pj, e.f32(0)));
+  };
+  Value mass = e.reduce1(vocabIndex, e.f32(0), [&](Value j, Value s) {
+    return e.add(s, keptProb(j).second);
+  });
+  Value draw = e.mul(e.load(uniform, i), mass);
+  Value falseValue = arith::ConstantIntOp::create(b, b.getI1Type(), 0);
+  SmallVector<Value> scan = e.reduce(
+      e.index(0), vocabIndex,
+      {e.f32(0), e.index(0), falseValue, e.index(0)},
+      [&](Value j, ValueRange carried) {
+        auto [kept, pj] = keptProb(j);
+        Value cumulative = e.add(carried[0], pj);
+        Value notFound = arith::XOrIOp::create(
+            b, carried[2], arith::ConstantIntOp::create(
+                               b, b.getI1Type(), 1));
+        Value hit = arith::AndIOp::create(
+            b, arith::AndIOp::create(b, notFound, kept),
+            e.cmpf(CmpFPredicate::OGT, cumulative, draw));
+        return SmallVector<Value>{
+            cumulative, e.select(hit, j, carried[1]),
+            arith::OrIOp::create(b, carried[2], hit),
+            e.select(kept, j, carried[3])};
+      });
+  e.store(e.select(scan[2], scan[1], scan[3]), out, i);
 }

@@ -54,6 +54,10 @@ void emitArgmax(HostEmitter &e, mlir::Value logits, mlir::Value out);
 void emitSample(HostEmitter &e, mlir::Value logits, mlir::Value uniform,
                 mlir::Value temperature, mlir::Value topK, mlir::Value topP,
                 mlir::Value out);
+/// The sampled branch of decode.sample (temperature > 0) for row `i`.
+void emitSampleRow(HostEmitter &e, mlir::Value logits, mlir::Value uniform,
+                   mlir::Value temperature, mlir::Value topK,
+                   mlir::Value topP, mlir::Value out, mlir::Value i);
 
 } // namespace fdc::host
 

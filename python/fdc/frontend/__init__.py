@@ -13,7 +13,8 @@ import re
 from .. import FdcError
 from ..checkpoint import Checkpoint
 from ..config import ModelConfig
-from .emit import Quantisation, Softmax, emit_model
+from .emit import (MLP_SUFFIXES, SPARSE_ELEMENT_TYPES, SPARSE_TILE, Quantisation, Softmax,
+                   emit_model)
 
 ELEMENT_TYPE = {"F32": "f32", "BF16": "bf16", "F16": "f16"}
 _SYMBOL = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -64,8 +65,9 @@ def check_quantisation(cfg: ModelConfig, quant: Quantisation) -> None:
     gs = quant.linear_int4_group_size
     if gs:
         ks = {"hidden_size": cfg.hidden_size,
-              "num_attention_heads * head_dim (o_proj)": cfg.num_heads * cfg.head_dim,
-              "intermediate_size (down_proj)": cfg.intermediate_size}
+              "num_attention_heads * head_dim (o_proj)": cfg.num_heads * cfg.head_dim}
+        if not quant.sparse_mlp:  # with --sparse-mlp, down_proj is tiled_csl
+            ks["intermediate_size (down_proj)"] = cfg.intermediate_size
         for what, k in ks.items():
             if gs < 0 or k % gs:
                 raise FrontendError(f"--linear-weights int4: --group-size {gs} does not divide "
@@ -73,6 +75,34 @@ def check_quantisation(cfg: ModelConfig, quant: Quantisation) -> None:
             if k % 2:
                 raise FrontendError(f"--linear-weights int4: K = {k} ({what}) is odd; INT4 "
                                     f"rows need an even K")
+
+
+def mlp_weight_shapes(cfg: ModelConfig) -> dict[str, tuple[int, int]]:
+    """The MLP weights the model declares (gate_up fused), [N, K] each."""
+    d, f = cfg.hidden_size, cfg.intermediate_size
+    shapes = {}
+    for i in range(cfg.num_layers):
+        p = f"model.layers.{i}."
+        shapes[p + MLP_SUFFIXES[0]] = (2 * f, d)
+        shapes[p + MLP_SUFFIXES[1]] = (d, f)
+    return shapes
+
+
+def check_sparse_mlp(cfg: ModelConfig, elem: str, quant: Quantisation) -> None:
+    """--sparse-mlp needs an f16/bf16 checkpoint and MLP weights the tile divides."""
+    if not quant.sparse_mlp:
+        return
+    if elem not in SPARSE_ELEMENT_TYPES:
+        raise FrontendError(f"--sparse-mlp: !decode.tiled_csl weights hold "
+                            f"{' or '.join(SPARSE_ELEMENT_TYPES)} values, but the checkpoint "
+                            f"is {elem}")
+    tn, tk = SPARSE_TILE
+    for name, (n, k) in mlp_weight_shapes(cfg).items():
+        bad = [f"{dim} = {size} is not a multiple of {t}"
+               for dim, size, t in (("N", n, tn), ("K", k, tk)) if size % t]
+        if bad:
+            raise FrontendError(f"--sparse-mlp: weight {name!r} [{n}, {k}] does not split "
+                                f"into {tn}x{tk} tiles: {', '.join(bad)}")
 
 
 def model_ir(checkpoint_dir: str, name: str | None = None, softmax: Softmax = Softmax(),
@@ -84,4 +114,5 @@ def model_ir(checkpoint_dir: str, name: str | None = None, softmax: Softmax = So
     cfg = ModelConfig.from_dict(ckpt.config)
     elem = check_tensors(ckpt, cfg)
     check_quantisation(cfg, quant)
+    check_sparse_mlp(cfg, elem, quant)
     return emit_model(cfg, elem, name, softmax, quant)

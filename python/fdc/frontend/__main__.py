@@ -1,7 +1,7 @@
 """python3 -m fdc.frontend CHECKPOINT_DIR -o model.mlir [--name NAME]
        [--softmax online|unified_max --phi X --lo X --hi X]
        [--kv-cache checkpoint|int4 --kv-groups G]
-       [--linear-weights dense|int4 --group-size G]"""
+       [--linear-weights dense|int4 --group-size G] [--sparse-mlp]"""
 
 from __future__ import annotations
 
@@ -42,7 +42,8 @@ def parse_quantisation(ap: argparse.ArgumentParser, args) -> Quantisation:
         ap.error("--group-size only applies to --linear-weights int4")
     return Quantisation(
         kv_int4_groups=args.kv_groups if args.kv_cache == "int4" else 0,
-        linear_int4_group_size=args.group_size if args.linear_weights == "int4" else 0)
+        linear_int4_group_size=args.group_size if args.linear_weights == "int4" else 0,
+        sparse_mlp=args.sparse_mlp)
 
 
 class _GroupSize(argparse.Action):
@@ -73,6 +74,11 @@ def main(argv=None) -> int:
     ap.add_argument("--group-size", type=int, default=128, metavar="G", action=_GroupSize,
                     help="with --linear-weights int4: elements per scale along K "
                          "(default 128)")
+    ap.add_argument("--sparse-mlp", action="store_true",
+                    help="decoder-layer MLP weights (fused gate_up, down) as "
+                         "!decode.tiled_csl<NxKxT, tile = 128x64> (T: the checkpoint's f16 or "
+                         "bf16) used by decode.sparse_linear; with --linear-weights int4, "
+                         "INT4 then applies to the attention projections only")
     ap.set_defaults(group_size_given=False)
     args = ap.parse_args(argv)
     softmax = parse_softmax(ap, args)

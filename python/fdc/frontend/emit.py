@@ -71,9 +71,22 @@ class Quantisation:
     (q/k/v/o, the fused gate_up and down) is
     ``!decode.qtensor<NxKxi4, group_size = G, scale = f16>``; the embedding and
     lm_head stay dense.
+    ``sparse_mlp``: the MLP weights (fused gate_up, down) are
+    ``!decode.tiled_csl<NxKxT, tile = 128x64>`` and the MLP uses
+    ``decode.sparse_linear``; with ``linear_int4_group_size`` too, INT4 applies
+    to the attention projections only.
     """
     kv_int4_groups: int = 0
     linear_int4_group_size: int = 0
+    sparse_mlp: bool = False
+
+
+# --sparse-mlp: every decoder-layer MLP weight (the fused gate_up and down) is
+# !decode.tiled_csl<NxKxT, tile = 128x64> with T the checkpoint's f16/bf16;
+# the MLP's linears become decode.sparse_linear.
+SPARSE_TILE = (128, 64)
+SPARSE_ELEMENT_TYPES = ("f16", "bf16")
+MLP_SUFFIXES = ("mlp.gate_up_proj.weight", "mlp.down_proj.weight")
 
 
 # Decoder-layer linear weights (the fused gate_up included), by suffix.
@@ -93,8 +106,12 @@ def emit_model(cfg: ModelConfig, elem: str, name: str, softmax: Softmax = Softma
 
     def weight_t(sym: str, n: int, k: int) -> str:
         """The type of the 2-D weight ``sym`` [n, k]."""
+        layer = sym.startswith("model.layers.")
+        if quant.sparse_mlp and layer and sym.endswith(MLP_SUFFIXES):
+            return (f"!decode.tiled_csl<{n}x{k}x{elem}, "
+                    f"tile = {SPARSE_TILE[0]}x{SPARSE_TILE[1]}>")
         g = quant.linear_int4_group_size
-        if g and sym.startswith("model.layers.") and sym.endswith(LINEAR_SUFFIXES):
+        if g and layer and sym.endswith(LINEAR_SUFFIXES):
             return f"!decode.qtensor<{n}x{k}xi4, group_size = {g}, scale = f16>"
         return t(n, k)
 
@@ -166,11 +183,12 @@ def emit_model(cfg: ModelConfig, elem: str, name: str, softmax: Softmax = Softma
         ref("pln" + s, p + "post_attention_layernorm.weight")
         body.append(f"%x2{s} = decode.rms_norm {h_mid}, %pln{s} {eps} : {act_d}, {t(d)} -> {act_d}")
         ref("wgu" + s, p + "mlp.gate_up_proj.weight")
-        body.append(f"%g{s} = decode.linear %x2{s}, %wgu{s} {{activation = #decode<activation "
+        mlp_linear = "decode.sparse_linear" if quant.sparse_mlp else "decode.linear"
+        body.append(f"%g{s} = {mlp_linear} %x2{s}, %wgu{s} {{activation = #decode<activation "
                     f"silu_gate_up>}} : {act_d}, {weights[p + 'mlp.gate_up_proj.weight'][0]} -> "
                     f"{t('?', f)}")
         ref("wd" + s, p + "mlp.down_proj.weight")
-        body.append(f"{h_out} = decode.linear %g{s}, %wd{s} residual {h_mid} : {t('?', f)}, "
+        body.append(f"{h_out} = {mlp_linear} %g{s}, %wd{s} residual {h_mid} : {t('?', f)}, "
                     f"{weights[p + 'mlp.down_proj.weight'][0]}, {act_d} -> {act_d}")
     ref("fn", "model.norm.weight")
     body.append(f"%hn = decode.rms_norm %h{2 * cfg.num_layers}, %fn {eps} : {act_d}, {t(d)} -> {act_d}")

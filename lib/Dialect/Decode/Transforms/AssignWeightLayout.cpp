@@ -43,7 +43,7 @@ struct AssignWeightLayout
       getOperation().emitError()
           << "decode-assign-weight-layout: alignment must be a power of two, "
              "got "
-          << alignment;
+          << static_cast<int64_t>(alignment);
       return signalPassFailure();
     }
     Builder builder(&getContext());

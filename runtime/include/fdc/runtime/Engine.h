@@ -55,7 +55,7 @@ enum class FinishReason {
   ContextFull,
   /// Never ran: no free KV-cache slot at admission.
   Rejected,
-  /// The step returned an invalid token id.
+  /// The step returned an invalid token id, or (GPU) the step itself failed.
   Error,
 };
 
@@ -85,7 +85,9 @@ public:
   Expected<RequestId> submit(GenerationRequest request);
 
   /// Admits queued requests (one that finds no free slot finishes as
-  /// Rejected) and runs one step for every live request.
+  /// Rejected) and runs one step for every live request. When the step
+  /// itself fails (a GPU launch or fault), every request in it finishes as
+  /// Error with the step's message.
   void step();
 
   /// Steps until no request is queued or live; returns every result that

@@ -2,7 +2,8 @@
 //
 // One buffer of num_slots x layers x 2 x kv_heads x max_context x row_bytes
 // bytes, indexed [slot][layer][k=0|v=1][kv_head][position]. A sequence owns
-// one slot while it runs.
+// one slot while it runs. For a GPU library the buffer is device memory the
+// backend owns; this object then only hands out slots.
 //
 //===----------------------------------------------------------------------===//
 
@@ -24,15 +25,19 @@ std::optional<uint64_t> kvCacheBytes(const KVCacheSpec &spec, int64_t numSlots,
 
 class KVCache {
 public:
+  /// With `hostStorage` false no host memory is allocated (data() is null):
+  /// the buffer lives on the device.
   static Expected<KVCache> create(const KVCacheSpec &spec, int64_t numSlots,
-                                  int64_t maxContext);
+                                  int64_t maxContext, bool hostStorage = true);
 
+  /// The host buffer, or nullptr when the cache lives on the device.
   uint8_t *data() { return buffer.data(); }
-  uint64_t size() const { return buffer.size(); }
+  /// Bytes of the whole cache (wherever it lives).
+  uint64_t size() const { return byteSize; }
   int64_t numSlots() const { return slotCount; }
   int64_t maxContext() const { return contextLength; }
   /// Bytes one slot occupies.
-  uint64_t slotBytes() const { return buffer.size() / slotCount; }
+  uint64_t slotBytes() const { return byteSize / slotCount; }
 
   /// Hands out the lowest free slot, or nullopt when all are in use.
   std::optional<int32_t> acquireSlot();
@@ -42,6 +47,7 @@ public:
 
 private:
   HostBuffer buffer;
+  uint64_t byteSize = 0;
   int64_t slotCount = 0;
   int64_t contextLength = 0;
   std::vector<bool> inUse;

@@ -7,6 +7,7 @@
 #include "fdc/runtime/HostBuffer.h"
 #include "fdc/runtime/KVCache.h"
 #include "fdc/runtime/ModelLibrary.h"
+#include "fdc/runtime/cuda/CudaBackend.h"
 
 #include <memory>
 #include <string>
@@ -19,11 +20,15 @@ struct ModelOptions {
   int64_t maxContext = 0;
   /// Sequences that can run at once.
   int64_t numSlots = 1;
+  /// For a cuda library: the device ordinal; -1 = $FDC_CUDA_DEVICE or 0.
+  int cudaDevice = -1;
 };
 
 constexpr int64_t kDefaultMaxContext = 2048;
 
-/// A loaded model: the library, its filled weight arena and a KV cache.
+/// A loaded model: the library, its filled weight arena and a KV cache. For
+/// a "cuda:..." library the weights, KV cache and step buffers live on the
+/// GPU (cuda::CudaBackend); the host keeps only the KV-cache slot bookkeeping.
 class Model {
 public:
   /// Opens the library, loads the weights from the checkpoint at
@@ -41,21 +46,30 @@ public:
   int64_t maxContext() const { return cache.maxContext(); }
   int64_t numSlots() const { return cache.numSlots(); }
   KVCache &kvCache() { return cache; }
+  /// The host weight arena (empty for a cuda library: it was uploaded).
   const HostBuffer &weights() const { return weightArena; }
+  /// The device side of a cuda library, else nullptr.
+  const cuda::CudaBackend *cudaBackend() const { return backend.get(); }
 
-  /// Fills in batch-independent fields (num_slots, max_context, weights,
-  /// kv_cache) and runs one step. The caller has validated the inputs.
-  void step(FdcStepArgs &args);
+  /// Fills in batch-independent fields (num_slots, max_context, and for a
+  /// host library weights and kv_cache) and runs one step. `args` holds host
+  /// arrays either way; for a cuda library the backend copies them to and
+  /// from the device (weights and kv_cache stay null here). The caller has
+  /// validated the inputs. Fails only for a cuda library (a failed launch or
+  /// copy, or a fault found at the end of the step).
+  Error step(FdcStepArgs &args);
 
 private:
   Model(std::unique_ptr<ModelLibrary> library, HostBuffer weights,
-        KVCache cache)
+        KVCache cache, std::unique_ptr<cuda::CudaBackend> backend)
       : lib(std::move(library)), weightArena(std::move(weights)),
-        cache(std::move(cache)) {}
+        cache(std::move(cache)), backend(std::move(backend)) {}
 
   std::unique_ptr<ModelLibrary> lib;
   HostBuffer weightArena;
   KVCache cache;
+  /// Declared last so it is destroyed before the library it calls into.
+  std::unique_ptr<cuda::CudaBackend> backend;
 };
 
 } // namespace fdc::runtime

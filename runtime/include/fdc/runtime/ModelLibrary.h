@@ -1,7 +1,9 @@
 //===- ModelLibrary.h - Loading a compiled model library --------*- C++ -*-===//
 //
 // dlopen()s a model library and checks, in this order, fdc_abi_version,
-// fdc_target, fdc_manifest and fdc_model_step (docs/model-library.md).
+// fdc_target, fdc_manifest and fdc_model_step (docs/model-library.md). A
+// "cuda:..." target is accepted when the runtime has the CUDA backend; its
+// kernel images are looked up later, by the backend.
 //
 //===----------------------------------------------------------------------===//
 
@@ -21,8 +23,13 @@ namespace fdc::runtime {
 /// The library ABI version this runtime implements.
 constexpr uint32_t kSupportedAbiVersion = FDC_MODEL_ABI_VERSION;
 
-/// Targets this runtime can run a step for.
+/// Targets this runtime can run a step for: "host", and "cuda:sm_XX[,...]"
+/// when it was built with the CUDA backend.
 const std::vector<std::string> &supportedTargets();
+
+/// Whether this runtime runs libraries for `target` (a well-formed cuda
+/// target counts when the CUDA backend is built in).
+bool isSupportedTarget(const std::string &target);
 
 class ModelLibrary {
 public:
@@ -37,6 +44,10 @@ public:
   /// The manifest JSON text as the library holds it.
   const char *manifestText() const { return rawManifest; }
   FdcModelStepFn stepFunction() const { return step; }
+  /// True for a "cuda:..." target.
+  bool isCuda() const;
+  /// The address of exported symbol `name`, or nullptr when there is none.
+  const void *symbol(const char *name) const;
 
 private:
   ModelLibrary() = default;

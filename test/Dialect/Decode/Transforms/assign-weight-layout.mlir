@@ -47,11 +47,9 @@
 // A1-NEXT:    decode.weight @z : tensor<4xf32> {offset = 2798 : i64}
 
 // An alignment that is not a positive power of two is refused.
-// FIXME: the message prints the option as a char (48 -> "0"); check the
-// number ("got 48", "got 0", "got -256") once the pass prints it as one.
-// BAD48: error: decode-assign-weight-layout: alignment must be a power of two, got
-// BAD0: error: decode-assign-weight-layout: alignment must be a power of two, got
-// BADNEG: error: decode-assign-weight-layout: alignment must be a power of two, got
+// BAD48: error: decode-assign-weight-layout: alignment must be a power of two, got 48
+// BAD0: error: decode-assign-weight-layout: alignment must be a power of two, got 0
+// BADNEG: error: decode-assign-weight-layout: alignment must be a power of two, got -256
 
 decode.model @layout attributes {config = {vocab_size = 4 : i64}} {
   decode.weight @a : tensor<3xf32> {offset = 12345 : i64}

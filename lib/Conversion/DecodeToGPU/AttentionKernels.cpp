@@ -1,0 +1,426 @@
+//===- AttentionKernels.cpp - split-KV decode attention -------------------===//
+//
+// Flash-decoding with the two softmax schemes of #decode.softmax.
+//
+// attention_partial: one block per (split, query head, sequence). A group of
+// G lanes holds one cached head vector, each lane 16 bytes of it, so a warp
+// reads 32/G positions per step with fully coalesced 16-byte loads; warps
+// take interleaved positions of the split. Online scheme: every lane keeps a
+// running (max, sum, acc); unified max: (sum, acc, flag) with the one phi, no
+// rescaling. Lane groups, then warps (through shared memory) combine, and
+// the block writes its split's partial result: acc[D], then max (or the
+// out-of-range flag) and sum.
+//
+// attention_reduce: one block per (query head, sequence), one thread per
+// dimension. Online: rescale the splits to the global max. Unified: add and
+// divide; a flagged row (or an all-underflowed sum) is recomputed with the
+// online scheme right there, so the result is always right.
+//
+//===----------------------------------------------------------------------===//
+
+#include "../DecodeToHost/PackedLayouts.h"
+#include "KernelContext.h"
+
+using namespace mlir;
+using namespace fdc;
+using namespace fdc::gpu;
+using arith::CmpFPredicate;
+using arith::CmpIPredicate;
+using mlir::gpu::Dimension;
+
+namespace {
+struct Shape {
+  int64_t queryHeads, kvHeads, headDim;
+  int64_t groupLanes; // lanes that hold one head vector
+  int64_t vecLen;     // elements per lane
+};
+
+FailureOr<Shape> getShape(decode::KVCacheType cache, int64_t queryHeads) {
+  Shape shape{queryHeads, cache.getKvHeads(), cache.getHeadDim(), 0, 0};
+  int64_t d = shape.headDim;
+  if (!isa<decode::Int4Type>(cache.getElementType())) {
+    int64_t bytes = d * cache.getElementType().getIntOrFloatBitWidth() / 8;
+    if (bytes % 16 == 0 && bytes / 16 <= kWarpSize &&
+        kWarpSize % (bytes / 16) == 0) {
+      shape.groupLanes = bytes / 16;
+      shape.vecLen = d / shape.groupLanes;
+      return shape;
+    }
+  }
+  if (d % kWarpSize == 0) {
+    shape.groupLanes = kWarpSize;
+    shape.vecLen = d / kWarpSize;
+    return shape;
+  }
+  if (kWarpSize % d == 0) {
+    shape.groupLanes = d;
+    shape.vecLen = 1;
+    return shape;
+  }
+  return failure();
+}
+
+Value idx(ImplicitLocOpBuilder &b, Value v) {
+  return arith::IndexCastOp::create(b, b.getIndexType(), v);
+}
+Value addI(ImplicitLocOpBuilder &b, Value x, Value y) {
+  return arith::AddIOp::create(b, x, y);
+}
+Value mulI(ImplicitLocOpBuilder &b, Value x, Value y) {
+  return arith::MulIOp::create(b, x, y);
+}
+
+/// exp(x - max), 0 when x is -inf (an empty split), so that -inf - -inf
+/// never produces NaN.
+Value scaleFactor(GpuEmitter &e, Value x, Value max) {
+  Value empty = e.cmpf(CmpFPredicate::OEQ, x, e.f32(-INFINITY));
+  return e.select(empty, e.f32(0), e.exp(e.sub(x, max)));
+}
+
+/// Cache vector of `vecLen` elements at dims [d0, d0 + vecLen) as f32.
+Value loadCacheVector(GpuEmitter &e, Value cache, decode::KVCacheType type,
+                      ValueRange row, Value d0, int64_t vecLen) {
+  ImplicitLocOpBuilder &b = e.builder();
+  if (auto int4 = dyn_cast<decode::Int4Type>(type.getElementType())) {
+    SmallVector<Value> elements;
+    for (int64_t c = 0; c < vecLen; ++c)
+      elements.push_back(host::loadInt4CacheElement(
+          e, cache, int4, type.getHeadDim(), row, addI(b, d0, e.index(c))));
+    return vector::FromElementsOp::create(
+        b, VectorType::get({vecLen}, b.getF32Type()), elements);
+  }
+  SmallVector<Value> indices(row);
+  indices.push_back(d0);
+  return e.loadVector(cache, indices, vecLen);
+}
+
+Value dotVector(GpuEmitter &e, Value a, Value b2) {
+  ImplicitLocOpBuilder &b = e.builder();
+  Value product = arith::MulFOp::create(b, a, b2);
+  return vector::ReductionOp::create(b, vector::CombiningKind::ADD, product);
+}
+
+Value shuffleXor(GpuEmitter &e, Value value, int32_t offset) {
+  ImplicitLocOpBuilder &b = e.builder();
+  if (auto vectorType = dyn_cast<VectorType>(value.getType())) {
+    Value result = value;
+    for (int64_t c = 0; c < vectorType.getNumElements(); ++c) {
+      Value lane = e.extract(value, c);
+      Value moved =
+          mlir::gpu::ShuffleOp::create(b, lane, offset, kWarpSize,
+                                       mlir::gpu::ShuffleMode::XOR)
+              .getShuffleResult();
+      result = vector::InsertOp::create(b, moved, result, ArrayRef<int64_t>{c});
+    }
+    return result;
+  }
+  return mlir::gpu::ShuffleOp::create(b, value, offset, kWarpSize,
+                                      mlir::gpu::ShuffleMode::XOR)
+      .getShuffleResult();
+}
+
+Value splat(GpuEmitter &e, Value scalar, int64_t lanes) {
+  return vector::BroadcastOp::create(
+      e.builder(), VectorType::get({lanes}, e.builder().getF32Type()), scalar);
+}
+} // namespace
+
+int64_t fdc::gpu::attentionScratchPerSequence(const AttentionConfig &config,
+                                              RankedTensorType query) {
+  int64_t heads = query.getDimSize(1), headDim = query.getDimSize(2);
+  return heads * config.maxSplits * (headDim + 2) * 4;
+}
+
+LogicalResult fdc::gpu::buildAttention(Location loc, KernelContext &ctx,
+                                       const AttentionConfig &config, Buffer query,
+                              Buffer cache, decode::KVCacheType cacheType,
+                              Buffer slots, Buffer positions, Buffer partials,
+                              int64_t layer, float scale,
+                              decode::SoftmaxAttr softmax, int64_t splits,
+                              Buffer out) {
+  ImplicitLocOpBuilder &host = ctx.host;
+  int64_t queryHeads = query.type.getDimSize(1);
+  FailureOr<Shape> maybeShape = getShape(cacheType, queryHeads);
+  if (failed(maybeShape))
+    return emitError(loc) << "head_dim " << cacheType.getHeadDim()
+                          << " of " << cacheType.getElementType()
+                          << " does not split into warp lanes for the GPU "
+                             "attention generator";
+  Shape shape = *maybeShape;
+  int64_t d = shape.headDim, g = shape.groupLanes, vecLen = shape.vecLen;
+  int64_t group = queryHeads / shape.kvHeads;
+  int64_t warps = config.warps;
+  int64_t positionsPerWarp = kWarpSize / g;
+  int64_t stride = warps * positionsPerWarp;
+  int64_t rowFloats = d + 2;
+  bool unified = softmax.getScheme() == decode::SoftmaxScheme::unified_max;
+  float phi = unified ? softmax.getPhi().getValueAsDouble() : 0;
+  float lo = unified ? softmax.getLo().getValueAsDouble() : 0;
+  float hi = unified ? softmax.getHi().getValueAsDouble() : 0;
+
+  // Splits: fixed by the op, or enough blocks to fill the GPU twice without
+  // splitting the cache finer than minSplitLength positions.
+  Value numSplits;
+  if (splits > 0) {
+    numSplits = ctx.hostI64(std::min(splits, config.maxSplits));
+  } else {
+    Value work = arith::MulIOp::create(host, ctx.batch,
+                                       ctx.hostI64(queryHeads));
+    Value wanted = ctx.ceilDiv(ctx.hostI64(config.targetBlocks), work);
+    Value cap = arith::MinSIOp::create(
+        host, ctx.hostI64(config.maxSplits),
+        ctx.ceilDiv(ctx.maxContext, ctx.hostI64(config.minSplitLength)));
+    numSplits = arith::MaxSIOp::create(
+        host, ctx.hostI64(1), arith::MinSIOp::create(host, wanted, cap));
+  }
+  Value chunk = ctx.ceilDiv(ctx.maxContext, numSplits);
+
+  auto row = [&](GpuEmitter &e, Value slot, int64_t kv, Value head, Value t) {
+    return SmallVector<Value>{slot, e.index(layer), e.index(kv), head, t};
+  };
+
+  ctx.launch(
+      "attention_partial",
+      {KernelArg::buffer(query), KernelArg::buffer(cache),
+       KernelArg::buffer(slots), KernelArg::buffer(positions),
+       KernelArg::buffer(partials), KernelArg::scalar(numSplits),
+       KernelArg::scalar(chunk)},
+      {ctx.toIndex(numSplits), ctx.hostIndex(queryHeads),
+       ctx.toIndex(ctx.batch)},
+      warps * kWarpSize, warps * rowFloats,
+      [&](GpuEmitter &e, ArrayRef<Value> v) {
+        ImplicitLocOpBuilder &b = e.builder();
+        Value s = e.blockId(Dimension::x), h = e.blockId(Dimension::y),
+              i = e.blockId(Dimension::z);
+        Value shared = v.back();
+        Value warp = e.warpId(), lane = e.laneId();
+        Value sub = arith::DivUIOp::create(b, lane, e.index(g));
+        Value groupLane = arith::RemUIOp::create(b, lane, e.index(g));
+        Value d0 = mulI(b, groupLane, e.index(vecLen));
+        Value kvHead = arith::DivUIOp::create(b, h, e.index(group));
+        Value slot = e.loadIndex(v[2], i);
+        Value length = addI(b, e.loadIndex(v[3], i), e.index(1));
+        Value start = mulI(b, s, idx(b, v[6]));
+        Value end = arith::MinUIOp::create(
+            b, addI(b, start, idx(b, v[6])), length);
+        Value first = addI(
+            b, start,
+            addI(b, mulI(b, warp, e.index(positionsPerWarp)), sub));
+        Value q = e.loadVector(v[0], {i, h, d0}, vecLen);
+        auto zeros = [&] { return splat(e, e.f32(0), vecLen); };
+        auto score = [&](Value t) {
+          Value k = loadCacheVector(e, v[1], cacheType,
+                                    row(e, slot, 0, kvHead, t), d0, vecLen);
+          Value dot = dotVector(e, q, k);
+          for (int32_t offset = g / 2; offset > 0; offset /= 2)
+            dot = e.add(dot, shuffleXor(e, dot, offset));
+          return e.mul(dot, e.f32(scale));
+        };
+        auto value = [&](Value t) {
+          return loadCacheVector(e, v[1], cacheType,
+                                 row(e, slot, 1, kvHead, t), d0, vecLen);
+        };
+        // State per lane: (max or flag, sum, acc).
+        SmallVector<Value> state;
+        if (!unified) {
+          state = e.reduce(
+              first, end, e.index(stride),
+              {e.f32(-INFINITY), e.f32(0), zeros()},
+              [&](Value t, ValueRange c) {
+                Value sc = score(t);
+                Value newMax = arith::MaximumFOp::create(b, c[0], sc);
+                Value correction = scaleFactor(e, c[0], newMax);
+                Value p = e.exp(e.sub(sc, newMax));
+                Value acc = arith::AddFOp::create(
+                    b, arith::MulFOp::create(b, c[2], splat(e, correction, vecLen)),
+                    arith::MulFOp::create(b, value(t), splat(e, p, vecLen)));
+                return SmallVector<Value>{
+                    newMax, e.add(e.mul(c[1], correction), p), acc};
+              });
+          // Combine the position groups of the warp.
+          for (int32_t offset = g; offset < kWarpSize; offset *= 2) {
+            Value otherMax = shuffleXor(e, state[0], offset);
+            Value otherSum = shuffleXor(e, state[1], offset);
+            Value otherAcc = shuffleXor(e, state[2], offset);
+            Value newMax = arith::MaximumFOp::create(b, state[0], otherMax);
+            Value c1 = scaleFactor(e, state[0], newMax);
+            Value c2 = scaleFactor(e, otherMax, newMax);
+            state = {newMax, e.add(e.mul(state[1], c1), e.mul(otherSum, c2)),
+                     arith::AddFOp::create(
+                         b, arith::MulFOp::create(b, state[2], splat(e, c1, vecLen)),
+                         arith::MulFOp::create(b, otherAcc, splat(e, c2, vecLen)))};
+          }
+        } else {
+          state = e.reduce(
+              first, end, e.index(stride), {e.f32(0), e.f32(0), zeros()},
+              [&](Value t, ValueRange c) {
+                Value x = e.sub(score(t), e.f32(phi));
+                Value outside = arith::OrIOp::create(
+                    b, e.cmpf(CmpFPredicate::OLT, x, e.f32(lo)),
+                    e.cmpf(CmpFPredicate::OGT, x, e.f32(hi)));
+                Value flag = e.select(outside, e.f32(1), c[0]);
+                Value p = e.exp(x);
+                Value acc = arith::AddFOp::create(
+                    b, c[2],
+                    arith::MulFOp::create(b, value(t), splat(e, p, vecLen)));
+                return SmallVector<Value>{flag, e.add(c[1], p), acc};
+              });
+          for (int32_t offset = g; offset < kWarpSize; offset *= 2) {
+            state = {arith::MaximumFOp::create(b, state[0],
+                                               shuffleXor(e, state[0], offset)),
+                     e.add(state[1], shuffleXor(e, state[1], offset)),
+                     arith::AddFOp::create(b, state[2],
+                                           shuffleXor(e, state[2], offset))};
+          }
+        }
+        // Lanes of position group 0 hold the warp's result: to shared.
+        Value warpBase = mulI(b, warp, e.index(rowFloats));
+        e.ifThenElse(e.cmpi(CmpIPredicate::ult, lane, e.index(g)), [&] {
+          for (int64_t c = 0; c < vecLen; ++c)
+            memref::StoreOp::create(
+                b, e.extract(state[2], c), shared,
+                ValueRange{addI(b, warpBase, addI(b, d0, e.index(c)))});
+          e.ifThenElse(e.cmpi(CmpIPredicate::eq, lane, e.index(0)), [&] {
+            memref::StoreOp::create(b, state[0], shared,
+                                    ValueRange{addI(b, warpBase, e.index(d))});
+            memref::StoreOp::create(
+                b, state[1], shared,
+                ValueRange{addI(b, warpBase, e.index(d + 1))});
+          });
+        });
+        e.barrier();
+        // Combine the warps; thread j writes dimension j of the partial.
+        Value out = mulI(
+            b,
+            addI(b, mulI(b, addI(b, mulI(b, i, e.index(queryHeads)), h),
+                         idx(b, v[5])),
+                 s),
+            e.index(rowFloats));
+        auto sharedAt = [&](int64_t w, Value offset) -> Value {
+          return memref::LoadOp::create(
+              b, shared, ValueRange{addI(b, e.index(w * rowFloats), offset)});
+        };
+        Value globalMax = e.f32(unified ? 0.0 : -INFINITY);
+        for (int64_t w = 0; w < warps; ++w)
+          globalMax = arith::MaximumFOp::create(b, globalMax,
+                                                sharedAt(w, e.index(d)));
+        auto weight = [&](int64_t w) {
+          return unified ? e.f32(1)
+                         : scaleFactor(e, sharedAt(w, e.index(d)), globalMax);
+        };
+        e.loop(e.threadId(), e.index(d), e.index(warps * kWarpSize),
+               [&](Value j) {
+                 Value acc = e.f32(0);
+                 for (int64_t w = 0; w < warps; ++w)
+                   acc = e.add(acc, e.mul(sharedAt(w, j), weight(w)));
+                 memref::StoreOp::create(b, acc, v[4],
+                                         ValueRange{addI(b, out, j)});
+               });
+        e.ifThenElse(e.cmpi(CmpIPredicate::eq, e.threadId(), e.index(0)), [&] {
+          Value sum = e.f32(0);
+          for (int64_t w = 0; w < warps; ++w)
+            sum = e.add(sum, e.mul(sharedAt(w, e.index(d + 1)), weight(w)));
+          memref::StoreOp::create(b, globalMax, v[4],
+                                  ValueRange{addI(b, out, e.index(d))});
+          memref::StoreOp::create(b, sum, v[4],
+                                  ValueRange{addI(b, out, e.index(d + 1))});
+        });
+      });
+
+  int64_t threads = std::max<int64_t>(kWarpSize, std::min<int64_t>(d, 1024));
+  threads = (threads + kWarpSize - 1) / kWarpSize * kWarpSize;
+  ctx.launch(
+      "attention_reduce",
+      {KernelArg::buffer(query), KernelArg::buffer(cache),
+       KernelArg::buffer(slots), KernelArg::buffer(positions),
+       KernelArg::buffer(partials), KernelArg::scalar(numSplits),
+       KernelArg::buffer(out)},
+      {ctx.hostIndex(queryHeads), ctx.toIndex(ctx.batch), ctx.hostIndex(1)},
+      threads, 0, [&](GpuEmitter &e, ArrayRef<Value> v) {
+        ImplicitLocOpBuilder &b = e.builder();
+        Value h = e.blockId(Dimension::x), i = e.blockId(Dimension::y);
+        Value numSplitsIndex = idx(b, v[5]);
+        Value base = mulI(
+            b, mulI(b, addI(b, mulI(b, i, e.index(queryHeads)), h),
+                    numSplitsIndex),
+            e.index(rowFloats));
+        auto partialAt = [&](Value split, Value offset) -> Value {
+          Value at = addI(b, base,
+                          addI(b, mulI(b, split, e.index(rowFloats)), offset));
+          return memref::LoadOp::create(b, v[4], ValueRange{at});
+        };
+        Value kvHead = arith::DivUIOp::create(b, h, e.index(group));
+        Value slot = e.loadIndex(v[2], i);
+        Value length = addI(b, e.loadIndex(v[3], i), e.index(1));
+        // Single-thread-per-dimension online softmax over the whole row.
+        auto recompute = [&](Value j) {
+          SmallVector<Value> st = e.reduce(
+              e.index(0), length, e.index(1), {e.f32(-INFINITY), e.f32(0),
+                                                e.f32(0)},
+              [&](Value t, ValueRange c) {
+                Value dot = e.reduce1(e.index(d), e.f32(0), [&](Value dd,
+                                                                Value sum) {
+                  Value k = loadCacheVector(e, v[1], cacheType,
+                                            row(e, slot, 0, kvHead, t), dd, 1);
+                  return e.add(sum, e.mul(e.load(v[0], {i, h, dd}),
+                                          e.extract(k, 0)));
+                });
+                Value sc = e.mul(dot, e.f32(scale));
+                Value newMax = arith::MaximumFOp::create(b, c[0], sc);
+                Value correction = scaleFactor(e, c[0], newMax);
+                Value p = e.exp(e.sub(sc, newMax));
+                Value vj = e.extract(
+                    loadCacheVector(e, v[1], cacheType,
+                                    row(e, slot, 1, kvHead, t), j, 1),
+                    0);
+                return SmallVector<Value>{
+                    newMax, e.add(e.mul(c[1], correction), p),
+                    e.add(e.mul(c[2], correction), e.mul(p, vj))};
+              });
+          e.store(e.div(st[2], st[1]), v[6], {i, h, j});
+        };
+        e.loop(e.threadId(), e.index(d), e.index(threads), [&](Value j) {
+          if (!unified) {
+            Value globalMax = e.reduce1(numSplitsIndex, e.f32(-INFINITY),
+                                        [&](Value sp, Value m) {
+                                          return arith::MaximumFOp::create(
+                                              b, m, partialAt(sp, e.index(d)));
+                                        });
+            SmallVector<Value> sums = e.reduce(
+                e.index(0), numSplitsIndex, e.index(1), {e.f32(0), e.f32(0)},
+                [&](Value sp, ValueRange c) {
+                  Value factor =
+                      scaleFactor(e, partialAt(sp, e.index(d)), globalMax);
+                  return SmallVector<Value>{
+                      e.add(c[0], e.mul(partialAt(sp, e.index(d + 1)), factor)),
+                      e.add(c[1], e.mul(partialAt(sp, j), factor))};
+                });
+            e.store(e.div(sums[1], sums[0]), v[6], {i, h, j});
+            return;
+          }
+          SmallVector<Value> sums = e.reduce(
+              e.index(0), numSplitsIndex, e.index(1),
+              {e.f32(0), e.f32(0), e.f32(0)}, [&](Value sp, ValueRange c) {
+                return SmallVector<Value>{
+                    arith::MaximumFOp::create(b, c[0], partialAt(sp, e.index(d))),
+                    e.add(c[1], partialAt(sp, e.index(d + 1))),
+                    e.add(c[2], partialAt(sp, j))};
+              });
+          // Flagged splits, or a sum that underflowed to 0 or overflowed.
+          // Each thread checks its own dimension's accumulator; a row can
+          // mix recomputed and unified dimensions, both exact.
+          Value maxFloat = e.f32(std::numeric_limits<float>::max());
+          Value overflow = arith::OrIOp::create(
+              b, e.cmpf(CmpFPredicate::UGT, sums[1], maxFloat),
+              e.cmpf(CmpFPredicate::UGT, math::AbsFOp::create(b, sums[2]),
+                     maxFloat));
+          Value unusable = arith::OrIOp::create(
+              b, e.cmpf(CmpFPredicate::OEQ, sums[1], e.f32(0)), overflow);
+          Value flagged = arith::OrIOp::create(
+              b, e.cmpf(CmpFPredicate::OGT, sums[0], e.f32(0)), unusable);
+          e.ifThenElse(flagged, [&] { recompute(j); },
+                       [&] { e.store(e.div(sums[2], sums[1]), v[6], {i, h, j}); });
+        });
+      });
+  return success();
+}

@@ -1,0 +1,175 @@
+//===- ElementwiseKernels.cpp - embedding, rope, kv_append ----------------===//
+//
+// Thread-per-element (or per 16-byte vector) kernels over [M, ...] grids:
+// blockIdx.y is the sequence, blockIdx.x * blockDim + threadIdx the element.
+//
+//===----------------------------------------------------------------------===//
+
+#include "../DecodeToHost/PackedLayouts.h"
+#include "KernelContext.h"
+
+using namespace mlir;
+using namespace fdc;
+using namespace fdc::gpu;
+using mlir::gpu::Dimension;
+
+namespace {
+int64_t elementBytes(MemRefType type) {
+  return type.getElementType().getIntOrFloatBitWidth() / 8;
+}
+Value add(ImplicitLocOpBuilder &b, Value x, Value y) {
+  return arith::AddIOp::create(b, x, y);
+}
+Value mul(ImplicitLocOpBuilder &b, Value x, Value y) {
+  return arith::MulIOp::create(b, x, y);
+}
+/// blockIdx.x * threads + threadIdx.x
+Value globalX(GpuEmitter &e, int64_t threads) {
+  ImplicitLocOpBuilder &b = e.builder();
+  return add(b, mul(b, e.blockId(Dimension::x), e.index(threads)),
+             e.threadId());
+}
+} // namespace
+
+void fdc::gpu::buildEmbedding(KernelContext &ctx,
+                              const ElementwiseConfig &config, Buffer table,
+                              Buffer tokens, Buffer out) {
+  int64_t hidden = table.type.getDimSize(1);
+  int64_t lanes = config.vectorBytes / elementBytes(table.type);
+  if (hidden % lanes != 0)
+    lanes = 1;
+  int64_t perBlock = config.threads * lanes;
+  ctx.launch("embedding",
+             {KernelArg::buffer(table), KernelArg::buffer(tokens),
+              KernelArg::buffer(out)},
+             {ctx.hostIndex((hidden + perBlock - 1) / perBlock),
+              ctx.toIndex(ctx.batch), ctx.hostIndex(1)},
+             config.threads, 0, [&](GpuEmitter &e, ArrayRef<Value> v) {
+               ImplicitLocOpBuilder &b = e.builder();
+               Value i = e.blockId(Dimension::y);
+               Value j = mul(b, globalX(e, config.threads), e.index(lanes));
+               e.ifThenElse(e.cmpi(arith::CmpIPredicate::ult, j,
+                                   e.index(hidden)),
+                            [&] {
+                              Value token = e.loadIndex(v[1], i);
+                              auto type = VectorType::get(
+                                  {lanes}, table.type.getElementType());
+                              Value row = vector::LoadOp::create(
+                                  b, type, v[0], ValueRange{token, j});
+                              vector::StoreOp::create(b, row, v[2],
+                                                      ValueRange{i, j});
+                            });
+             });
+}
+
+void fdc::gpu::buildRope(KernelContext &ctx, const ElementwiseConfig &config,
+                         Buffer input, Buffer positions, int64_t rotaryDim,
+                         float theta, Buffer out) {
+  int64_t heads = input.type.getDimSize(1), headDim = input.type.getDimSize(2);
+  int64_t half = rotaryDim / 2, pairs = headDim / 2;
+  int64_t work = heads * pairs;
+  ctx.launch(
+      "rope",
+      {KernelArg::buffer(input), KernelArg::buffer(positions),
+       KernelArg::buffer(out)},
+      {ctx.hostIndex((work + config.threads - 1) / config.threads),
+       ctx.toIndex(ctx.batch), ctx.hostIndex(1)},
+      config.threads, 0, [&](GpuEmitter &e, ArrayRef<Value> v) {
+        ImplicitLocOpBuilder &b = e.builder();
+        Value i = e.blockId(Dimension::y);
+        Value flat = globalX(e, config.threads);
+        e.ifThenElse(
+            e.cmpi(arith::CmpIPredicate::ult, flat, e.index(work)), [&] {
+              Value h = arith::DivUIOp::create(b, flat, e.index(pairs));
+              Value j = arith::RemUIOp::create(b, flat, e.index(pairs));
+              Value rotated =
+                  e.cmpi(arith::CmpIPredicate::ult, j, e.index(half));
+              e.ifThenElse(
+                  rotated,
+                  [&] {
+                    Value position =
+                        e.toF32(memref::LoadOp::create(b, v[1], i));
+                    Value exponent = e.div(e.mul(e.f32(2), e.toF32(j)),
+                                           e.f32(rotaryDim));
+                    Value invFreq = e.div(
+                        e.f32(1), math::PowFOp::create(b, e.f32(theta),
+                                                       exponent));
+                    Value angle = e.mul(position, invFreq);
+                    Value cos = math::CosOp::create(b, angle);
+                    Value sin = math::SinOp::create(b, angle);
+                    Value j2 = add(b, j, e.index(half));
+                    Value x1 = e.load(v[0], {i, h, j});
+                    Value x2 = e.load(v[0], {i, h, j2});
+                    e.store(e.sub(e.mul(x1, cos), e.mul(x2, sin)), v[2],
+                            {i, h, j});
+                    e.store(e.add(e.mul(x2, cos), e.mul(x1, sin)), v[2],
+                            {i, h, j2});
+                  },
+                  [&] {
+                    // Pairs past rotary_dim / 2 copy two pass-through dims.
+                    Value d = add(b, e.index(rotaryDim),
+                                  mul(b, arith::SubIOp::create(
+                                             b, j, e.index(half)),
+                                      e.index(2)));
+                    Value d1 = add(b, d, e.index(1));
+                    e.store(e.load(v[0], {i, h, d}), v[2], {i, h, d});
+                    e.store(e.load(v[0], {i, h, d1}), v[2], {i, h, d1});
+                  });
+            });
+      });
+}
+
+void fdc::gpu::buildKVAppend(KernelContext &ctx, Buffer key, Buffer value,
+                             Buffer cache, decode::KVCacheType cacheType,
+                             Buffer slots, Buffer positions, int64_t layer) {
+  int64_t heads = cacheType.getKvHeads(), headDim = cacheType.getHeadDim();
+  auto int4 = dyn_cast<decode::Int4Type>(cacheType.getElementType());
+  // One block per (kv head, sequence); one thread per dimension, or one
+  // quantising thread per row for an INT4 cache.
+  int64_t threads = int4 ? 32 : std::max<int64_t>(32, headDim);
+  ctx.launch(
+      "kv_append",
+      {KernelArg::buffer(key), KernelArg::buffer(value),
+       KernelArg::buffer(cache), KernelArg::buffer(slots),
+       KernelArg::buffer(positions)},
+      {ctx.hostIndex(heads), ctx.toIndex(ctx.batch), ctx.hostIndex(1)},
+      threads, 0, [&](GpuEmitter &e, ArrayRef<Value> v) {
+        Value h = e.blockId(Dimension::x), i = e.blockId(Dimension::y);
+        Value d = e.threadId();
+        Value slot = e.loadIndex(v[3], i);
+        Value position = e.loadIndex(v[4], i);
+        Value layerIndex = e.index(layer);
+        if (int4) {
+          Value thread = e.cmpi(arith::CmpIPredicate::ult, d, e.index(2));
+          e.ifThenElse(thread, [&] {
+            // Thread 0 quantises the key row, thread 1 the value row.
+            Value isKey = e.cmpi(arith::CmpIPredicate::eq, d, e.index(0));
+            e.ifThenElse(
+                isKey,
+                [&] {
+                  host::storeInt4CacheRow(
+                      e, v[0], i, h, v[2], int4, headDim,
+                      {slot, layerIndex, e.index(0), h, position});
+                },
+                [&] {
+                  host::storeInt4CacheRow(
+                      e, v[1], i, h, v[2], int4, headDim,
+                      {slot, layerIndex, e.index(1), h, position});
+                });
+          });
+          return;
+        }
+        e.ifThenElse(
+            e.cmpi(arith::CmpIPredicate::ult, d, e.index(headDim)), [&] {
+              ImplicitLocOpBuilder &b = e.builder();
+              Value k = memref::LoadOp::create(b, v[0], ValueRange{i, h, d});
+              Value vv = memref::LoadOp::create(b, v[1], ValueRange{i, h, d});
+              memref::StoreOp::create(
+                  b, k, v[2],
+                  ValueRange{slot, layerIndex, e.index(0), h, position, d});
+              memref::StoreOp::create(
+                  b, vv, v[2],
+                  ValueRange{slot, layerIndex, e.index(1), h, position, d});
+            });
+      });
+}

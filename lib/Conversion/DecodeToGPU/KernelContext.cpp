@@ -1,0 +1,94 @@
+//===- KernelContext.cpp - building and launching step kernels ------------===//
+
+#include "KernelContext.h"
+
+#include "fdc/Conversion/Utils/MemRefFromPointer.h"
+
+using namespace mlir;
+using namespace fdc::gpu;
+
+Value KernelContext::hostIndex(int64_t value) {
+  return arith::ConstantIndexOp::create(host, value);
+}
+Value KernelContext::hostI64(int64_t value) {
+  return arith::ConstantIntOp::create(host, host.getI64Type(), value);
+}
+Value KernelContext::toIndex(Value i64) {
+  return arith::IndexCastOp::create(host, host.getIndexType(), i64);
+}
+Value KernelContext::ceilDiv(Value a, Value b) {
+  return arith::CeilDivSIOp::create(host, a, b);
+}
+
+void KernelContext::launch(StringRef name, ArrayRef<KernelArg> args,
+                           std::array<Value, 3> grid, int64_t block,
+                           int64_t workgroupF32, BodyBuilder body) {
+  MLIRContext *ctx = host.getContext();
+  std::string unique = (name + "_" + Twine(kernelNames.size())).str();
+  kernelNames.push_back(unique);
+  auto ptrType = LLVM::LLVMPointerType::get(ctx);
+  Type i64 = host.getI64Type();
+
+  // Every kernel also receives the batch size and the cache's run-time sizes,
+  // which size the memref views of its buffers.
+  SmallVector<Value> operands;
+  SmallVector<Type> types;
+  for (const KernelArg &arg : args) {
+    operands.push_back(arg.host);
+    types.push_back(arg.view ? Type(ptrType) : i64);
+  }
+  for (Value implicit : {batch, numSlots, maxContext}) {
+    operands.push_back(implicit);
+    types.push_back(i64);
+  }
+
+  SmallVector<Type> workgroup;
+  if (workgroupF32 > 0)
+    workgroup.push_back(MemRefType::get(
+        {workgroupF32}, host.getF32Type(), MemRefLayoutAttrInterface(),
+        mlir::gpu::AddressSpaceAttr::get(ctx,
+                                         mlir::gpu::AddressSpace::Workgroup)));
+  OpBuilder moduleBuilder = OpBuilder::atBlockEnd(module.getBody());
+  auto func = mlir::gpu::GPUFuncOp::create(
+      moduleBuilder, host.getLoc(), unique,
+      FunctionType::get(ctx, types, {}), workgroup);
+  func->setAttr(mlir::gpu::GPUDialect::getKernelFuncAttrName(),
+                UnitAttr::get(ctx));
+  func.setKnownBlockSizeAttr(
+      DenseI32ArrayAttr::get(ctx, {static_cast<int32_t>(block), 1, 1}));
+
+  Block &entry = func.getBody().front();
+  ImplicitLocOpBuilder kernel(host.getLoc(), &entry, entry.begin());
+  unsigned numArgs = args.size();
+  Value kBatch = entry.getArgument(numArgs);
+  Value kSlots = entry.getArgument(numArgs + 1);
+  Value kContext = entry.getArgument(numArgs + 2);
+  SmallVector<Value> values;
+  for (auto [index, arg] : llvm::enumerate(args)) {
+    Value value = entry.getArgument(index);
+    if (arg.view) {
+      bool isCache = arg.view.getRank() == 6;
+      SmallVector<Value> sizes;
+      for (int64_t d = 0; d < arg.view.getRank(); ++d) {
+        if (!arg.view.isDynamicDim(d))
+          continue;
+        sizes.push_back(isCache ? (d == 0 ? kSlots : kContext) : kBatch);
+      }
+      value = fdc::memrefFromPointer(kernel, value, arg.view, sizes);
+    }
+    values.push_back(value);
+  }
+  values.push_back(kBatch);
+  if (workgroupF32 > 0)
+    values.push_back(func.getWorkgroupAttributions().front());
+  GpuEmitter emitter(kernel);
+  body(emitter, values);
+  mlir::gpu::ReturnOp::create(kernel);
+
+  auto dim = [&](Value v) { return v; };
+  mlir::gpu::LaunchFuncOp::create(
+      host, func,
+      mlir::gpu::KernelDim3{dim(grid[0]), dim(grid[1]), dim(grid[2])},
+      mlir::gpu::KernelDim3{hostIndex(block), hostIndex(1), hostIndex(1)},
+      /*dynamicSharedMemorySize=*/Value(), operands);
+}

@@ -1,0 +1,102 @@
+//===- LowerKernelLaunches.cpp - gpu.launch_func to the runtime's launch --===//
+//
+// Inside fdc_model_step(const FdcStepArgs *args), each gpu.launch_func
+// becomes a call of args->device->launch(context, "kernel", grid, block,
+// shared bytes, params), params an array of pointers to the 8-byte argument
+// values (the cuLaunchKernel convention).
+//
+//===----------------------------------------------------------------------===//
+
+#include "fdc/Conversion/Passes.h"
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/IR/ImplicitLocOpBuilder.h"
+
+namespace fdc {
+#define GEN_PASS_DEF_LOWERKERNELLAUNCHES
+#include "fdc/Conversion/Passes.h.inc"
+} // namespace fdc
+
+using namespace mlir;
+
+namespace {
+constexpr int64_t kDeviceField = 15;
+
+struct LowerKernelLaunches
+    : public fdc::impl::LowerKernelLaunchesBase<LowerKernelLaunches> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    MLIRContext *ctx = &getContext();
+    auto ptrType = LLVM::LLVMPointerType::get(ctx);
+    Type i32 = IntegerType::get(ctx, 32), i64 = IntegerType::get(ctx, 64);
+    auto launchType = LLVM::LLVMFunctionType::get(
+        i32, {ptrType, ptrType, i32, i32, i32, i32, i32, i32, i32, ptrType});
+    llvm::StringMap<LLVM::GlobalOp> names;
+
+    auto nameGlobal = [&](StringRef kernel) {
+      LLVM::GlobalOp &global = names[kernel];
+      if (!global) {
+        OpBuilder top = OpBuilder::atBlockBegin(module.getBody());
+        std::string bytes = kernel.str();
+        bytes.push_back('\0');
+        global = LLVM::GlobalOp::create(
+            top, module.getLoc(), LLVM::LLVMArrayType::get(IntegerType::get(ctx, 8), bytes.size()),
+            /*isConstant=*/true, LLVM::Linkage::Private,
+            ("fdc_kernel_name." + kernel).str(), StringAttr::get(ctx, bytes));
+      }
+      return global;
+    };
+
+    WalkResult result = module.walk([&](mlir::gpu::LaunchFuncOp launch) {
+      auto func = launch->getParentOfType<func::FuncOp>();
+      if (!func || func.getNumArguments() != 1 ||
+          !isa<LLVM::LLVMPointerType>(func.getArgument(0).getType())) {
+        launch.emitOpError() << "must be inside fdc_model_step(!llvm.ptr)";
+        return WalkResult::interrupt();
+      }
+      ImplicitLocOpBuilder b(launch.getLoc(), launch);
+      auto field = [&](Value base, int64_t index) {
+        Value address = LLVM::GEPOp::create(b, ptrType, i64, base,
+                                            ArrayRef<LLVM::GEPArg>{index});
+        return LLVM::LoadOp::create(b, ptrType, address).getResult();
+      };
+      Value device = field(func.getArgument(0), kDeviceField);
+      Value context = field(device, 0);
+      Value callback = field(device, 1);
+
+      ValueRange operands = launch.getKernelOperands();
+      Value one = LLVM::ConstantOp::create(b, i64, b.getI64IntegerAttr(1));
+      Value count = LLVM::ConstantOp::create(
+          b, i64, b.getI64IntegerAttr(std::max<int64_t>(operands.size(), 1)));
+      Value params = LLVM::AllocaOp::create(b, ptrType, ptrType, count, 8);
+      for (auto [index, operand] : llvm::enumerate(operands)) {
+        Value slot =
+            LLVM::AllocaOp::create(b, ptrType, operand.getType(), one, 8);
+        LLVM::StoreOp::create(b, operand, slot);
+        Value entry = LLVM::GEPOp::create(
+            b, ptrType, ptrType, params,
+            ArrayRef<LLVM::GEPArg>{static_cast<int32_t>(index)});
+        LLVM::StoreOp::create(b, slot, entry);
+      }
+      auto toI32 = [&](Value indexValue) -> Value {
+        return arith::IndexCastOp::create(b, i32, indexValue);
+      };
+      mlir::gpu::KernelDim3 grid = launch.getGridSizeOperandValues();
+      mlir::gpu::KernelDim3 block = launch.getBlockSizeOperandValues();
+      Value name = LLVM::AddressOfOp::create(
+          b, nameGlobal(launch.getKernelName().getValue()));
+      Value shared = LLVM::ConstantOp::create(b, i32, b.getI32IntegerAttr(0));
+      LLVM::CallOp::create(b, launchType,
+                           ValueRange{callback, context, name, toI32(grid.x),
+                                      toI32(grid.y), toI32(grid.z),
+                                      toI32(block.x), toI32(block.y),
+                                      toI32(block.z), shared, params});
+      launch.erase();
+      return WalkResult::advance();
+    });
+    if (result.wasInterrupted())
+      signalPassFailure();
+  }
+};
+} // namespace

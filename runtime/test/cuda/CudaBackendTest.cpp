@@ -1,0 +1,698 @@
+//===- CudaBackendTest.cpp - Running cuda:sm_90 model libraries -----------===//
+//
+// CudaBackendTest runs twice: "Fake/" against FakeCuda.c (no GPU needed) and
+// "Gpu/" against the real driver, where every test skips when libcuda.so.1
+// cannot be loaded or cuInit fails. CudaFakeDriverTest injects faults only
+// the fake can (no device, a fault inside a kernel, out of memory, other
+// compute capabilities). CudaNoDriverTest checks the message when there is
+// no driver at all.
+//
+// The test library (TestCudaModel.c) computes on the GPU what the host test
+// library (../TestModel.c) computes on the CPU, so a workload must give the
+// same tokens and bit-identical logits on both.
+//
+//===----------------------------------------------------------------------===//
+
+#include "fdc/runtime/cuda/CudaBackend.h"
+#include "fdc/runtime/Engine.h"
+#include "fdc/runtime/RunCommand.h"
+#include "fdc_runtime.h"
+
+#include "TestUtil.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <dlfcn.h>
+#include <map>
+#include <memory>
+#include <optional>
+
+using namespace fdc::runtime;
+using namespace fdc::runtime::test;
+
+namespace {
+
+constexpr int kVocab = 32;
+
+/// Sets (or with nullptr unsets) an environment variable for its lifetime.
+class ScopedEnv {
+public:
+  ScopedEnv(const char *name, const char *value) : name(name) {
+    if (const char *old = std::getenv(name))
+      previous = old;
+    if (value)
+      ::setenv(name, value, 1);
+    else
+      ::unsetenv(name);
+  }
+  ~ScopedEnv() {
+    if (previous)
+      ::setenv(name, previous->c_str(), 1);
+    else
+      ::unsetenv(name);
+  }
+  ScopedEnv(const ScopedEnv &) = delete;
+  ScopedEnv &operator=(const ScopedEnv &) = delete;
+
+private:
+  const char *name;
+  std::optional<std::string> previous;
+};
+
+bool contains(const std::string &text, const std::string &part) {
+  return text.find(part) != std::string::npos;
+}
+
+#define EXPECT_CONTAINS(text, part) EXPECT_PRED2(contains, text, part)
+
+/// The fake driver's counters (FakeCuda.c).
+struct FakeCudaStats {
+  int64_t liveAllocations;
+  int64_t liveModules;
+  int64_t liveStreams;
+  int64_t contextRefs;
+  int64_t launches;
+  int64_t setAttributeCalls;
+  int64_t bytesToDevice;
+  int64_t bytesToHost;
+  char lastImageKind[8];
+};
+
+#ifdef FDC_FAKE_CUDA_DRIVER
+FakeCudaStats fakeStats() {
+  // Already loaded by the backend: this only finds the same handle.
+  void *handle = ::dlopen(FDC_FAKE_CUDA_DRIVER, RTLD_NOW | RTLD_LOCAL);
+  EXPECT_NE(handle, nullptr) << ::dlerror();
+  FakeCudaStats stats = {};
+  if (!handle)
+    return stats;
+  auto read = reinterpret_cast<void (*)(void *)>(
+      ::dlsym(handle, "fdc_fake_cuda_stats"));
+  EXPECT_NE(read, nullptr);
+  if (read)
+    read(&stats);
+  ::dlclose(handle);
+  return stats;
+}
+#endif
+
+//===----------------------------------------------------------------------===//
+// A workload that must give the same results on host and GPU
+//===----------------------------------------------------------------------===//
+
+struct Outcome {
+  std::vector<int32_t> tokens;
+  std::vector<std::vector<float>> logits;
+  FinishReason reason = FinishReason::Length;
+  std::string error;
+  bool operator==(const Outcome &o) const {
+    return tokens == o.tokens && logits == o.logits && reason == o.reason &&
+           error == o.error;
+  }
+};
+
+std::ostream &operator<<(std::ostream &os, const Outcome &o) {
+  os << finishReasonName(o.reason) << " [";
+  for (int32_t t : o.tokens)
+    os << t << " ";
+  return os << "] " << o.error;
+}
+
+/// Runs two rounds on a model with 3 slots: a batch of greedy, sampled and
+/// invalid-token requests, then new requests that reuse the slots.
+std::vector<Outcome> runWorkload(Model &model) {
+  Engine engine(model);
+  std::map<RequestId, Outcome> outcomes;
+  auto submit = [&](std::vector<int32_t> prompt, int64_t maxNew,
+                    float temperature = 0, uint64_t seed = 0,
+                    int32_t topK = 0) {
+    GenerationRequest r;
+    r.prompt = std::move(prompt);
+    r.maxNewTokens = maxNew;
+    r.sampling.temperature = temperature;
+    r.sampling.seed = seed;
+    r.sampling.topK = topK;
+    auto logits = std::make_shared<std::vector<std::vector<float>>>();
+    r.onToken = [logits](int32_t, const float *row) {
+      logits->emplace_back(row, row + kVocab);
+    };
+    Expected<RequestId> id = engine.submit(std::move(r));
+    EXPECT_TRUE(id) << id.error().message();
+    return std::pair{id ? *id : 0, logits};
+  };
+  std::vector<
+      std::pair<RequestId, std::shared_ptr<std::vector<std::vector<float>>>>>
+      ids;
+  ids.push_back(submit({1, 2, 3}, 5));
+  ids.push_back(submit({30}, 4, 1.0f, 7));
+  ids.push_back(submit({4}, 3, 0, 0, 999)); // the step returns token 37
+  for (GenerationResult &r : engine.runToCompletion())
+    outcomes[r.id] = {r.tokens, {}, r.reason, r.error};
+  ids.push_back(submit({9, 10, 11, 12}, 6, 0.5f, 3));
+  ids.push_back(submit({0}, 2));
+  for (GenerationResult &r : engine.runToCompletion())
+    outcomes[r.id] = {r.tokens, {}, r.reason, r.error};
+  std::vector<Outcome> ordered;
+  for (auto &[id, logits] : ids) {
+    Outcome o = outcomes[id];
+    o.logits = std::move(*logits);
+    ordered.push_back(std::move(o));
+  }
+  return ordered;
+}
+
+//===----------------------------------------------------------------------===//
+// CudaBackendTest: on the fake driver and on a real GPU
+//===----------------------------------------------------------------------===//
+
+enum class Driver { Fake, Real };
+
+void PrintTo(Driver driver, std::ostream *os) {
+  *os << (driver == Driver::Fake ? "fake driver" : "real driver");
+}
+
+class CudaBackendTest : public ::testing::TestWithParam<Driver> {
+protected:
+  void SetUp() override {
+    if (!cuda::backendAvailable())
+      GTEST_SKIP() << "this runtime was built without the CUDA backend";
+    if (GetParam() == Driver::Fake) {
+#ifdef FDC_FAKE_CUDA_DRIVER
+      driver.emplace("FDC_CUDA_DRIVER", FDC_FAKE_CUDA_DRIVER);
+#else
+      GTEST_SKIP() << "the fake driver was not built";
+#endif
+    } else {
+      driver.emplace("FDC_CUDA_DRIVER", nullptr);
+      // Probe: no driver or no GPU skips every real-GPU test.
+      Expected<std::unique_ptr<Model>> probe = load(FDC_TEST_CUDA_PTX);
+      if (!probe) {
+        const std::string &message = probe.error().message();
+        if (contains(message, "cannot load the CUDA driver") ||
+            contains(message, "cuInit failed"))
+          GTEST_SKIP() << "no usable GPU: " << message;
+      }
+    }
+  }
+
+  bool fake() const { return GetParam() == Driver::Fake; }
+
+  Expected<std::unique_ptr<Model>>
+  load(const char *library, int64_t numSlots = 3, int64_t maxContext = 16) {
+    ModelOptions options;
+    options.numSlots = numSlots;
+    options.maxContext = maxContext;
+    return Model::load(library, checkpoint.path(), options);
+  }
+
+  std::unique_ptr<Model> mustLoad(const char *library, int64_t numSlots = 3,
+                                  int64_t maxContext = 16) {
+    Expected<std::unique_ptr<Model>> model =
+        load(library, numSlots, maxContext);
+    EXPECT_TRUE(model) << model.error().message();
+    return model ? std::move(*model) : nullptr;
+  }
+
+  static GenerationResult generate(Model &model, std::vector<int32_t> prompt,
+                                   int64_t maxNew) {
+    Engine engine(model);
+    GenerationRequest r;
+    r.prompt = std::move(prompt);
+    r.maxNewTokens = maxNew;
+    Expected<RequestId> id = engine.submit(std::move(r));
+    EXPECT_TRUE(id) << id.error().message();
+    std::vector<GenerationResult> results = engine.runToCompletion();
+    EXPECT_EQ(results.size(), 1u);
+    return results.empty() ? GenerationResult() : results[0];
+  }
+
+  struct Checkpoint {
+    Checkpoint() { writeTestCheckpoint(dir.path()); }
+    const std::string &path() const { return dir.path(); }
+    TempDir dir;
+  } checkpoint;
+  std::optional<ScopedEnv> driver;
+};
+
+TEST_P(CudaBackendTest, GeneratesTokenPlusOne) {
+  std::unique_ptr<Model> model = mustLoad(FDC_TEST_CUDA_PTX);
+  ASSERT_TRUE(model);
+  ASSERT_NE(model->cudaBackend(), nullptr);
+  EXPECT_EQ(model->cudaBackend()->kernelImage(), "fdc_ptx");
+  EXPECT_EQ(model->weights().size(), 0u); // uploaded, host copy dropped
+  EXPECT_EQ(model->kvCache().data(), nullptr);
+  EXPECT_EQ(model->kvCache().size(), 3u * 1 * 2 * 1 * 16 * 4);
+  if (fake())
+    EXPECT_EQ(model->cudaBackend()->deviceDescription(),
+              "Fake GPU 0 (device 0, sm_90)");
+
+  GenerationResult result = generate(*model, {1, 2, 3}, 4);
+  EXPECT_EQ(result.reason, FinishReason::Length) << result.error;
+  EXPECT_EQ(result.tokens, (std::vector<int32_t>{4, 5, 6, 7}));
+  result = generate(*model, {31}, 2);
+  EXPECT_EQ(result.tokens, (std::vector<int32_t>{0, 1}));
+}
+
+TEST_P(CudaBackendTest, MatchesTheHostLibrary) {
+  std::unique_ptr<Model> gpu = mustLoad(FDC_TEST_CUDA_PTX);
+  ASSERT_TRUE(gpu);
+  ModelOptions options;
+  options.numSlots = 3;
+  options.maxContext = 16;
+  Expected<std::unique_ptr<Model>> host =
+      Model::load(FDC_TEST_MODEL_GOOD, checkpoint.path(), options);
+  ASSERT_TRUE(host) << host.error().message();
+  std::vector<Outcome> expected = runWorkload(**host);
+  std::vector<Outcome> actual = runWorkload(*gpu);
+  ASSERT_EQ(actual.size(), expected.size());
+  for (size_t i = 0; i < expected.size(); ++i)
+    EXPECT_EQ(actual[i], expected[i]) << "request " << i;
+  // The workload does reach the interesting cases.
+  EXPECT_EQ(expected[0].tokens, (std::vector<int32_t>{4, 5, 6, 7, 8}));
+  EXPECT_EQ(expected[2].reason, FinishReason::Error);
+  EXPECT_CONTAINS(expected[2].error, "returned token 37");
+  EXPECT_EQ(expected[0].logits[0][31], 1 + 2 + 3);
+  EXPECT_EQ(expected[0].logits[0][30], 0.5f);
+}
+
+TEST_P(CudaBackendTest, LoadsTheCubinForItsArch) {
+#ifndef FDC_TEST_CUDA_CUBIN
+  GTEST_SKIP() << "ptxas was not found at configure time";
+#else
+  std::unique_ptr<Model> model = mustLoad(FDC_TEST_CUDA_CUBIN);
+  ASSERT_TRUE(model);
+  const std::string &device = model->cudaBackend()->deviceDescription();
+  bool sm90 = contains(device, "sm_90)");
+  EXPECT_EQ(model->cudaBackend()->kernelImage(),
+            sm90 ? "fdc_cubin_sm_90" : "fdc_ptx")
+      << device;
+  EXPECT_EQ(generate(*model, {7}, 3).tokens, (std::vector<int32_t>{8, 9, 10}));
+#ifdef FDC_FAKE_CUDA_DRIVER
+  if (fake())
+    EXPECT_STREQ(fakeStats().lastImageKind, "cubin");
+#endif
+#endif
+}
+
+TEST_P(CudaBackendTest, NoImageForTheDevice) {
+  Expected<std::unique_ptr<Model>> model = load(FDC_TEST_CUDA_NOIMAGE);
+  ASSERT_FALSE(model);
+  const std::string &message = model.error().message();
+  EXPECT_CONTAINS(message, std::string("model library ") +
+                               FDC_TEST_CUDA_NOIMAGE +
+                               " has no kernel image this GPU can load: ");
+  EXPECT_CONTAINS(message,
+                  "the library targets 'cuda:sm_90' (no fdc_cubin_sm_");
+  EXPECT_CONTAINS(message, "; no fdc_ptx)");
+}
+
+TEST_P(CudaBackendTest, MissingKernelIsNamed) {
+  Expected<std::unique_ptr<Model>> model = load(FDC_TEST_CUDA_EXTRA_KERNEL);
+  ASSERT_FALSE(model);
+  EXPECT_EQ(model.error().message(),
+            std::string("model library ") + FDC_TEST_CUDA_EXTRA_KERNEL +
+                ": kernel 'fdc_test_absent' of the manifest is not in "
+                "fdc_ptx: cuModuleGetFunction(fdc_test_absent) failed: "
+                "CUDA_ERROR_NOT_FOUND: named symbol not found");
+}
+
+TEST_P(CudaBackendTest, FailedLaunchNamesTheKernel) {
+  std::unique_ptr<Model> model = mustLoad(FDC_TEST_CUDA_PTX);
+  ASSERT_TRUE(model);
+  {
+    ScopedEnv mode("FDC_TEST_CUDA_STEP", "bad_block");
+    GenerationResult result = generate(*model, {1}, 2);
+    EXPECT_EQ(result.reason, FinishReason::Error);
+    EXPECT_CONTAINS(result.error,
+                    "cuLaunchKernel(fdc_test_next_token) failed: "
+                    "CUDA_ERROR_INVALID_VALUE: invalid argument (grid 1x1x1, "
+                    "block 4096x1x1, 0 bytes of shared memory)");
+    EXPECT_EQ(model->kvCache().freeSlots(), 3);
+  }
+  // A launch error does not poison the context.
+  EXPECT_EQ(generate(*model, {1}, 2).tokens, (std::vector<int32_t>{2, 3}));
+}
+
+TEST_P(CudaBackendTest, LaunchOfUnlistedKernelIsRefused) {
+  std::unique_ptr<Model> model = mustLoad(FDC_TEST_CUDA_PTX);
+  ASSERT_TRUE(model);
+  ScopedEnv mode("FDC_TEST_CUDA_STEP", "unknown_kernel");
+  GenerationResult result = generate(*model, {1}, 2);
+  EXPECT_EQ(result.reason, FinishReason::Error);
+  EXPECT_EQ(result.error,
+            "the model step launched kernel 'fdc_test_not_in_manifest', which "
+            "the manifest's \"kernels\" does not list");
+}
+
+TEST_P(CudaBackendTest, LargeSharedMemoryIsOptedInto) {
+  std::unique_ptr<Model> model = mustLoad(FDC_TEST_CUDA_PTX);
+  ASSERT_TRUE(model);
+  ScopedEnv mode("FDC_TEST_CUDA_STEP", "big_shared");
+#ifdef FDC_FAKE_CUDA_DRIVER
+  int64_t before = fake() ? fakeStats().setAttributeCalls : 0;
+#endif
+  GenerationResult result = generate(*model, {5, 6}, 3);
+  EXPECT_EQ(result.reason, FinishReason::Length) << result.error;
+  EXPECT_EQ(result.tokens, (std::vector<int32_t>{7, 8, 9}));
+#ifdef FDC_FAKE_CUDA_DRIVER
+  if (fake()) // Once, not once per launch.
+    EXPECT_EQ(fakeStats().setAttributeCalls - before, 1);
+#endif
+}
+
+TEST_P(CudaBackendTest, CApi) {
+  char *error = nullptr;
+  fdc_model *model = fdc_model_load(FDC_TEST_CUDA_PTX,
+                                    checkpoint.path().c_str(), 16, 2, &error);
+  ASSERT_NE(model, nullptr) << error;
+  int32_t prompt[] = {10, 11};
+  int32_t ids[3];
+  float logits[3 * kVocab];
+  int64_t length = 0;
+  ASSERT_EQ(fdc_generate(model, prompt, 2, 3, nullptr, ids, &length, logits), 0)
+      << fdc_last_error();
+  EXPECT_EQ(length, 3);
+  EXPECT_EQ(std::vector<int32_t>(ids, ids + 3),
+            (std::vector<int32_t>{12, 13, 14}));
+  EXPECT_EQ(logits[12], 1.0f);
+  EXPECT_EQ(logits[31], 10 + 11);
+  EXPECT_EQ(logits[kVocab + 31], 10 + 11 + 12);
+  fdc_model_free(model);
+}
+
+std::string driverName(const ::testing::TestParamInfo<Driver> &info) {
+  return info.param == Driver::Fake ? "FakeDriver" : "RealDriver";
+}
+
+TEST_P(CudaBackendTest, RunCommand) {
+  std::vector<std::string> args = {"fdc-run",           FDC_TEST_CUDA_PTX,
+                                   "--weights",         checkpoint.path(),
+                                   "--prompt-ids",      "3,7",
+                                   "--max-new-tokens=3"};
+  std::vector<char *> argv;
+  for (std::string &arg : args)
+    argv.push_back(arg.data());
+  argv.push_back(nullptr);
+  testing::internal::CaptureStdout();
+  int rc = fdcRunMain(static_cast<int>(args.size()), argv.data());
+  std::string out = testing::internal::GetCapturedStdout();
+  EXPECT_EQ(rc, 0);
+  EXPECT_CONTAINS(out, "ids: 8,9,10\n");
+}
+
+INSTANTIATE_TEST_SUITE_P(Fake, CudaBackendTest, ::testing::Values(Driver::Fake),
+                         driverName);
+INSTANTIATE_TEST_SUITE_P(Gpu, CudaBackendTest, ::testing::Values(Driver::Real),
+                         driverName);
+
+//===----------------------------------------------------------------------===//
+// CudaFakeDriverTest: what only the fake can do
+//===----------------------------------------------------------------------===//
+
+#ifdef FDC_FAKE_CUDA_DRIVER
+
+class CudaFakeDriverTest : public ::testing::Test {
+protected:
+  void SetUp() override {
+    if (!cuda::backendAvailable())
+      GTEST_SKIP() << "this runtime was built without the CUDA backend";
+  }
+
+  std::string loadError(const char *library, int64_t numSlots = 3,
+                        int64_t maxContext = 16) {
+    Expected<std::unique_ptr<Model>> model =
+        load(library, numSlots, maxContext);
+    return model ? "" : model.error().message();
+  }
+
+  Expected<std::unique_ptr<Model>>
+  load(const char *library, int64_t numSlots = 3, int64_t maxContext = 16) {
+    ModelOptions options;
+    options.numSlots = numSlots;
+    options.maxContext = maxContext;
+    return Model::load(library, dir.path(), options);
+  }
+
+  void expectNothingLeaked() {
+    FakeCudaStats stats = fakeStats();
+    EXPECT_EQ(stats.liveAllocations, 0);
+    EXPECT_EQ(stats.liveModules, 0);
+    EXPECT_EQ(stats.liveStreams, 0);
+    EXPECT_EQ(stats.contextRefs, 0);
+  }
+
+  struct Dir {
+    Dir() { writeTestCheckpoint(dir.path()); }
+    const std::string &path() const { return dir.path(); }
+    TempDir dir;
+  } dir;
+  ScopedEnv driver{"FDC_CUDA_DRIVER", FDC_FAKE_CUDA_DRIVER};
+};
+
+TEST_F(CudaFakeDriverTest, NoDevice) {
+  ScopedEnv noDevice("FDC_FAKE_CUDA_NO_DEVICE", "1");
+  EXPECT_EQ(loadError(FDC_TEST_CUDA_PTX),
+            std::string("model library ") + FDC_TEST_CUDA_PTX +
+                " targets 'cuda:sm_90': cuInit failed: CUDA_ERROR_NO_DEVICE: "
+                "no CUDA-capable device is detected (CUDA driver " +
+                FDC_FAKE_CUDA_DRIVER + ")");
+}
+
+TEST_F(CudaFakeDriverTest, ChoosesTheDevice) {
+  ScopedEnv devices("FDC_FAKE_CUDA_DEVICES", "2");
+  {
+    ScopedEnv device("FDC_CUDA_DEVICE", "1");
+    Expected<std::unique_ptr<Model>> model = load(FDC_TEST_CUDA_PTX);
+    ASSERT_TRUE(model) << model.error().message();
+    EXPECT_EQ((*model)->cudaBackend()->deviceDescription(),
+              "Fake GPU 1 (device 1, sm_90)");
+  }
+  {
+    ScopedEnv device("FDC_CUDA_DEVICE", "2");
+    EXPECT_EQ(loadError(FDC_TEST_CUDA_PTX),
+              "CUDA device 2 does not exist: the machine has 2 CUDA devices "
+              "(FDC_CUDA_DEVICE chooses one)");
+  }
+  {
+    ScopedEnv device("FDC_CUDA_DEVICE", "first");
+    EXPECT_EQ(loadError(FDC_TEST_CUDA_PTX),
+              "FDC_CUDA_DEVICE='first' is not a device ordinal (0, 1, ...)");
+  }
+  expectNothingLeaked();
+}
+
+TEST_F(CudaFakeDriverTest, OtherArchJitsThePtx) {
+#ifdef FDC_TEST_CUDA_CUBIN
+  ScopedEnv cc("FDC_FAKE_CUDA_CC", "86");
+  Expected<std::unique_ptr<Model>> model = load(FDC_TEST_CUDA_CUBIN);
+  ASSERT_TRUE(model) << model.error().message();
+  EXPECT_EQ((*model)->cudaBackend()->kernelImage(), "fdc_ptx");
+  EXPECT_EQ((*model)->cudaBackend()->deviceDescription(),
+            "Fake GPU 0 (device 0, sm_86)");
+#else
+  GTEST_SKIP() << "ptxas was not found at configure time";
+#endif
+}
+
+TEST_F(CudaFakeDriverTest, RejectedCubinFallsBackToPtx) {
+#ifdef FDC_TEST_CUDA_CUBIN
+  ScopedEnv reject("FDC_FAKE_CUDA_REJECT_CUBIN", "1");
+  Expected<std::unique_ptr<Model>> model = load(FDC_TEST_CUDA_CUBIN);
+  ASSERT_TRUE(model) << model.error().message();
+  EXPECT_EQ((*model)->cudaBackend()->kernelImage(), "fdc_ptx");
+#else
+  GTEST_SKIP() << "ptxas was not found at configure time";
+#endif
+}
+
+TEST_F(CudaFakeDriverTest, CubinOnlyLibraryOnAnotherArch) {
+#ifdef FDC_TEST_CUDA_CUBIN_ONLY
+  ScopedEnv cc("FDC_FAKE_CUDA_CC", "80");
+  EXPECT_EQ(loadError(FDC_TEST_CUDA_CUBIN_ONLY),
+            std::string("model library ") + FDC_TEST_CUDA_CUBIN_ONLY +
+                " has no kernel image this GPU can load: Fake GPU 0 (device "
+                "0, sm_80) is sm_80, the library targets 'cuda:sm_90' (no "
+                "fdc_cubin_sm_80; no fdc_ptx)");
+  ScopedEnv reject("FDC_FAKE_CUDA_REJECT_CUBIN", "1");
+  ScopedEnv cc90("FDC_FAKE_CUDA_CC", "90");
+  EXPECT_EQ(loadError(FDC_TEST_CUDA_CUBIN_ONLY),
+            std::string("model library ") + FDC_TEST_CUDA_CUBIN_ONLY +
+                " has no kernel image this GPU can load: Fake GPU 0 (device "
+                "0, sm_90) is sm_90, the library targets 'cuda:sm_90' "
+                "(cuModuleLoadDataEx(fdc_cubin_sm_90) failed: "
+                "CUDA_ERROR_NO_BINARY_FOR_GPU: no kernel image is available "
+                "for execution on the device; no fdc_ptx)");
+  expectNothingLeaked();
+#else
+  GTEST_SKIP() << "ptxas was not found at configure time";
+#endif
+}
+
+TEST_F(CudaFakeDriverTest, PtxTooNewForTheDeviceShowsTheJitLog) {
+  ScopedEnv cc("FDC_FAKE_CUDA_CC", "75");
+  EXPECT_EQ(loadError(FDC_TEST_CUDA_PTX),
+            std::string("model library ") + FDC_TEST_CUDA_PTX +
+                " has no kernel image this GPU can load: Fake GPU 0 (device "
+                "0, sm_75) is sm_75, the library targets 'cuda:sm_90' (no "
+                "fdc_cubin_sm_75; cuModuleLoadDataEx(fdc_ptx) failed: "
+                "CUDA_ERROR_INVALID_PTX: a PTX JIT compilation failed; JIT "
+                "log: ptxas fatal   : Unsupported .target 'sm_80' for this "
+                "device)");
+}
+
+TEST_F(CudaFakeDriverTest, OutOfMemoryNamesTheBuffer) {
+  // KV cache: 8 slots x 1 layer x 2 x 1 head x 64 positions x 4 bytes.
+  ScopedEnv limit("FDC_FAKE_CUDA_MAX_ALLOC", "2048");
+  EXPECT_EQ(loadError(FDC_TEST_CUDA_PTX, 8, 64),
+            "cuMemAlloc_v2(KV cache, 4096 bytes) failed: "
+            "CUDA_ERROR_OUT_OF_MEMORY: out of memory");
+  expectNothingLeaked();
+}
+
+TEST_F(CudaFakeDriverTest, FaultIsReportedByALaterLaunch) {
+  Expected<std::unique_ptr<Model>> model = load(FDC_TEST_CUDA_PTX);
+  ASSERT_TRUE(model) << model.error().message();
+  Engine engine(**model);
+  ScopedEnv mode("FDC_TEST_CUDA_STEP", "bad_pointer");
+  GenerationRequest r;
+  r.prompt = {1};
+  r.maxNewTokens = 2;
+  ASSERT_TRUE(engine.submit(r));
+  std::vector<GenerationResult> results = engine.runToCompletion();
+  ASSERT_EQ(results.size(), 1u);
+  EXPECT_EQ(results[0].reason, FinishReason::Error);
+  // The fake, like a GPU, may report the fault at the next launch.
+  EXPECT_EQ(results[0].error,
+            "cuLaunchKernel(fdc_test_next_token) failed: "
+            "CUDA_ERROR_ILLEGAL_ADDRESS: an illegal memory access was "
+            "encountered (grid 1x1x1, block 32x1x1, 0 bytes of shared "
+            "memory)");
+}
+
+TEST_F(CudaFakeDriverTest, FaultInTheLastKernelIsFoundAtTheEnd) {
+  Expected<std::unique_ptr<Model>> model = load(FDC_TEST_CUDA_PTX);
+  ASSERT_TRUE(model) << model.error().message();
+  Engine engine(**model);
+  ScopedEnv mode("FDC_TEST_CUDA_STEP", "bad_pointer_last");
+  GenerationRequest r;
+  r.prompt = {1};
+  r.maxNewTokens = 2;
+  ASSERT_TRUE(engine.submit(r));
+  std::vector<GenerationResult> results = engine.runToCompletion();
+  ASSERT_EQ(results.size(), 1u);
+  EXPECT_EQ(results[0].reason, FinishReason::Error);
+  EXPECT_EQ(results[0].error,
+            "the model step failed: cuMemcpyDtoHAsync_v2(logits): "
+            "CUDA_ERROR_ILLEGAL_ADDRESS: an illegal memory access was "
+            "encountered (the step launched fdc_test_store_kv, "
+            "fdc_test_next_token; FDC_CUDA_SYNC_LAUNCHES=1 names the failing "
+            "kernel)");
+}
+
+TEST_F(CudaFakeDriverTest, SyncLaunchesNamesTheFaultingKernel) {
+  ScopedEnv sync("FDC_CUDA_SYNC_LAUNCHES", "1");
+  Expected<std::unique_ptr<Model>> model = load(FDC_TEST_CUDA_PTX);
+  ASSERT_TRUE(model) << model.error().message();
+  ScopedEnv mode("FDC_TEST_CUDA_STEP", "bad_pointer");
+  Engine engine(**model);
+  GenerationRequest r;
+  r.prompt = {1};
+  r.maxNewTokens = 2;
+  ASSERT_TRUE(engine.submit(r));
+  std::vector<GenerationResult> results = engine.runToCompletion();
+  ASSERT_EQ(results.size(), 1u);
+  EXPECT_EQ(results[0].error,
+            "kernel fdc_test_store_kv failed: CUDA_ERROR_ILLEGAL_ADDRESS: an "
+            "illegal memory access was encountered (found by "
+            "cuStreamSynchronize after it, FDC_CUDA_SYNC_LAUNCHES is set)");
+}
+
+TEST_F(CudaFakeDriverTest, CopiesOnlyWhatTheStepNeeds) {
+  Expected<std::unique_ptr<Model>> model = load(FDC_TEST_CUDA_PTX, 4);
+  ASSERT_TRUE(model) << model.error().message();
+  Engine engine(**model);
+  for (int32_t token : {1, 2}) {
+    GenerationRequest r;
+    r.prompt = {token};
+    r.maxNewTokens = 1;
+    ASSERT_TRUE(engine.submit(r));
+  }
+  FakeCudaStats before = fakeStats();
+  engine.step(); // batch 2
+  FakeCudaStats after = fakeStats();
+  EXPECT_EQ(after.launches - before.launches, 2);
+  EXPECT_EQ(after.bytesToHost - before.bytesToHost, 2 * kVocab * 4 + 2 * 4);
+  // Seven input arrays, 256 bytes apart; the last one only as far as used.
+  EXPECT_EQ(after.bytesToDevice - before.bytesToDevice, 6 * 256 + 2 * 4);
+}
+
+TEST_F(CudaFakeDriverTest, ReleasesEverything) {
+  {
+    Expected<std::unique_ptr<Model>> model = load(FDC_TEST_CUDA_PTX);
+    ASSERT_TRUE(model) << model.error().message();
+    FakeCudaStats stats = fakeStats();
+    // Weights, KV cache, scratch, inputs, logits, next_tokens.
+    EXPECT_EQ(stats.liveAllocations, 6);
+    EXPECT_EQ(stats.liveModules, 1);
+    EXPECT_EQ(stats.liveStreams, 1);
+    EXPECT_EQ(stats.contextRefs, 1);
+    EXPECT_STREQ(stats.lastImageKind, "ptx");
+  }
+  expectNothingLeaked();
+  // A failure after the context was made releases it too.
+  EXPECT_NE(loadError(FDC_TEST_CUDA_EXTRA_KERNEL), "");
+  expectNothingLeaked();
+}
+
+#endif // FDC_FAKE_CUDA_DRIVER
+
+//===----------------------------------------------------------------------===//
+// CudaNoDriverTest: no libcuda, or a runtime without the CUDA backend
+//===----------------------------------------------------------------------===//
+
+TEST(CudaNoDriverTest, MissingDriverGivesAClearMessage) {
+  TempDir dir;
+  writeTestCheckpoint(dir.path());
+  ScopedEnv driver("FDC_CUDA_DRIVER", "/nonexistent/libcuda.so.1");
+  Expected<std::unique_ptr<Model>> model =
+      Model::load(FDC_TEST_CUDA_PTX, dir.path(), ModelOptions());
+  ASSERT_FALSE(model);
+  const std::string &message = model.error().message();
+  if (!cuda::backendAvailable()) {
+    EXPECT_CONTAINS(message, "built without the CUDA backend");
+    return;
+  }
+  EXPECT_CONTAINS(message, std::string("model library ") + FDC_TEST_CUDA_PTX +
+                               " targets 'cuda:sm_90': cannot load the CUDA "
+                               "driver /nonexistent/libcuda.so.1: ");
+  EXPECT_CONTAINS(message,
+                  "(is the NVIDIA driver installed and a GPU visible?)");
+}
+
+TEST(CudaNoDriverTest, ThisMachine) {
+  // What a user of this machine sees: a GPU run, or a clear refusal.
+  TempDir dir;
+  writeTestCheckpoint(dir.path());
+  ScopedEnv driver("FDC_CUDA_DRIVER", nullptr);
+  char *error = nullptr;
+  fdc_model *model =
+      fdc_model_load(FDC_TEST_CUDA_PTX, dir.path().c_str(), 16, 1, &error);
+  if (model) {
+    fdc_model_free(model);
+    GTEST_SKIP() << "this machine has a GPU (see Gpu/CudaBackendTest)";
+  }
+  ASSERT_NE(error, nullptr);
+  std::string message = error;
+  fdc_string_free(error);
+  if (!cuda::backendAvailable())
+    EXPECT_CONTAINS(message, "this runtime runs: host (it was built without "
+                             "the CUDA backend");
+  else
+    EXPECT_TRUE(contains(message, "cannot load the CUDA driver libcuda.so.1") ||
+                contains(message, "cuInit failed"))
+        << message;
+}
+
+} // namespace

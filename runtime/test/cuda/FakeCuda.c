@@ -1,0 +1,534 @@
+/*===- FakeCuda.c - A CUDA driver stand-in for tests without a GPU --------===*\
+|*                                                                            *|
+|* Exports the driver entry points the runtime's CUDA backend resolves, with  *|
+|* "device memory" in host memory, so the backend runs end to end on a        *|
+|* machine without a GPU (the tests point FDC_CUDA_DRIVER here). Every copy   *|
+|* and every emulated kernel access is bounds-checked against the live        *|
+|* allocations. Kernels: the two of TestCudaKernels.ptx, emulated in C.       *|
+|* Streams are synchronous.                                                   *|
+|*                                                                            *|
+|* Behaviour is steered by environment variables read at each call:           *|
+|*   FDC_FAKE_CUDA_NO_DEVICE=1      cuInit fails with CUDA_ERROR_NO_DEVICE    *|
+|*   FDC_FAKE_CUDA_CC=90            compute capability (major*10+minor)       *|
+|*   FDC_FAKE_CUDA_DEVICES=1        device count                              *|
+|*   FDC_FAKE_CUDA_REJECT_CUBIN=1   cubins fail with NO_BINARY_FOR_GPU        *|
+|*   FDC_FAKE_CUDA_MAX_ALLOC=N      allocations over N bytes fail (OOM)       *|
+|* An emulated out-of-bounds access makes later launches, copies and          *|
+|* cuStreamSynchronize fail with CUDA_ERROR_ILLEGAL_ADDRESS, until the        *|
+|* primary context is released (sticky, like a real fault).                   *|
+|*                                                                            *|
+\*===----------------------------------------------------------------------===*/
+
+#include <cuda.h>
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define EXPORT __attribute__((visibility("default")))
+
+/*===--- Bookkeeping, visible to the tests
+ * ---------------------------------===*/
+
+typedef struct FakeCudaStats {
+  int64_t liveAllocations;
+  int64_t liveModules;
+  int64_t liveStreams;
+  int64_t contextRefs;
+  int64_t launches;
+  int64_t setAttributeCalls;
+  int64_t bytesToDevice;
+  int64_t bytesToHost;
+  char lastImageKind[8]; /* "cubin" or "ptx" */
+} FakeCudaStats;
+
+static FakeCudaStats stats;
+
+/* Copies the counters to `out` (a FakeCudaStats); void * so the tests can
+ * declare their own copy of the struct. */
+EXPORT void fdc_fake_cuda_stats(void *out) {
+  memcpy(out, &stats, sizeof(stats));
+}
+
+typedef struct Allocation {
+  uint8_t *base;
+  size_t size;
+  struct Allocation *next;
+} Allocation;
+
+static Allocation *allocations;
+static int faulted;
+static int primaryContext = 1; /* its address is the CUcontext */
+
+typedef struct FakeFunction {
+  char name[128];
+  int sharedLimit;
+  struct FakeFunction *next;
+} FakeFunction;
+
+typedef struct FakeModule {
+  const void *image;
+  int isPtx;
+  size_t size;
+  FakeFunction *functions;
+} FakeModule;
+
+static long envLong(const char *name, long fallback) {
+  const char *value = getenv(name);
+  return value && *value ? strtol(value, NULL, 10) : fallback;
+}
+
+static int inBounds(const void *p, size_t bytes) {
+  const uint8_t *q = (const uint8_t *)p;
+  for (Allocation *a = allocations; a; a = a->next)
+    if (q >= a->base && q <= a->base + a->size &&
+        bytes <= (size_t)(a->base + a->size - q))
+      return 1;
+  return 0;
+}
+
+/* Emulated kernel accesses: out of bounds records a fault and yields 0. */
+static void *deviceAccess(uint64_t address, size_t bytes) {
+  void *p = (void *)(uintptr_t)address;
+  if (!inBounds(p, bytes)) {
+    faulted = 1;
+    return NULL;
+  }
+  return p;
+}
+
+static float loadF32(uint64_t address) {
+  float *p = (float *)deviceAccess(address, 4);
+  return p ? *p : 0.0f;
+}
+
+static int32_t loadI32(uint64_t address) {
+  int32_t *p = (int32_t *)deviceAccess(address, 4);
+  return p ? *p : 0;
+}
+
+static void storeF32(uint64_t address, float value) {
+  float *p = (float *)deviceAccess(address, 4);
+  if (p)
+    *p = value;
+}
+
+static void storeI32(uint64_t address, int32_t value) {
+  int32_t *p = (int32_t *)deviceAccess(address, 4);
+  if (p)
+    *p = value;
+}
+
+/*===--- Errors -----------------------------------------------------------===*/
+
+EXPORT CUresult CUDAAPI cuGetErrorName(CUresult error, const char **pStr) {
+  switch (error) {
+#define NAME(e)                                                                \
+  case e:                                                                      \
+    *pStr = #e;                                                                \
+    return CUDA_SUCCESS;
+    NAME(CUDA_SUCCESS)
+    NAME(CUDA_ERROR_INVALID_VALUE)
+    NAME(CUDA_ERROR_OUT_OF_MEMORY)
+    NAME(CUDA_ERROR_NOT_INITIALIZED)
+    NAME(CUDA_ERROR_NO_DEVICE)
+    NAME(CUDA_ERROR_INVALID_DEVICE)
+    NAME(CUDA_ERROR_INVALID_IMAGE)
+    NAME(CUDA_ERROR_NO_BINARY_FOR_GPU)
+    NAME(CUDA_ERROR_INVALID_PTX)
+    NAME(CUDA_ERROR_INVALID_HANDLE)
+    NAME(CUDA_ERROR_NOT_FOUND)
+    NAME(CUDA_ERROR_ILLEGAL_ADDRESS)
+#undef NAME
+  default:
+    *pStr = NULL;
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+}
+
+EXPORT CUresult CUDAAPI cuGetErrorString(CUresult error, const char **pStr) {
+  switch (error) {
+  case CUDA_SUCCESS:
+    *pStr = "no error";
+    return CUDA_SUCCESS;
+  case CUDA_ERROR_INVALID_VALUE:
+    *pStr = "invalid argument";
+    return CUDA_SUCCESS;
+  case CUDA_ERROR_OUT_OF_MEMORY:
+    *pStr = "out of memory";
+    return CUDA_SUCCESS;
+  case CUDA_ERROR_NO_DEVICE:
+    *pStr = "no CUDA-capable device is detected";
+    return CUDA_SUCCESS;
+  case CUDA_ERROR_NO_BINARY_FOR_GPU:
+    *pStr = "no kernel image is available for execution on the device";
+    return CUDA_SUCCESS;
+  case CUDA_ERROR_INVALID_PTX:
+    *pStr = "a PTX JIT compilation failed";
+    return CUDA_SUCCESS;
+  case CUDA_ERROR_NOT_FOUND:
+    *pStr = "named symbol not found";
+    return CUDA_SUCCESS;
+  case CUDA_ERROR_ILLEGAL_ADDRESS:
+    *pStr = "an illegal memory access was encountered";
+    return CUDA_SUCCESS;
+  default:
+    *pStr = NULL;
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+}
+
+/*===--- Devices and contexts ---------------------------------------------===*/
+
+EXPORT CUresult CUDAAPI cuInit(unsigned int flags) {
+  (void)flags;
+  return envLong("FDC_FAKE_CUDA_NO_DEVICE", 0) ? CUDA_ERROR_NO_DEVICE
+                                               : CUDA_SUCCESS;
+}
+
+EXPORT CUresult CUDAAPI cuDriverGetVersion(int *version) {
+  *version = 13000;
+  return CUDA_SUCCESS;
+}
+
+EXPORT CUresult CUDAAPI cuDeviceGetCount(int *count) {
+  *count = (int)envLong("FDC_FAKE_CUDA_DEVICES", 1);
+  return CUDA_SUCCESS;
+}
+
+EXPORT CUresult CUDAAPI cuDeviceGet(CUdevice *device, int ordinal) {
+  if (ordinal < 0 || ordinal >= envLong("FDC_FAKE_CUDA_DEVICES", 1))
+    return CUDA_ERROR_INVALID_DEVICE;
+  *device = ordinal;
+  return CUDA_SUCCESS;
+}
+
+EXPORT CUresult CUDAAPI cuDeviceGetAttribute(int *value,
+                                             CUdevice_attribute attribute,
+                                             CUdevice device) {
+  (void)device;
+  long cc = envLong("FDC_FAKE_CUDA_CC", 90);
+  if (attribute == CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)
+    *value = (int)(cc / 10);
+  else if (attribute == CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)
+    *value = (int)(cc % 10);
+  else
+    *value = 0;
+  return CUDA_SUCCESS;
+}
+
+EXPORT CUresult CUDAAPI cuDeviceGetName(char *name, int length,
+                                        CUdevice device) {
+  snprintf(name, (size_t)length, "Fake GPU %d", (int)device);
+  return CUDA_SUCCESS;
+}
+
+EXPORT CUresult CUDAAPI cuDevicePrimaryCtxRetain(CUcontext *context,
+                                                 CUdevice device) {
+  (void)device;
+  ++stats.contextRefs;
+  *context = (CUcontext)&primaryContext;
+  return CUDA_SUCCESS;
+}
+
+EXPORT CUresult CUDAAPI cuDevicePrimaryCtxRelease_v2(CUdevice device) {
+  (void)device;
+  if (stats.contextRefs <= 0)
+    return CUDA_ERROR_INVALID_VALUE;
+  if (--stats.contextRefs == 0)
+    faulted = 0;
+  return CUDA_SUCCESS;
+}
+
+EXPORT CUresult CUDAAPI cuCtxSetCurrent(CUcontext context) {
+  return context == (CUcontext)&primaryContext ? CUDA_SUCCESS
+                                               : CUDA_ERROR_INVALID_VALUE;
+}
+
+/*===--- Memory -----------------------------------------------------------===*/
+
+EXPORT CUresult CUDAAPI cuMemAlloc_v2(CUdeviceptr *address, size_t bytes) {
+  if (bytes == 0)
+    return CUDA_ERROR_INVALID_VALUE;
+  long limit = envLong("FDC_FAKE_CUDA_MAX_ALLOC", 0);
+  if (limit > 0 && bytes > (size_t)limit)
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  Allocation *a = (Allocation *)malloc(sizeof(Allocation));
+  uint8_t *base = (uint8_t *)malloc(bytes);
+  if (!a || !base) {
+    free(a);
+    free(base);
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  }
+  memset(base, 0xCD, bytes); /* device memory starts as garbage */
+  a->base = base;
+  a->size = bytes;
+  a->next = allocations;
+  allocations = a;
+  ++stats.liveAllocations;
+  *address = (CUdeviceptr)(uintptr_t)base;
+  return CUDA_SUCCESS;
+}
+
+EXPORT CUresult CUDAAPI cuMemFree_v2(CUdeviceptr address) {
+  for (Allocation **a = &allocations; *a; a = &(*a)->next) {
+    if ((*a)->base == (uint8_t *)(uintptr_t)address) {
+      Allocation *dead = *a;
+      *a = dead->next;
+      free(dead->base);
+      free(dead);
+      --stats.liveAllocations;
+      return CUDA_SUCCESS;
+    }
+  }
+  return CUDA_ERROR_INVALID_VALUE;
+}
+
+static CUresult copyToDevice(CUdeviceptr dst, const void *src, size_t bytes) {
+  if (faulted)
+    return CUDA_ERROR_ILLEGAL_ADDRESS;
+  if (!inBounds((void *)(uintptr_t)dst, bytes))
+    return CUDA_ERROR_INVALID_VALUE;
+  memcpy((void *)(uintptr_t)dst, src, bytes);
+  stats.bytesToDevice += (int64_t)bytes;
+  return CUDA_SUCCESS;
+}
+
+EXPORT CUresult CUDAAPI cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void *src,
+                                             size_t bytes, CUstream stream) {
+  (void)stream;
+  return copyToDevice(dst, src, bytes);
+}
+
+EXPORT CUresult CUDAAPI cuMemcpyDtoHAsync_v2(void *dst, CUdeviceptr src,
+                                             size_t bytes, CUstream stream) {
+  (void)stream;
+  if (faulted)
+    return CUDA_ERROR_ILLEGAL_ADDRESS;
+  if (!inBounds((void *)(uintptr_t)src, bytes))
+    return CUDA_ERROR_INVALID_VALUE;
+  memcpy(dst, (void *)(uintptr_t)src, bytes);
+  stats.bytesToHost += (int64_t)bytes;
+  return CUDA_SUCCESS;
+}
+
+EXPORT CUresult CUDAAPI cuMemsetD8Async(CUdeviceptr dst, unsigned char value,
+                                        size_t count, CUstream stream) {
+  (void)stream;
+  if (!inBounds((void *)(uintptr_t)dst, count))
+    return CUDA_ERROR_INVALID_VALUE;
+  memset((void *)(uintptr_t)dst, value, count);
+  return CUDA_SUCCESS;
+}
+
+/*===--- Streams ----------------------------------------------------------===*/
+
+EXPORT CUresult CUDAAPI cuStreamCreate(CUstream *stream, unsigned int flags) {
+  (void)flags;
+  *stream = (CUstream)malloc(1);
+  ++stats.liveStreams;
+  return CUDA_SUCCESS;
+}
+
+EXPORT CUresult CUDAAPI cuStreamDestroy_v2(CUstream stream) {
+  free(stream);
+  --stats.liveStreams;
+  return CUDA_SUCCESS;
+}
+
+EXPORT CUresult CUDAAPI cuStreamSynchronize(CUstream stream) {
+  (void)stream;
+  return faulted ? CUDA_ERROR_ILLEGAL_ADDRESS : CUDA_SUCCESS;
+}
+
+/*===--- Modules ----------------------------------------------------------===*/
+
+/* The size of an ELF64 image: its section headers come last. */
+static size_t elfSize(const uint8_t *image) {
+  uint64_t shoff;
+  uint16_t shentsize, shnum;
+  memcpy(&shoff, image + 0x28, 8);
+  memcpy(&shentsize, image + 0x3a, 2);
+  memcpy(&shnum, image + 0x3c, 2);
+  return (size_t)(shoff + (uint64_t)shentsize * shnum);
+}
+
+EXPORT CUresult CUDAAPI cuModuleLoadDataEx(CUmodule *module, const void *image,
+                                           unsigned int numOptions,
+                                           CUjit_option *options,
+                                           void **optionValues) {
+  char *log = NULL;
+  size_t logSize = 0;
+  for (unsigned i = 0; i < numOptions; ++i) {
+    if (options[i] == CU_JIT_ERROR_LOG_BUFFER)
+      log = (char *)optionValues[i];
+    else if (options[i] == CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES)
+      logSize = (size_t)(uintptr_t)optionValues[i];
+  }
+  const uint8_t *bytes = (const uint8_t *)image;
+  FakeModule *m = (FakeModule *)calloc(1, sizeof(FakeModule));
+  m->image = image;
+  if (memcmp(bytes,
+             "\x7f"
+             "ELF",
+             4) == 0) {
+    if (envLong("FDC_FAKE_CUDA_REJECT_CUBIN", 0)) {
+      free(m);
+      return CUDA_ERROR_NO_BINARY_FOR_GPU;
+    }
+    m->size = elfSize(bytes);
+    strcpy(stats.lastImageKind, "cubin");
+  } else {
+    const char *target = strstr((const char *)image, ".target sm_");
+    long version = target ? strtol(target + 11, NULL, 10) : 0;
+    if (!target || version > envLong("FDC_FAKE_CUDA_CC", 90)) {
+      if (log && logSize)
+        snprintf(log, logSize,
+                 "ptxas fatal   : Unsupported .target 'sm_%ld' for this "
+                 "device\n",
+                 version);
+      free(m);
+      return CUDA_ERROR_INVALID_PTX;
+    }
+    m->isPtx = 1;
+    m->size = strlen((const char *)image);
+    strcpy(stats.lastImageKind, "ptx");
+  }
+  ++stats.liveModules;
+  *module = (CUmodule)m;
+  return CUDA_SUCCESS;
+}
+
+EXPORT CUresult CUDAAPI cuModuleUnload(CUmodule module) {
+  FakeModule *m = (FakeModule *)module;
+  while (m->functions) {
+    FakeFunction *f = m->functions;
+    m->functions = f->next;
+    free(f);
+  }
+  free(m);
+  --stats.liveModules;
+  return CUDA_SUCCESS;
+}
+
+static int imageHasName(const FakeModule *m, const char *name) {
+  size_t length = strlen(name);
+  const uint8_t *bytes = (const uint8_t *)m->image;
+  for (size_t i = 0; i + length + 1 <= m->size; ++i) {
+    if (memcmp(bytes + i, name, length) != 0)
+      continue;
+    if (m->isPtx) {
+      /* ".entry name(" */
+      if (i >= 7 && memcmp(bytes + i - 7, ".entry ", 7) == 0 &&
+          bytes[i + length] == '(')
+        return 1;
+    } else if (bytes[i + length] == '\0' && (i == 0 || bytes[i - 1] == '\0')) {
+      return 1;
+    }
+  }
+  return 0;
+}
+
+EXPORT CUresult CUDAAPI cuModuleGetFunction(CUfunction *function,
+                                            CUmodule module, const char *name) {
+  FakeModule *m = (FakeModule *)module;
+  if (strlen(name) >= sizeof(((FakeFunction *)0)->name) ||
+      !imageHasName(m, name))
+    return CUDA_ERROR_NOT_FOUND;
+  FakeFunction *f = (FakeFunction *)calloc(1, sizeof(FakeFunction));
+  strcpy(f->name, name);
+  f->sharedLimit = 48 * 1024;
+  f->next = m->functions;
+  m->functions = f;
+  *function = (CUfunction)f;
+  return CUDA_SUCCESS;
+}
+
+EXPORT CUresult CUDAAPI cuFuncSetAttribute(CUfunction function,
+                                           CUfunction_attribute attribute,
+                                           int value) {
+  FakeFunction *f = (FakeFunction *)function;
+  ++stats.setAttributeCalls;
+  if (attribute != CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES ||
+      value > 227 * 1024)
+    return CUDA_ERROR_INVALID_VALUE;
+  f->sharedLimit = value;
+  return CUDA_SUCCESS;
+}
+
+/*===--- Kernels (TestCudaKernels.ptx, emulated) --------------------------===*/
+
+static uint64_t param(void **params, int i) { return *(uint64_t *)params[i]; }
+
+static void storeKV(uint32_t grid, void **params) {
+  uint64_t kv = param(params, 0), weights = param(params, 1),
+           tokens = param(params, 2), positions = param(params, 3),
+           slots = param(params, 4), scratch = param(params, 5);
+  int64_t maxContext = (int64_t)param(params, 6);
+  for (uint32_t i = 0; i < grid; ++i) {
+    int32_t token = loadI32(tokens + 4 * i);
+    int32_t pos = loadI32(positions + 4 * i);
+    int32_t slot = loadI32(slots + 4 * i);
+    uint64_t k = kv + (uint64_t)((int64_t)slot * 2 * maxContext) * 4;
+    uint64_t v = k + (uint64_t)maxContext * 4;
+    storeF32(k + 4 * (uint64_t)pos, (float)token);
+    storeF32(v + 4 * (uint64_t)pos, loadF32(weights));
+    float sum = 0;
+    for (int32_t p = 0; p <= pos; ++p)
+      sum += loadF32(k + 4 * (uint64_t)p);
+    storeF32(scratch + 4 * i, sum);
+  }
+}
+
+static void nextToken(uint32_t grid, void **params) {
+  uint64_t tokens = param(params, 0), weights = param(params, 1),
+           scratch = param(params, 2), temperature = param(params, 3),
+           topK = param(params, 4), uniform = param(params, 5),
+           logits = param(params, 6), nextTokens = param(params, 7);
+  int64_t vocab = (int64_t)param(params, 8);
+  for (uint32_t i = 0; i < grid; ++i) {
+    int32_t token = loadI32(tokens + 4 * i);
+    float u = loadF32(uniform + 4 * i);
+    int32_t r =
+        loadF32(temperature + 4 * i) > 0 ? (int32_t)(u * (float)vocab) : 0;
+    int64_t next = (int64_t)(token + 1 + r) % vocab;
+    if (loadI32(topK + 4 * i) == 999)
+      next = vocab + 5;
+    float w0 = loadF32(weights), sum = loadF32(scratch + 4 * i);
+    for (int64_t j = 0; j < vocab; ++j) {
+      float value = j == next ? 1.0f : 0.0f;
+      if (j == 30)
+        value += w0;
+      if (j == 31)
+        value += sum;
+      storeF32(logits + 4 * (uint64_t)(i * vocab + j), value);
+    }
+    storeI32(nextTokens + 4 * i, (int32_t)next);
+  }
+}
+
+EXPORT CUresult CUDAAPI cuLaunchKernel(CUfunction function, unsigned int gridX,
+                                       unsigned int gridY, unsigned int gridZ,
+                                       unsigned int blockX, unsigned int blockY,
+                                       unsigned int blockZ,
+                                       unsigned int sharedBytes,
+                                       CUstream stream, void **params,
+                                       void **extra) {
+  (void)stream;
+  FakeFunction *f = (FakeFunction *)function;
+  if (!f || extra || !params)
+    return CUDA_ERROR_INVALID_VALUE;
+  if (gridX == 0 || gridY == 0 || gridZ == 0 || blockX == 0 || blockY == 0 ||
+      blockZ == 0 || (uint64_t)blockX * blockY * blockZ > 1024 ||
+      (int)sharedBytes > f->sharedLimit)
+    return CUDA_ERROR_INVALID_VALUE;
+  if (faulted)
+    return CUDA_ERROR_ILLEGAL_ADDRESS;
+  ++stats.launches;
+  if (strcmp(f->name, "fdc_test_store_kv") == 0)
+    storeKV(gridX, params);
+  else if (strcmp(f->name, "fdc_test_next_token") == 0)
+    nextToken(gridX, params);
+  return CUDA_SUCCESS;
+}

@@ -1,0 +1,108 @@
+/*===- TestCudaModel.c - A trivial cuda:sm_90 model library for tests -----===*\
+|*                                                                            *|
+|* The GPU twin of ../TestModel.c: same manifest (vocab 32, one layer, one    *|
+|* KV head of head_dim 1 in f32, weights "w" f32 [2, 4] and "n" bf16 [4]),    *|
+|* same results, computed by the two kernels of TestCudaKernels.ptx that the  *|
+|* host step launches through FdcDeviceApi:                                   *|
+|*   greedy next = (token + 1) % 32, sampled (token + 1 + floor(u * 32)) % 32,*|
+|*   top_k == 999 gives the invalid token 37; logits: one-hot of next, plus   *|
+|*   w[0] at 30 and the sum of the slot's K rows 0..pos at 31.                *|
+|* The sum goes through the scratch buffer (4 bytes per sequence).            *|
+|*                                                                            *|
+|* Variants: TEST_TARGET (default "cuda:sm_90"), TEST_WITH_PTX (fdc_ptx),     *|
+|* TEST_WITH_CUBIN (fdc_cubin_sm_90, built by ptxas), TEST_EXTRA_KERNEL (the  *|
+|* manifest lists a kernel the image lacks).                                  *|
+|* $FDC_TEST_CUDA_STEP picks a misbehaving step: "bad_block" (4096 threads    *|
+|* per block), "unknown_kernel" (a name the manifest lacks), "bad_pointer"    *|
+|* (scratch + 2^40: a fault), "bad_pointer_last" (the same in the last      *|
+|* kernel only), "big_shared" (64 KiB of dynamic shared memory).             *|
+|*                                                                            *|
+\*===----------------------------------------------------------------------===*/
+
+#include "fdc_model_abi.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#ifndef TEST_TARGET
+#define TEST_TARGET "cuda:sm_90"
+#endif
+
+#ifdef TEST_EXTRA_KERNEL
+#define EXTRA_KERNEL                                                           \
+  ", {\"name\": \"fdc_test_absent\", \"op\": \"test.absent\"}"
+#else
+#define EXTRA_KERNEL ""
+#endif
+
+#define VOCAB 32
+#define EXPORT __attribute__((visibility("default")))
+
+EXPORT const uint32_t fdc_abi_version = 1;
+EXPORT const char fdc_target[] = TEST_TARGET;
+EXPORT const char fdc_manifest[] =
+    "{\"abi_version\": 1, \"target\": \"" TEST_TARGET "\","
+    " \"model\": \"test_cuda_model\","
+    " \"config\": {\"vocab_size\": 32, \"max_position_embeddings\": 64},"
+    " \"kv_cache\": {\"layers\": 1, \"kv_heads\": 1, \"head_dim\": 1,"
+    "   \"dtype\": \"f32\", \"int4_groups\": 0, \"row_bytes\": 4},"
+    " \"weights_bytes\": 512,"
+    " \"weights\": ["
+    "  {\"name\": \"w\", \"dtype\": \"f32\", \"shape\": [2, 4],"
+    "   \"layout\": \"dense\", \"offset\": 0, \"bytes\": 32,"
+    "   \"sources\": [\"a\", \"b\"]},"
+    "  {\"name\": \"n\", \"dtype\": \"bf16\", \"shape\": [4],"
+    "   \"layout\": \"dense\", \"offset\": 256, \"bytes\": 8,"
+    "   \"sources\": [\"n\"]}],"
+    " \"scratch\": {\"bytes_per_sequence\": 4, \"fixed_bytes\": 0},"
+    " \"kernels\": [{\"name\": \"fdc_test_store_kv\", \"op\": \"test.kv\"},"
+    "   {\"name\": \"fdc_test_next_token\", \"op\": \"test.next\"}" EXTRA_KERNEL
+    "]}";
+
+#ifdef TEST_WITH_PTX
+EXPORT const char fdc_ptx[] = {
+#include "TestCudaKernels.ptx.inc"
+};
+#endif
+
+#ifdef TEST_WITH_CUBIN
+EXPORT const uint8_t fdc_cubin_sm_90[] = {
+#include "TestCudaKernels.sm_90.cubin.inc"
+};
+EXPORT const uint64_t fdc_cubin_sm_90_size = sizeof(fdc_cubin_sm_90);
+#endif
+
+EXPORT void fdc_model_step(const FdcStepArgs *a) {
+  const FdcDeviceApi *device = a->device;
+  const char *mode = getenv("FDC_TEST_CUDA_STEP");
+  if (!mode)
+    mode = "";
+  uint32_t batch = (uint32_t)a->batch;
+  int64_t vocab = VOCAB;
+  void *scratch = a->scratch;
+  if (strcmp(mode, "bad_pointer") == 0)
+    scratch = (char *)scratch + ((int64_t)1 << 40);
+  uint32_t shared = strcmp(mode, "big_shared") == 0 ? 64 * 1024 : 0;
+
+  void *storeParams[] = {(void *)&a->kv_cache,   (void *)&a->weights,
+                         (void *)&a->tokens,     (void *)&a->positions,
+                         (void *)&a->slots,      &scratch,
+                         (void *)&a->max_context};
+  if (device->launch(device->context, "fdc_test_store_kv", batch, 1, 1, 1, 1, 1,
+                     shared, storeParams))
+    return;
+
+  if (strcmp(mode, "bad_pointer_last") == 0)
+    scratch = (char *)scratch + ((int64_t)1 << 40);
+  void *nextParams[] = {
+      (void *)&a->tokens,      (void *)&a->weights,     &scratch,
+      (void *)&a->temperature, (void *)&a->top_k,       (void *)&a->uniform,
+      (void *)&a->logits,      (void *)&a->next_tokens, &vocab};
+  const char *name = strcmp(mode, "unknown_kernel") == 0
+                         ? "fdc_test_not_in_manifest"
+                         : "fdc_test_next_token";
+  uint32_t block = strcmp(mode, "bad_block") == 0 ? 4096 : 32;
+  if (device->launch(device->context, name, batch, 1, 1, block, 1, 1, 0,
+                     nextParams))
+    return;
+}
