@@ -23,3 +23,11 @@ llvm_config.use_default_substitutions()
 
 tool_dirs = [config.fdc_tools_dir, config.llvm_tools_dir]
 llvm_config.add_tool_substitutions(["fdc-opt", "fdc"], tool_dirs)
+
+# The CUDA toolkit (libdevice, ptxas) for the cuda-target tests; no GPU needed.
+cuda_path = os.environ.get("CUDA_HOME", "/usr/local/cuda")
+if os.path.exists(os.path.join(cuda_path, "nvvm", "libdevice", "libdevice.10.bc")) \
+        and os.access(os.path.join(cuda_path, "bin", "ptxas"), os.X_OK):
+    config.available_features.add("cuda-toolkit")
+    config.substitutions.append(("%cuda_path", cuda_path))
+    config.substitutions.append(("%ptxas", os.path.join(cuda_path, "bin", "ptxas")))

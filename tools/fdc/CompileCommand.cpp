@@ -54,6 +54,10 @@ struct CompileOptions {
                                         : "/usr/local/cuda"),
       cl::desc("CUDA toolkit (libdevice, ptxas) for cuda targets"),
       cl::cat(category)};
+  cl::opt<std::string> emitPTX{"emit-ptx",
+                               cl::desc("Also write the kernels' PTX here "
+                                        "(cuda targets)"),
+                               cl::value_desc("file"), cl::cat(category)};
   cl::opt<std::string> linker{"linker",
                               cl::desc("Compiler driver used to link"),
                               cl::cat(category)};
@@ -126,6 +130,14 @@ LogicalResult compile(MLIRContext &context, const CompileOptions &options) {
     if (failed(compiled))
       return failure();
     images = std::move(*compiled);
+    if (!options.emitPTX.empty()) {
+      std::string error;
+      auto file = openOutputFile(options.emitPTX, &error);
+      if (!file)
+        return emitError(module->getLoc()) << error;
+      file->os() << images->ptx;
+      file->keep();
+    }
   }
 
   PassManager lowering(&context);

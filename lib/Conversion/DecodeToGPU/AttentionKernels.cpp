@@ -203,11 +203,20 @@ LogicalResult fdc::gpu::buildAttention(Location loc, KernelContext &ctx,
         Value start = mulI(b, s, idx(b, v[6]));
         Value end = arith::MinUIOp::create(
             b, addI(b, start, idx(b, v[6])), length);
-        Value first = addI(
-            b, start,
-            addI(b, mulI(b, warp, e.index(positionsPerWarp)), sub));
+        // The loop runs over warp-uniform base positions (every lane of a
+        // warp iterates equally often, as the shuffles inside need); lane
+        // group `sub` takes base + sub and masks positions past the split.
+        Value first =
+            addI(b, start, mulI(b, warp, e.index(positionsPerWarp)));
         Value q = e.loadVector(v[0], {i, h, d0}, vecLen);
         auto zeros = [&] { return splat(e, e.f32(0), vecLen); };
+        // This lane group's position for base `base`, clamped to a readable
+        // one when it is past the split (its weight is then masked to 0).
+        auto position = [&](Value base) {
+          Value t = addI(b, base, sub);
+          Value valid = e.cmpi(CmpIPredicate::ult, t, end);
+          return std::make_pair(e.select(valid, t, start), valid);
+        };
         auto score = [&](Value t) {
           Value k = loadCacheVector(e, v[1], cacheType,
                                     row(e, slot, 0, kvHead, t), d0, vecLen);
@@ -226,11 +235,12 @@ LogicalResult fdc::gpu::buildAttention(Location loc, KernelContext &ctx,
           state = e.reduce(
               first, end, e.index(stride),
               {e.f32(-INFINITY), e.f32(0), zeros()},
-              [&](Value t, ValueRange c) {
-                Value sc = score(t);
+              [&](Value base, ValueRange c) {
+                auto [t, valid] = position(base);
+                Value sc = e.select(valid, score(t), e.f32(-INFINITY));
                 Value newMax = arith::MaximumFOp::create(b, c[0], sc);
                 Value correction = scaleFactor(e, c[0], newMax);
-                Value p = e.exp(e.sub(sc, newMax));
+                Value p = scaleFactor(e, sc, newMax);
                 Value acc = arith::AddFOp::create(
                     b, arith::MulFOp::create(b, c[2], splat(e, correction, vecLen)),
                     arith::MulFOp::create(b, value(t), splat(e, p, vecLen)));
@@ -253,13 +263,16 @@ LogicalResult fdc::gpu::buildAttention(Location loc, KernelContext &ctx,
         } else {
           state = e.reduce(
               first, end, e.index(stride), {e.f32(0), e.f32(0), zeros()},
-              [&](Value t, ValueRange c) {
+              [&](Value base, ValueRange c) {
+                auto [t, valid] = position(base);
                 Value x = e.sub(score(t), e.f32(phi));
-                Value outside = arith::OrIOp::create(
-                    b, e.cmpf(CmpFPredicate::OLT, x, e.f32(lo)),
-                    e.cmpf(CmpFPredicate::OGT, x, e.f32(hi)));
+                Value outside = arith::AndIOp::create(
+                    b, valid,
+                    arith::OrIOp::create(
+                        b, e.cmpf(CmpFPredicate::OLT, x, e.f32(lo)),
+                        e.cmpf(CmpFPredicate::OGT, x, e.f32(hi))));
                 Value flag = e.select(outside, e.f32(1), c[0]);
-                Value p = e.exp(x);
+                Value p = e.select(valid, e.exp(x), e.f32(0));
                 Value acc = arith::AddFOp::create(
                     b, c[2],
                     arith::MulFOp::create(b, value(t), splat(e, p, vecLen)));

@@ -54,10 +54,19 @@ void fdc::gpu::buildEmbedding(KernelContext &ctx,
                               Value token = e.loadIndex(v[1], i);
                               auto type = VectorType::get(
                                   {lanes}, table.type.getElementType());
+                              // Rows are a multiple of the vector long, so
+                              // a full vector is 16-byte aligned.
+                              llvm::MaybeAlign align =
+                                  lanes * elementBytes(table.type) == 16
+                                      ? llvm::MaybeAlign(16)
+                                      : llvm::MaybeAlign();
                               Value row = vector::LoadOp::create(
-                                  b, type, v[0], ValueRange{token, j});
+                                  b, type, v[0], ValueRange{token, j},
+                                  /*nontemporal=*/false, align);
                               vector::StoreOp::create(b, row, v[2],
-                                                      ValueRange{i, j});
+                                                      ValueRange{i, j},
+                                                      /*nontemporal=*/false,
+                                                      align);
                             });
              });
 }

@@ -1,6 +1,6 @@
 """Write a tiny Llama-shaped checkpoint in the Hugging Face layout.
 
-    python3 -m fdc.testing.tiny_checkpoint OUT_DIR [--variant gqa|mha]
+    python3 -m fdc.testing.tiny_checkpoint OUT_DIR [--variant gqa|mha|mqa]
         [--dtype f32|bf16|f16] [--seed N] [--tied] [--shards N] [--sparsity S]
 
 Weights are random but deterministic from the seed, and scaled so that
@@ -35,7 +35,11 @@ SAFETENSORS_DTYPE = {"f32": "F32", "bf16": "BF16", "f16": "F16"}
 MLP_WEIGHTS = (".mlp.gate_proj.weight", ".mlp.up_proj.weight", ".mlp.down_proj.weight")
 
 
-def tiny_config(variant: str = "gqa", dtype: str = "f32", tied: bool = False) -> dict:
+KV_HEADS = {"gqa": 2, "mha": 8, "mqa": 1}
+
+
+def tiny_config(variant: str = "gqa", dtype: str = "f32", tied: bool = False,
+                max_position_embeddings: int = 2048) -> dict:
     return {
         "architectures": ["LlamaForCausalLM"],
         "model_type": "llama",
@@ -43,11 +47,11 @@ def tiny_config(variant: str = "gqa", dtype: str = "f32", tied: bool = False) ->
         "intermediate_size": 512,
         "num_hidden_layers": 2,
         "num_attention_heads": 8,
-        "num_key_value_heads": {"gqa": 2, "mha": 8}[variant],
+        "num_key_value_heads": KV_HEADS[variant],
         "vocab_size": 512,
         "rms_norm_eps": 1e-5,
         "rope_theta": 10000.0,
-        "max_position_embeddings": 2048,
+        "max_position_embeddings": max_position_embeddings,
         "hidden_act": "silu",
         "tie_word_embeddings": tied,
         "torch_dtype": TORCH_DTYPE[dtype],
@@ -121,8 +125,9 @@ def write_checkpoint(out_dir: str, config: dict, weights: dict[str, np.ndarray],
 
 def make_tiny_checkpoint(out_dir: str, variant: str = "gqa", dtype: str = "f32",
                          seed: int = 0, tied: bool = False, shards: int = 1,
-                         sparsity: float = 0.0) -> None:
-    config = tiny_config(variant, dtype, tied)
+                         sparsity: float = 0.0,
+                         max_position_embeddings: int = 2048) -> None:
+    config = tiny_config(variant, dtype, tied, max_position_embeddings)
     weights = tiny_weights(config, seed)
     if sparsity:
         weights = prune_mlp(weights, sparsity)
@@ -133,13 +138,16 @@ def main(argv=None) -> None:
     ap = argparse.ArgumentParser(prog="python3 -m fdc.testing.tiny_checkpoint",
                                  description=__doc__.splitlines()[0])
     ap.add_argument("out_dir")
-    ap.add_argument("--variant", choices=("gqa", "mha"), default="gqa")
+    ap.add_argument("--variant", choices=tuple(KV_HEADS), default="gqa",
+                    help="8 query heads over 2 (gqa), 8 (mha) or 1 (mqa) kv heads")
     ap.add_argument("--dtype", choices=("f32", "bf16", "f16"), default="f32")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--tied", action="store_true", help="tie lm_head to the embedding")
     ap.add_argument("--shards", type=int, default=1, help="number of safetensors files")
     ap.add_argument("--sparsity", type=float, default=0.0, metavar="S",
                     help="magnitude-prune each MLP weight to a fraction S of zeros")
+    ap.add_argument("--max-position-embeddings", type=int, default=2048, metavar="N",
+                    help="longest context the model (and a runtime KV slot) supports")
     args = ap.parse_args(argv)
     if args.shards < 1:
         ap.error("--shards must be at least 1")
@@ -147,7 +155,7 @@ def main(argv=None) -> None:
         ap.error(f"--sparsity must be in [0, 1], got {args.sparsity}")
     try:
         make_tiny_checkpoint(args.out_dir, args.variant, args.dtype, args.seed, args.tied,
-                             args.shards, args.sparsity)
+                             args.shards, args.sparsity, args.max_position_embeddings)
     except ValueError as e:
         ap.error(str(e))
 

@@ -54,6 +54,7 @@ struct CudaBackend::Impl {
   std::string description;
   std::string image;
   bool syncLaunches = false;
+  bool poisonOutputs = false;
 
   /// Owns the kernel names the map's keys view.
   std::deque<std::string> kernelNames;
@@ -285,6 +286,7 @@ CudaBackend::create(const ModelLibrary &library, int device) {
   auto impl = std::make_unique<Impl>();
   impl->library = &library;
   impl->syncLaunches = envFlag("FDC_CUDA_SYNC_LAUNCHES");
+  impl->poisonOutputs = envFlag("FDC_CUDA_POISON");
   const DriverApi &cu = **api;
 
   if (device < 0) {
@@ -455,6 +457,19 @@ Error CudaBackend::step(const FdcStepArgs &args) {
   device.next_tokens = static_cast<int32_t *>(pointer(s.nextTokens));
   device.scratch = pointer(s.scratch);
   device.device = &s.deviceApi;
+
+  // FDC_CUDA_POISON=1 (tests): fill the outputs and the scratch with 0xFF
+  // bytes (NaN floats, -1 ints) before the step, so anything a kernel fails
+  // to write shows up.
+  if (s.poisonOutputs) {
+    for (auto [allocation, what] :
+         {std::pair{&s.logits, "logits"}, std::pair{&s.nextTokens, "next_tokens"},
+          std::pair{&s.scratch, "scratch"}})
+      if (allocation->bytes > 0)
+        if (CUresult r = s.api->cuMemsetD8Async(allocation->address, 0xFF,
+                                                allocation->bytes, s.stream))
+          return s.api->fail(concat("cuMemsetD8Async(poison ", what, ")"), r);
+  }
 
   s.launchError.clear();
   s.launched.clear();

@@ -1,0 +1,270 @@
+"""The GPU test: fdc's CUDA model libraries against float64 references and
+Hugging Face transformers, on fresh random inputs, with every step's outputs
+and scratch poisoned first (FDC_CUDA_POISON=1: NaN floats, -1 ids).
+
+Run on a GPU machine by test/gpu/run.sh, after test/gpu/prepare.sh built
+.gpu-artifacts/ where MLIR is. Prints a table last; writes JSON to $OUT (or
+.gpu-artifacts/) when set.
+"""
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+from transformers import LlamaForCausalLM
+
+REPO = Path(__file__).resolve().parents[2]
+ART = REPO / ".gpu-artifacts"
+sys.path.insert(0, str(REPO / "python"))
+os.environ.setdefault("FDC_RUNTIME_LIB", str(ART / "lib" / "libfdc_runtime.so"))
+os.environ["FDC_CUDA_POISON"] = "1"
+
+from fdc.runtime import Model  # noqa: E402
+from fdc.testing.tiny_checkpoint import make_tiny_checkpoint  # noqa: E402
+
+ROWS = []
+
+
+def rel_err(got, ref):
+    return float(np.linalg.norm(got - ref) / np.linalg.norm(ref))
+
+
+def record(name, ok, **fields):
+    ROWS.append({"check": name, "ok": bool(ok), **fields})
+    status = "PASS" if ok else "FAIL"
+    print(f"[{status}] {name} {json.dumps(fields)}", flush=True)
+
+
+def teacher_forced(model, prompt, ids):
+    """The reference's logits for every generated position, fed our ids."""
+    sequence = torch.tensor([list(prompt) + list(ids[:-1])], device="cuda")
+    with torch.no_grad():
+        logits = model(sequence).logits[0, len(prompt) - 1:]
+    return logits.double().cpu().numpy()
+
+
+def check_requests(name, model, reference, requests, tolerance, rng):
+    """Runs `requests` as one batch; compares every generated step."""
+    start = time.time()
+    results = model.generate_batch(requests)
+    seconds = time.time() - start
+    worst, mismatched, steps, errors = 0.0, 0, 0, []
+    for spec, result in zip(requests, results):
+        if result["error"]:
+            errors.append(result["error"])
+            continue
+        logits = result["logits"]
+        if not np.all(np.isfinite(logits)):
+            errors.append("non-finite logits (an output not written?)")
+            continue
+        ref = teacher_forced(reference, spec["prompt_ids"], result["ids"])
+        err = rel_err(logits, ref)
+        worst = max(worst, err)
+        for step, token in enumerate(result["ids"]):
+            steps += 1
+            if spec.get("temperature", 0) > 0:
+                # Sampled: the token must be among the top-k of its logits.
+                kth = np.sort(logits[step])[-spec["top_k"]]
+                mismatched += int(logits[step][token] < kth)
+                continue
+            # A greedy token must match the reference's argmax wherever the
+            # top-2 margin is clear of this run's measured noise.
+            top2 = np.sort(ref[step])[-2:]
+            noise = err * np.sqrt(np.mean(ref[step] ** 2))
+            clear = top2[1] - top2[0] > 4 * noise
+            mismatched += int(clear and token != int(np.argmax(ref[step])))
+    longest = max(len(r["prompt_ids"]) + r["max_new_tokens"] for r in requests)
+    ok = not errors and worst < tolerance and mismatched == 0
+    record(name, ok, batch=len(requests), max_context=longest,
+           rel_err=f"{worst:.2e}", token_mismatches=mismatched, steps=steps,
+           seconds=round(seconds, 2), errors=errors[:2])
+
+
+def tiny_checks(work, rng):
+    for variant in ("gqa", "mha", "mqa"):
+        ckpt = work / f"tiny-{variant}"
+        make_tiny_checkpoint(str(ckpt), variant, "f32", 0,
+                             max_position_embeddings=8192)
+        reference = LlamaForCausalLM.from_pretrained(
+            ckpt, torch_dtype=torch.float64).cuda().eval()
+        for scheme in ("online", "unified", "fallback"):
+            lib = ART / "models" / f"tiny-{variant}-f32-{scheme}.so"
+            model = Model(lib, ckpt, max_context=8192, num_slots=64)
+            for batch, longest in ((64, 1024), (8, 4096), (1, 8192)):
+                if scheme != "online" and batch == 1:
+                    continue  # the long single sequence once per variant
+                requests = []
+                for b in range(batch):
+                    length = (longest - 4 if b == 0 else
+                              int(rng.integers(1, longest - 4)))
+                    requests.append({
+                        "prompt_ids": rng.integers(0, 512, length).tolist(),
+                        "max_new_tokens": 4, "return_logits": True})
+                if batch == 8:  # one sampled request in the batch
+                    requests[1].update(temperature=0.8, top_k=20, top_p=0.9,
+                                       seed=int(rng.integers(1 << 30)))
+                check_requests(f"tiny {variant} f32 {scheme} B={batch}", model,
+                               reference, requests, 1e-3, rng)
+            model.close()
+        del reference
+        torch.cuda.empty_cache()
+
+    # bf16 storage, and the PTX JIT path (a library with only an sm_80 cubin).
+    ckpt = work / "tiny-gqa-bf16"
+    make_tiny_checkpoint(str(ckpt), "gqa", "bf16", 0,
+                         max_position_embeddings=8192)
+    reference = LlamaForCausalLM.from_pretrained(
+        ckpt, torch_dtype=torch.float64).cuda().eval()
+    model = Model(ART / "models" / "tiny-gqa-bf16-online.so", ckpt,
+                  max_context=8192, num_slots=8)
+    requests = [{"prompt_ids": rng.integers(0, 512, int(n)).tolist(),
+                 "max_new_tokens": 8, "return_logits": True}
+                for n in rng.integers(1, 2048, 8)]
+    check_requests("tiny gqa bf16 online B=8", model, reference, requests,
+                   3e-2, rng)
+    model.close()
+    ckpt = work / "tiny-gqa"
+    reference = LlamaForCausalLM.from_pretrained(
+        ckpt, torch_dtype=torch.float64).cuda().eval()
+    model = Model(ART / "models" / "tiny-gqa-ptx.so", ckpt, max_context=2048,
+                  num_slots=4)
+    requests = [{"prompt_ids": rng.integers(0, 512, 100).tolist(),
+                 "max_new_tokens": 8, "return_logits": True}]
+    check_requests("tiny gqa f32 PTX-JIT (sm_80 image) B=1", model, reference,
+                   requests, 1e-3, rng)
+    model.close()
+
+
+def wide_checks(work, rng):
+    sys.path.insert(0, str(REPO / "test" / "gpu"))
+    import wide_model
+
+    prompt = rng.integers(0, 32000, 16).tolist()
+    for dtype, torch_dtype, tolerance in (("f32", torch.float32, 1e-3),
+                                          ("bf16", torch.bfloat16, 5e-2)):
+        ckpt = work / f"wide-{dtype}"
+        config = ART / "models" / ("wide-f32-config.json" if dtype == "f32"
+                                   else "wide-config.json")
+        del_model = wide_model.build(str(ckpt), str(config), seed=0,
+                                     dtype=str(torch_dtype).split(".")[1])
+        del del_model
+        # The references load the saved checkpoint as any user of transformers
+        # would (rotary frequencies computed in f32 at load).
+        hf = LlamaForCausalLM.from_pretrained(ckpt, torch_dtype=torch_dtype)
+        hf = hf.cuda().eval()
+        with torch.no_grad():
+            hf_ids = hf.generate(torch.tensor([prompt], device="cuda"),
+                                 max_new_tokens=32, do_sample=False,
+                                 min_new_tokens=32)[0, len(prompt):].tolist()
+        schemes = ("online", "unified") if dtype == "bf16" else ("online",)
+        for scheme in schemes:
+            model = Model(ART / "models" / f"wide-{dtype}-{scheme}.so", ckpt,
+                          max_context=1024, num_slots=8)
+            start = time.time()
+            ids, logits = model.generate(prompt, 32, return_logits=True)
+            seconds = time.time() - start
+            err = rel_err(logits, teacher_forced(hf, prompt, ids))
+            same = sum(int(a == b) for a, b in zip(ids, hf_ids))
+            identical = ids == hf_ids
+            record(f"7B-wide {dtype} {scheme} vs transformers {dtype}: greedy 32 steps",
+                   (identical or dtype == "bf16") and err < tolerance
+                   and bool(np.all(np.isfinite(logits))),
+                   identical_tokens=f"{same}/32",
+                   rel_err_vs_transformers=f"{err:.2e}",
+                   seconds=round(seconds, 2))
+            if scheme == "online":
+                requests = [{"prompt_ids": rng.integers(0, 32000, int(n)).tolist(),
+                             "max_new_tokens": 4, "return_logits": True}
+                            for n in rng.integers(1, 900, 8)]
+                results = model.generate_batch(requests)
+                worst = max(rel_err(r["logits"],
+                                    teacher_forced(hf, q["prompt_ids"], r["ids"]))
+                            for q, r in zip(requests, results))
+                record(f"7B-wide {dtype} online B=8 (contexts to 900) vs "
+                       f"transformers {dtype}",
+                       worst < tolerance and not any(r["error"] for r in results),
+                       rel_err=f"{worst:.2e}")
+            if dtype == "bf16":
+                # bf16 greedy paths part at near-ties: judge the tokens against
+                # float64 where its top-2 margin is clear of bf16 noise.
+                hf64 = LlamaForCausalLM.from_pretrained(
+                    ckpt, torch_dtype=torch.float64).cuda().eval()
+                check_requests(f"7B-wide bf16 {scheme} vs float64 (clear-margin tokens)",
+                               model, hf64,
+                               [{"prompt_ids": prompt, "max_new_tokens": 32,
+                                 "return_logits": True}], tolerance, rng)
+                if scheme == "online":
+                    ref_bf16 = teacher_forced(hf, prompt, hf_ids)
+                    err_hf = rel_err(ref_bf16, teacher_forced(hf64, prompt, hf_ids))
+                    record("yardstick: transformers bf16 vs float64", True,
+                           rel_err=f"{err_hf:.2e}")
+                del hf64
+            model.close()
+        del hf
+        torch.cuda.empty_cache()
+
+
+def head128_checks(work, rng):
+    """The 7B-wide head layout (head_dim 128, GQA 4/2) on a small model, f32
+    and bf16, batch 1..8, contexts to 1000, against float64."""
+    sys.path.insert(0, str(REPO / "test" / "gpu"))
+    import wide_model
+
+    for dtype, tolerance in (("float32", 1e-3), ("bfloat16", 5e-2)):
+        ckpt = work / f"head128-{dtype}"
+        built = wide_model.build(str(ckpt),
+                                 str(ART / "models" / f"head128-{dtype}.json"),
+                                 seed=0, dtype=dtype)
+        del built
+        reference = LlamaForCausalLM.from_pretrained(
+            ckpt, torch_dtype=torch.float64).cuda().eval()
+        model = Model(ART / "models" / f"head128-{dtype}.so", ckpt,
+                      max_context=2048, num_slots=8)
+        for batch, longest in ((1, 40), (1, 1000), (8, 1000)):
+            requests = [{"prompt_ids": rng.integers(0, 1000, int(n)).tolist(),
+                         "max_new_tokens": 4, "return_logits": True}
+                        for n in rng.integers(max(1, longest - 900), longest,
+                                              batch)]
+            check_requests(f"head_dim-128 {dtype} B={batch}", model,
+                           reference, requests, tolerance, rng)
+        model.close()
+        del reference
+        torch.cuda.empty_cache()
+
+
+def main():
+    if not torch.cuda.is_available():
+        print("SKIP: no CUDA GPU here; run test/gpu/run.sh on a GPU machine")
+        return 0
+    print(f"device: {torch.cuda.get_device_name(0)}", flush=True)
+    rng = np.random.default_rng(int.from_bytes(os.urandom(4), "little"))
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        stages = (wide_checks, head128_checks, tiny_checks)
+        wanted = os.environ.get("FDC_GPU_STAGES")  # e.g. "wide_checks"
+        if wanted:
+            stages = [st for st in stages if st.__name__ in wanted.split(",")]
+        for stage in stages:
+            try:
+                stage(work, rng)
+            except Exception as e:  # report and go on to the next stage
+                record(f"{stage.__name__} crashed", False,
+                       error=f"{type(e).__name__}: {e}"[:400])
+    out = Path(os.environ.get("OUT", ART))
+    (out / "gpu_check.json").write_text(json.dumps(ROWS, indent=1))
+    print("\n| check | ok | details |\n|---|---|---|")
+    for row in ROWS:
+        details = ", ".join(f"{k}={v}" for k, v in row.items()
+                            if k not in ("check", "ok", "errors") or v)
+        print(f"| {row['check']} | {'PASS' if row['ok'] else 'FAIL'} | {details} |")
+    failed = sum(not r["ok"] for r in ROWS)
+    print(f"\n{len(ROWS) - failed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Builds, on the machine with MLIR (no GPU needed), everything the GPU test
+# runs: the CUDA model libraries, the runtime, and the model descriptions.
+# Output: .gpu-artifacts/ (git-ignored), carried to the GPU machine.
+#   bash test/gpu/prepare.sh
+set -euo pipefail
+repo=$(cd "$(dirname "$0")/../.." && pwd)
+build=${FDC_BUILD_DIR:-$repo/build}
+py=${FDC_PYTHON:-$repo/.venv/bin/python}
+out=$repo/.gpu-artifacts
+rm -rf "$out" && mkdir -p "$out/lib" "$out/models"
+export PYTHONPATH=$repo/python
+
+cp "$build/lib/libfdc_runtime.so" "$out/lib/"
+cp "$build/bin/fdc-run" "$out/lib/"
+
+compile() { # name checkpoint-dir frontend-flags... ; compiles for sm_90
+  local name=$1 ckpt=$2; shift 2
+  "$py" -m fdc.frontend "$ckpt" -o "$out/models/$name.mlir" "$@"
+  "$build/bin/fdc" compile "$out/models/$name.mlir" --target=cuda:sm_90 \
+    -o "$out/models/$name.so"
+}
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+# Tiny models: the device regenerates the same checkpoints from the seed.
+for variant in gqa mha mqa; do
+  "$py" -m fdc.testing.tiny_checkpoint "$tmp/$variant" --variant "$variant" \
+    --max-position-embeddings 8192
+  compile "tiny-$variant-f32-online" "$tmp/$variant"
+  compile "tiny-$variant-f32-unified" "$tmp/$variant" \
+    --softmax unified_max --phi 0 --lo -60 --hi 60
+  # Every score far below phi: every row is flagged and recomputed online.
+  compile "tiny-$variant-f32-fallback" "$tmp/$variant" \
+    --softmax unified_max --phi 100 --lo -1 --hi 1
+done
+"$py" -m fdc.testing.tiny_checkpoint "$tmp/gqa-bf16" --dtype bf16 \
+  --max-position-embeddings 8192
+compile tiny-gqa-bf16-online "$tmp/gqa-bf16"
+# sm_80 only: on an H100 the runtime must JIT the PTX.
+"$py" -m fdc.frontend "$tmp/gqa" -o "$out/models/tiny-gqa-ptx.mlir"
+"$build/bin/fdc" compile "$out/models/tiny-gqa-ptx.mlir" --target=cuda:sm_80 \
+  -o "$out/models/tiny-gqa-ptx.so"
+
+# The 7B-wide model: the device builds it with transformers from a seed; the
+# IR depends only on the config and the tensor names / shapes, so compile it
+# from a header-only twin (sparse file, no data).
+"$py" "$repo/test/gpu/wide_model.py" header-only "$tmp/wide" \
+  --config-out "$out/models/wide-config.json"
+compile wide-bf16-online "$tmp/wide"
+compile wide-bf16-unified "$tmp/wide" --softmax unified_max --phi 0 --lo -60 --hi 60
+# The same model in f32: greedy decoding then has no bf16 near-ties.
+"$py" "$repo/test/gpu/wide_model.py" header-only "$tmp/wide-f32" --dtype float32 \
+  --config-out "$out/models/wide-f32-config.json"
+compile wide-f32-online "$tmp/wide-f32"
+# The 7B-wide head layout on a small model, f32 and bf16.
+for dtype in float32 bfloat16; do
+  "$py" "$repo/test/gpu/wide_model.py" header-only "$tmp/head128-$dtype" \
+    --preset head128 --dtype "$dtype" --config-out "$out/models/head128-$dtype.json"
+  compile "head128-$dtype" "$tmp/head128-$dtype"
+done
+du -sh "$out"

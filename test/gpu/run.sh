@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# The GPU test, one call on a GPU machine (needs torch + transformers there,
+# no MLIR): first `bash test/gpu/prepare.sh` where fdc is built, then carry
+# .gpu-artifacts/ and run `bash test/gpu/run.sh`. Skips without a GPU.
+set -uo pipefail
+repo=$(cd "$(dirname "$0")/../.." && pwd)
+if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L >/dev/null 2>&1; then
+  echo "SKIP: no NVIDIA GPU on this machine (test/gpu/run.sh needs one)"
+  exit 0
+fi
+if [ ! -f "$repo/.gpu-artifacts/lib/libfdc_runtime.so" ]; then
+  echo "error: .gpu-artifacts/ is missing: run test/gpu/prepare.sh where fdc is built" >&2
+  exit 1
+fi
+nvidia-smi -L
+export PYTHONUNBUFFERED=1
+exec python3 "$repo/test/gpu/gpu_check.py"
