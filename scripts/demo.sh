@@ -19,13 +19,21 @@ python="$repo/.venv/bin/python"
 export PYTHONPATH="$repo/python${PYTHONPATH:+:$PYTHONPATH}"
 mkdir -p out
 
-# The CUDA target (--target=cuda:sm_90 when nvidia-smi works) is planned; until
-# it lands the demo compiles for the host.
+# On a machine with an NVIDIA GPU (and a CUDA toolkit for ptxas/libdevice),
+# compile for the GPU's arch; otherwise for the host. FDC_DEMO_TARGET
+# overrides either.
 target="${FDC_DEMO_TARGET:-host}"
-if [[ -z "${FDC_DEMO_TARGET:-}" ]] && command -v nvidia-smi >/dev/null 2>&1 &&
-   nvidia-smi >/dev/null 2>&1; then
-  echo "demo: a GPU is present, but the CUDA target is not implemented yet; using host"
+if [[ -z "${FDC_DEMO_TARGET:-}" ]] && command -v nvidia-smi >/dev/null 2>&1; then
+  cap=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null |
+        head -n 1 | tr -d ' .')
+  cuda="${CUDA_HOME:-/usr/local/cuda}"
+  if [[ -n "$cap" && -f "$cuda/nvvm/libdevice/libdevice.10.bc" ]]; then
+    target="cuda:sm_$cap"
+  elif [[ -n "$cap" ]]; then
+    echo "demo: a GPU is present but no CUDA toolkit at $cuda; using host"
+  fi
 fi
+echo "demo: target $target"
 
 set -x
 "$python" -m fdc.testing.tiny_checkpoint out/tiny
