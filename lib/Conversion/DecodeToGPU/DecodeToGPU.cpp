@@ -14,6 +14,7 @@
 
 #include "fdc/Conversion/Passes.h"
 #include "fdc/Conversion/Utils/MemRefFromPointer.h"
+#include "fdc/Conversion/Utils/StepAbi.h"
 #include "fdc/Dialect/Decode/IR/Decode.h"
 
 #include "llvm/ADT/TypeSwitch.h"
@@ -29,18 +30,6 @@ using namespace fdc;
 using namespace fdc::gpu;
 
 namespace {
-enum StepField : int64_t {
-  kBatch = 0,
-  kNumSlots = 1,
-  kMaxContext = 2,
-  kWeights = 3,
-  kKVCache = 4,
-  kFirstVector = 5, // tokens .. uniform: fields 5..11
-  kLogits = 12,
-  kNextTokens = 13,
-  kScratch = 14,
-};
-
 constexpr int64_t kScratchAlignment = 256;
 
 class GpuStepLowering {
@@ -56,7 +45,6 @@ public:
 
 private:
   Value loadField(int64_t field, Type type);
-  Value pointerAt(Value base, Value byteOffset);
   /// Scratch for a value of `type` needing `bytesPerSequence` per sequence.
   Buffer scratch(MemRefType type, int64_t bytesPerSequence);
   Buffer resultBuffer(Value result);
@@ -72,20 +60,11 @@ private:
 };
 
 Value GpuStepLowering::loadField(int64_t field, Type type) {
-  auto ptrType = LLVM::LLVMPointerType::get(b.getContext());
-  Value address = LLVM::GEPOp::create(b, ptrType, b.getI64Type(), args,
-                                      ArrayRef<LLVM::GEPArg>{field});
-  return LLVM::LoadOp::create(b, type, address);
-}
-
-Value GpuStepLowering::pointerAt(Value base, Value byteOffset) {
-  auto ptrType = LLVM::LLVMPointerType::get(b.getContext());
-  return LLVM::GEPOp::create(b, ptrType, b.getI8Type(), base,
-                             ValueRange{byteOffset});
+  return loadStepField(b, args, field, type);
 }
 
 Buffer GpuStepLowering::scratch(MemRefType type, int64_t bytesPerSequence) {
-  Value pointer = pointerAt(scratchBase, scratchOffset);
+  Value pointer = pointerAtByte(b, scratchBase, scratchOffset);
   Value bytes = arith::MulIOp::create(
       b, batch, arith::ConstantIntOp::create(b, b.getI64Type(),
                                              bytesPerSequence));
@@ -121,22 +100,22 @@ LogicalResult GpuStepLowering::run() {
   b.setInsertionPointToStart(entry.addEntryBlock());
   args = entry.getArgument(0);
   Type i64 = b.getI64Type();
-  batch = loadField(kBatch, i64);
-  Value numSlots = loadField(kNumSlots, i64);
-  Value maxContext = loadField(kMaxContext, i64);
-  scratchBase = loadField(kScratch, ptrType);
+  batch = loadField(kStepBatch, i64);
+  Value numSlots = loadField(kStepNumSlots, i64);
+  Value maxContext = loadField(kStepMaxContext, i64);
+  scratchBase = loadField(kStepScratch, ptrType);
   scratchOffset = arith::ConstantIntOp::create(b, i64, 0);
 
   for (unsigned index = 0; index < 7; ++index)
     buffers[body.getArgument(index)] = {
-        loadField(kFirstVector + index, ptrType),
+        loadField(kStepTokens + index, ptrType),
         getBufferType(body.getArgument(index).getType())};
-  buffers[body.getArgument(7)] = {loadField(kKVCache, ptrType),
+  buffers[body.getArgument(7)] = {loadField(kStepKVCache, ptrType),
                                   getBufferType(body.getArgument(7).getType())};
   auto returnOp = cast<func::ReturnOp>(body.getTerminator());
   for (auto [operand, field] :
-       {std::pair(returnOp.getOperand(0), kLogits),
-        std::pair(returnOp.getOperand(1), kNextTokens)}) {
+       {std::pair(returnOp.getOperand(0), kStepLogits),
+        std::pair(returnOp.getOperand(1), kStepNextTokens)}) {
     if (isa<BlockArgument>(operand))
       return returnOp.emitOpError()
              << "the GPU lowering needs the step's outputs to be computed by "
@@ -191,9 +170,8 @@ LogicalResult GpuStepLowering::lowerOp(Operation &op, KernelContext &ctx) {
                  << " has no arena offset; run decode-assign-weight-layout "
                     "first";
         auto ptrType = LLVM::LLVMPointerType::get(b.getContext());
-        Value base = loadField(kWeights, ptrType);
-        Value at = arith::ConstantIntOp::create(b, b.getI64Type(), *offset);
-        buffers[ref.getResult()] = {pointerAt(base, at),
+        Value base = loadField(kStepWeights, ptrType);
+        buffers[ref.getResult()] = {pointerAtByte(b, base, *offset),
                                     getBufferType(ref.getType())};
         return success();
       })

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "fdc/Conversion/Passes.h"
+#include "fdc/Conversion/Utils/StepAbi.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -21,8 +22,6 @@ namespace fdc {
 using namespace mlir;
 
 namespace {
-constexpr int64_t kDeviceField = 15;
-
 struct LowerKernelLaunches
     : public fdc::impl::LowerKernelLaunchesBase<LowerKernelLaunches> {
   void runOnOperation() override {
@@ -61,7 +60,7 @@ struct LowerKernelLaunches
                                             ArrayRef<LLVM::GEPArg>{index});
         return LLVM::LoadOp::create(b, ptrType, address).getResult();
       };
-      Value device = field(func.getArgument(0), kDeviceField);
+      Value device = fdc::loadStepField(b, func.getArgument(0), fdc::kStepDevice, ptrType);
       Value context = field(device, 0);
       Value callback = field(device, 1);
 

@@ -14,6 +14,7 @@
 
 #include "fdc/Conversion/Passes.h"
 #include "fdc/Conversion/Utils/MemRefFromPointer.h"
+#include "fdc/Conversion/Utils/StepAbi.h"
 #include "fdc/Dialect/Decode/IR/Decode.h"
 #include "fdc/Dialect/Decode/Transforms/Passes.h"
 
@@ -32,24 +33,6 @@ using namespace fdc::host;
 
 namespace {
 
-/// Field indices of FdcStepArgs (each field is 8 bytes).
-enum StepField : int64_t {
-  kBatch = 0,
-  kNumSlots,
-  kMaxContext,
-  kWeights,
-  kKVCache,
-  kTokens,
-  kPositions,
-  kSlots,
-  kTemperature,
-  kTopK,
-  kTopP,
-  kUniform,
-  kLogits,
-  kNextTokens,
-};
-
 class StepLowering {
 public:
   StepLowering(decode::ModelOp model, ImplicitLocOpBuilder &b)
@@ -59,8 +42,8 @@ public:
 
 private:
   LogicalResult checkCacheIsLinear(func::FuncOp step);
-  Value loadField(StepField field, Type type);
-  Value fieldMemRef(StepField field, MemRefType type,
+  Value loadField(int64_t field, Type type);
+  Value fieldMemRef(int64_t field, MemRefType type,
                     ArrayRef<Value> dynamicSizesI64);
   /// The buffer of a value an op produces: the caller's output buffer for
   /// values the step returns, else a fresh heap buffer.
@@ -76,14 +59,11 @@ private:
   SmallVector<Value> heapBuffers;
 };
 
-Value StepLowering::loadField(StepField field, Type type) {
-  auto ptrType = LLVM::LLVMPointerType::get(b.getContext());
-  Value address = LLVM::GEPOp::create(b, ptrType, b.getI64Type(), args,
-                                      ArrayRef<LLVM::GEPArg>{field});
-  return LLVM::LoadOp::create(b, type, address);
+Value StepLowering::loadField(int64_t field, Type type) {
+  return loadStepField(b, args, field, type);
 }
 
-Value StepLowering::fieldMemRef(StepField field, MemRefType type,
+Value StepLowering::fieldMemRef(int64_t field, MemRefType type,
                                 ArrayRef<Value> dynamicSizesI64) {
   auto ptrType = LLVM::LLVMPointerType::get(b.getContext());
   return fdc::memrefFromPointer(b, loadField(field, ptrType), type,
@@ -134,31 +114,30 @@ LogicalResult StepLowering::run() {
   args = entry.getArgument(0);
 
   Type i64 = b.getI64Type(), i32 = b.getI32Type(), f32 = b.getF32Type();
-  batchI64 = loadField(kBatch, i64);
+  batchI64 = loadField(kStepBatch, i64);
   batch = arith::IndexCastOp::create(b, b.getIndexType(), batchI64);
-  Value numSlots = loadField(kNumSlots, i64);
-  Value maxContext = loadField(kMaxContext, i64);
+  Value numSlots = loadField(kStepNumSlots, i64);
+  Value maxContext = loadField(kStepMaxContext, i64);
 
   Block &body = step.getBody().front();
   auto vector = [&](Type element) {
     return MemRefType::get({ShapedType::kDynamic}, element);
   };
-  const std::pair<StepField, Type> vectorFields[] = {
-      {kTokens, i32}, {kPositions, i32}, {kSlots, i32},  {kTemperature, f32},
-      {kTopK, i32},   {kTopP, f32},      {kUniform, f32}};
-  for (auto [index, field] : llvm::enumerate(vectorFields))
+  // tokens, positions, slots, temperature, top_k, top_p, uniform.
+  const Type vectorElements[] = {i32, i32, i32, f32, i32, f32, f32};
+  for (auto [index, element] : llvm::enumerate(vectorElements))
     mapping.map(body.getArgument(index),
-                fieldMemRef(field.first, vector(field.second), {batchI64}));
+                fieldMemRef(kStepTokens + index, vector(element), {batchI64}));
   auto cacheType = cast<decode::KVCacheType>(body.getArgument(7).getType());
   mapping.map(body.getArgument(7),
-              fieldMemRef(kKVCache, getBufferType(cacheType),
+              fieldMemRef(kStepKVCache, getBufferType(cacheType),
                           {numSlots, maxContext}));
 
   auto returnOp = cast<func::ReturnOp>(body.getTerminator());
   outputBuffers[returnOp.getOperand(0)] = fieldMemRef(
-      kLogits, getBufferType(returnOp.getOperand(0).getType()), {batchI64});
+      kStepLogits, getBufferType(returnOp.getOperand(0).getType()), {batchI64});
   outputBuffers[returnOp.getOperand(1)] =
-      fieldMemRef(kNextTokens, vector(i32), {batchI64});
+      fieldMemRef(kStepNextTokens, vector(i32), {batchI64});
 
   for (Operation &op : body.without_terminator())
     if (failed(lowerOp(op)))
@@ -230,9 +209,8 @@ LogicalResult StepLowering::lowerOp(Operation &op) {
                  << " has no arena offset; run decode-assign-weight-layout "
                     "first";
         auto ptrType = LLVM::LLVMPointerType::get(b.getContext());
-        Value base = loadField(kWeights, ptrType);
-        Value address = LLVM::GEPOp::create(b, ptrType, b.getI8Type(), base,
-                                            ArrayRef<LLVM::GEPArg>{*offset});
+        Value base = loadField(kStepWeights, ptrType);
+        Value address = pointerAtByte(b, base, *offset);
         mapping.map(ref.getResult(),
                     fdc::memrefFromPointer(
                         b, address, getBufferType(ref.getType()), {}));

@@ -1,0 +1,42 @@
+//===- StepAbi.h - FdcStepArgs as seen by the generated step ----*- C++ -*-===//
+//
+// The step entry `fdc_model_step(const FdcStepArgs *)` reads its arguments
+// from a struct of 8-byte fields (docs/model-library.md); host and GPU
+// lowerings and the launch lowering share these indices and accessors.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FDC_CONVERSION_UTILS_STEPABI_H
+#define FDC_CONVERSION_UTILS_STEPABI_H
+
+#include "mlir/IR/ImplicitLocOpBuilder.h"
+
+namespace fdc {
+
+/// Field indices of FdcStepArgs; field i is at byte offset 8 * i.
+enum StepField : int64_t {
+  kStepBatch = 0,
+  kStepNumSlots = 1,
+  kStepMaxContext = 2,
+  kStepWeights = 3,
+  kStepKVCache = 4,
+  kStepTokens = 5, // then positions, slots, temperature, top_k, top_p, uniform
+  kStepLogits = 12,
+  kStepNextTokens = 13,
+  kStepScratch = 14, // GPU targets
+  kStepDevice = 15,  // GPU targets: const FdcDeviceApi *
+};
+
+/// Loads field `field` of the FdcStepArgs at `args` as `type`.
+mlir::Value loadStepField(mlir::ImplicitLocOpBuilder &b, mlir::Value args,
+                          int64_t field, mlir::Type type);
+
+/// `base + byteOffset` as a pointer (an i64 value, or a constant).
+mlir::Value pointerAtByte(mlir::ImplicitLocOpBuilder &b, mlir::Value base,
+                          mlir::Value byteOffset);
+mlir::Value pointerAtByte(mlir::ImplicitLocOpBuilder &b, mlir::Value base,
+                          int64_t byteOffset);
+
+} // namespace fdc
+
+#endif // FDC_CONVERSION_UTILS_STEPABI_H

@@ -1,0 +1,29 @@
+//===- StepAbi.cpp - FdcStepArgs as seen by the generated step ------------===//
+
+#include "fdc/Conversion/Utils/StepAbi.h"
+
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+
+using namespace mlir;
+
+Value fdc::loadStepField(ImplicitLocOpBuilder &b, Value args, int64_t field,
+                         Type type) {
+  auto ptrType = LLVM::LLVMPointerType::get(b.getContext());
+  Value address = LLVM::GEPOp::create(b, ptrType, b.getI64Type(), args,
+                                      ArrayRef<LLVM::GEPArg>{field});
+  return LLVM::LoadOp::create(b, type, address);
+}
+
+Value fdc::pointerAtByte(ImplicitLocOpBuilder &b, Value base,
+                         Value byteOffset) {
+  auto ptrType = LLVM::LLVMPointerType::get(b.getContext());
+  return LLVM::GEPOp::create(b, ptrType, b.getI8Type(), base,
+                             ValueRange{byteOffset});
+}
+
+Value fdc::pointerAtByte(ImplicitLocOpBuilder &b, Value base,
+                         int64_t byteOffset) {
+  auto ptrType = LLVM::LLVMPointerType::get(b.getContext());
+  return LLVM::GEPOp::create(b, ptrType, b.getI8Type(), base,
+                             ArrayRef<LLVM::GEPArg>{byteOffset});
+}
