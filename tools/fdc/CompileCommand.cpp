@@ -58,9 +58,8 @@ struct CompileOptions {
                                cl::desc("Also write the kernels' PTX here "
                                         "(cuda targets)"),
                                cl::value_desc("file"), cl::cat(category)};
-  cl::opt<std::string> linker{"linker",
-                              cl::desc("Compiler driver used to link"),
-                              cl::cat(category)};
+  cl::opt<std::string> linker{
+      "linker", cl::desc("Compiler driver used to link"), cl::cat(category)};
 };
 
 LogicalResult writeModule(ModuleOp module, StringRef path) {

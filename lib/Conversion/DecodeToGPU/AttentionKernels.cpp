@@ -106,10 +106,9 @@ Value shuffleXor(GpuEmitter &e, Value value, int32_t offset) {
     Value result = value;
     for (int64_t c = 0; c < vectorType.getNumElements(); ++c) {
       Value lane = e.extract(value, c);
-      Value moved =
-          mlir::gpu::ShuffleOp::create(b, lane, offset, kWarpSize,
-                                       mlir::gpu::ShuffleMode::XOR)
-              .getShuffleResult();
+      Value moved = mlir::gpu::ShuffleOp::create(b, lane, offset, kWarpSize,
+                                                 mlir::gpu::ShuffleMode::XOR)
+                        .getShuffleResult();
       result = vector::InsertOp::create(b, moved, result, ArrayRef<int64_t>{c});
     }
     return result;
@@ -131,19 +130,17 @@ int64_t fdc::gpu::attentionScratchPerSequence(const AttentionConfig &config,
   return heads * config.maxSplits * (headDim + 2) * 4;
 }
 
-LogicalResult fdc::gpu::buildAttention(Location loc, KernelContext &ctx,
-                                       const AttentionConfig &config, Buffer query,
-                              Buffer cache, decode::KVCacheType cacheType,
-                              Buffer slots, Buffer positions, Buffer partials,
-                              int64_t layer, float scale,
-                              decode::SoftmaxAttr softmax, int64_t splits,
-                              Buffer out) {
+LogicalResult fdc::gpu::buildAttention(
+    Location loc, KernelContext &ctx, const AttentionConfig &config,
+    Buffer query, Buffer cache, decode::KVCacheType cacheType, Buffer slots,
+    Buffer positions, Buffer partials, int64_t layer, float scale,
+    decode::SoftmaxAttr softmax, int64_t splits, Buffer out) {
   ImplicitLocOpBuilder &host = ctx.host;
   int64_t queryHeads = query.type.getDimSize(1);
   FailureOr<Shape> maybeShape = getShape(cacheType, queryHeads);
   if (failed(maybeShape))
-    return emitError(loc) << "head_dim " << cacheType.getHeadDim()
-                          << " of " << cacheType.getElementType()
+    return emitError(loc) << "head_dim " << cacheType.getHeadDim() << " of "
+                          << cacheType.getElementType()
                           << " does not split into warp lanes for the GPU "
                              "attention generator";
   Shape shape = *maybeShape;
@@ -164,8 +161,8 @@ LogicalResult fdc::gpu::buildAttention(Location loc, KernelContext &ctx,
   if (splits > 0) {
     numSplits = ctx.hostI64(std::min(splits, config.maxSplits));
   } else {
-    Value work = arith::MulIOp::create(host, ctx.batch,
-                                       ctx.hostI64(queryHeads));
+    Value work =
+        arith::MulIOp::create(host, ctx.batch, ctx.hostI64(queryHeads));
     Value wanted = ctx.ceilDiv(ctx.hostI64(config.targetBlocks), work);
     Value cap = arith::MinSIOp::create(
         host, ctx.hostI64(config.maxSplits),
@@ -201,13 +198,12 @@ LogicalResult fdc::gpu::buildAttention(Location loc, KernelContext &ctx,
         Value slot = e.loadIndex(v[2], i);
         Value length = addI(b, e.loadIndex(v[3], i), e.index(1));
         Value start = mulI(b, s, idx(b, v[6]));
-        Value end = arith::MinUIOp::create(
-            b, addI(b, start, idx(b, v[6])), length);
+        Value end =
+            arith::MinUIOp::create(b, addI(b, start, idx(b, v[6])), length);
         // The loop runs over warp-uniform base positions (every lane of a
         // warp iterates equally often, as the shuffles inside need); lane
         // group `sub` takes base + sub and masks positions past the split.
-        Value first =
-            addI(b, start, mulI(b, warp, e.index(positionsPerWarp)));
+        Value first = addI(b, start, mulI(b, warp, e.index(positionsPerWarp)));
         Value q = e.loadVector(v[0], {i, h, d0}, vecLen);
         auto zeros = [&] { return splat(e, e.f32(0), vecLen); };
         // This lane group's position for base `base`, clamped to a readable
@@ -226,8 +222,8 @@ LogicalResult fdc::gpu::buildAttention(Location loc, KernelContext &ctx,
           return e.mul(dot, e.f32(scale));
         };
         auto value = [&](Value t) {
-          return loadCacheVector(e, v[1], cacheType,
-                                 row(e, slot, 1, kvHead, t), d0, vecLen);
+          return loadCacheVector(e, v[1], cacheType, row(e, slot, 1, kvHead, t),
+                                 d0, vecLen);
         };
         // State per lane: (max or flag, sum, acc).
         SmallVector<Value> state;
@@ -242,7 +238,9 @@ LogicalResult fdc::gpu::buildAttention(Location loc, KernelContext &ctx,
                 Value correction = scaleFactor(e, c[0], newMax);
                 Value p = scaleFactor(e, sc, newMax);
                 Value acc = arith::AddFOp::create(
-                    b, arith::MulFOp::create(b, c[2], splat(e, correction, vecLen)),
+                    b,
+                    arith::MulFOp::create(b, c[2],
+                                          splat(e, correction, vecLen)),
                     arith::MulFOp::create(b, value(t), splat(e, p, vecLen)));
                 return SmallVector<Value>{
                     newMax, e.add(e.mul(c[1], correction), p), acc};
@@ -255,10 +253,11 @@ LogicalResult fdc::gpu::buildAttention(Location loc, KernelContext &ctx,
             Value newMax = arith::MaximumFOp::create(b, state[0], otherMax);
             Value c1 = scaleFactor(e, state[0], newMax);
             Value c2 = scaleFactor(e, otherMax, newMax);
-            state = {newMax, e.add(e.mul(state[1], c1), e.mul(otherSum, c2)),
-                     arith::AddFOp::create(
-                         b, arith::MulFOp::create(b, state[2], splat(e, c1, vecLen)),
-                         arith::MulFOp::create(b, otherAcc, splat(e, c2, vecLen)))};
+            state = {
+                newMax, e.add(e.mul(state[1], c1), e.mul(otherSum, c2)),
+                arith::AddFOp::create(
+                    b, arith::MulFOp::create(b, state[2], splat(e, c1, vecLen)),
+                    arith::MulFOp::create(b, otherAcc, splat(e, c2, vecLen)))};
           }
         } else {
           state = e.reduce(
@@ -303,20 +302,21 @@ LogicalResult fdc::gpu::buildAttention(Location loc, KernelContext &ctx,
         });
         e.barrier();
         // Combine the warps; thread j writes dimension j of the partial.
-        Value out = mulI(
-            b,
-            addI(b, mulI(b, addI(b, mulI(b, i, e.index(queryHeads)), h),
-                         idx(b, v[5])),
-                 s),
-            e.index(rowFloats));
+        Value out =
+            mulI(b,
+                 addI(b,
+                      mulI(b, addI(b, mulI(b, i, e.index(queryHeads)), h),
+                           idx(b, v[5])),
+                      s),
+                 e.index(rowFloats));
         auto sharedAt = [&](int64_t w, Value offset) -> Value {
           return memref::LoadOp::create(
               b, shared, ValueRange{addI(b, e.index(w * rowFloats), offset)});
         };
         Value globalMax = e.f32(unified ? 0.0 : -INFINITY);
         for (int64_t w = 0; w < warps; ++w)
-          globalMax = arith::MaximumFOp::create(b, globalMax,
-                                                sharedAt(w, e.index(d)));
+          globalMax =
+              arith::MaximumFOp::create(b, globalMax, sharedAt(w, e.index(d)));
         auto weight = [&](int64_t w) {
           return unified ? e.f32(1)
                          : scaleFactor(e, sharedAt(w, e.index(d)), globalMax);
@@ -353,10 +353,10 @@ LogicalResult fdc::gpu::buildAttention(Location loc, KernelContext &ctx,
         ImplicitLocOpBuilder &b = e.builder();
         Value h = e.blockId(Dimension::x), i = e.blockId(Dimension::y);
         Value numSplitsIndex = idx(b, v[5]);
-        Value base = mulI(
-            b, mulI(b, addI(b, mulI(b, i, e.index(queryHeads)), h),
-                    numSplitsIndex),
-            e.index(rowFloats));
+        Value base = mulI(b,
+                          mulI(b, addI(b, mulI(b, i, e.index(queryHeads)), h),
+                               numSplitsIndex),
+                          e.index(rowFloats));
         auto partialAt = [&](Value split, Value offset) -> Value {
           Value at = addI(b, base,
                           addI(b, mulI(b, split, e.index(rowFloats)), offset));
@@ -368,24 +368,25 @@ LogicalResult fdc::gpu::buildAttention(Location loc, KernelContext &ctx,
         // Single-thread-per-dimension online softmax over the whole row.
         auto recompute = [&](Value j) {
           SmallVector<Value> st = e.reduce(
-              e.index(0), length, e.index(1), {e.f32(-INFINITY), e.f32(0),
-                                                e.f32(0)},
+              e.index(0), length, e.index(1),
+              {e.f32(-INFINITY), e.f32(0), e.f32(0)},
               [&](Value t, ValueRange c) {
-                Value dot = e.reduce1(e.index(d), e.f32(0), [&](Value dd,
-                                                                Value sum) {
-                  Value k = loadCacheVector(e, v[1], cacheType,
-                                            row(e, slot, 0, kvHead, t), dd, 1);
-                  return e.add(sum, e.mul(e.load(v[0], {i, h, dd}),
-                                          e.extract(k, 0)));
-                });
+                Value dot =
+                    e.reduce1(e.index(d), e.f32(0), [&](Value dd, Value sum) {
+                      Value k =
+                          loadCacheVector(e, v[1], cacheType,
+                                          row(e, slot, 0, kvHead, t), dd, 1);
+                      return e.add(sum, e.mul(e.load(v[0], {i, h, dd}),
+                                              e.extract(k, 0)));
+                    });
                 Value sc = e.mul(dot, e.f32(scale));
                 Value newMax = arith::MaximumFOp::create(b, c[0], sc);
                 Value correction = scaleFactor(e, c[0], newMax);
                 Value p = e.exp(e.sub(sc, newMax));
-                Value vj = e.extract(
-                    loadCacheVector(e, v[1], cacheType,
-                                    row(e, slot, 1, kvHead, t), j, 1),
-                    0);
+                Value vj =
+                    e.extract(loadCacheVector(e, v[1], cacheType,
+                                              row(e, slot, 1, kvHead, t), j, 1),
+                              0);
                 return SmallVector<Value>{
                     newMax, e.add(e.mul(c[1], correction), p),
                     e.add(e.mul(c[2], correction), e.mul(p, vj))};
@@ -415,7 +416,8 @@ LogicalResult fdc::gpu::buildAttention(Location loc, KernelContext &ctx,
               e.index(0), numSplitsIndex, e.index(1),
               {e.f32(0), e.f32(0), e.f32(0)}, [&](Value sp, ValueRange c) {
                 return SmallVector<Value>{
-                    arith::MaximumFOp::create(b, c[0], partialAt(sp, e.index(d))),
+                    arith::MaximumFOp::create(b, c[0],
+                                              partialAt(sp, e.index(d))),
                     e.add(c[1], partialAt(sp, e.index(d + 1))),
                     e.add(c[2], partialAt(sp, j))};
               });
@@ -431,8 +433,11 @@ LogicalResult fdc::gpu::buildAttention(Location loc, KernelContext &ctx,
               b, e.cmpf(CmpFPredicate::OEQ, sums[1], e.f32(0)), overflow);
           Value flagged = arith::OrIOp::create(
               b, e.cmpf(CmpFPredicate::OGT, sums[0], e.f32(0)), unusable);
-          e.ifThenElse(flagged, [&] { recompute(j); },
-                       [&] { e.store(e.div(sums[2], sums[1]), v[6], {i, h, j}); });
+          e.ifThenElse(
+              flagged, [&] { recompute(j); },
+              [&] {
+                e.store(e.div(sums[2], sums[1]), v[6], {i, h, j});
+              });
         });
       });
   return success();

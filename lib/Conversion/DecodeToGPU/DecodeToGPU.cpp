@@ -66,10 +66,10 @@ Value GpuStepLowering::loadField(int64_t field, Type type) {
 Buffer GpuStepLowering::scratch(MemRefType type, int64_t bytesPerSequence) {
   Value pointer = pointerAtByte(b, scratchBase, scratchOffset);
   Value bytes = arith::MulIOp::create(
-      b, batch, arith::ConstantIntOp::create(b, b.getI64Type(),
-                                             bytesPerSequence));
-  Value align = arith::ConstantIntOp::create(b, b.getI64Type(),
-                                             kScratchAlignment);
+      b, batch,
+      arith::ConstantIntOp::create(b, b.getI64Type(), bytesPerSequence));
+  Value align =
+      arith::ConstantIntOp::create(b, b.getI64Type(), kScratchAlignment);
   Value aligned = arith::MulIOp::create(
       b, arith::CeilDivSIOp::create(b, bytes, align), align);
   scratchOffset = arith::AddIOp::create(b, scratchOffset, aligned);
@@ -221,9 +221,10 @@ LogicalResult GpuStepLowering::lowerOp(Operation &op, KernelContext &ctx) {
       })
       .Case([&](decode::AttentionOp attention) {
         AttentionConfig config;
-        Buffer partials = scratch(
-            MemRefType::get({ShapedType::kDynamic}, b.getF32Type()),
-            attentionScratchPerSequence(config, attention.getQuery().getType()));
+        Buffer partials =
+            scratch(MemRefType::get({ShapedType::kDynamic}, b.getF32Type()),
+                    attentionScratchPerSequence(
+                        config, attention.getQuery().getType()));
         return buildAttention(
             attention.getLoc(), ctx, config, get(attention.getQuery()),
             get(attention.getCache()), attention.getCache().getType(),

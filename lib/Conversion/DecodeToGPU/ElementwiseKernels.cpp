@@ -39,36 +39,32 @@ void fdc::gpu::buildEmbedding(KernelContext &ctx,
   if (hidden % lanes != 0)
     lanes = 1;
   int64_t perBlock = config.threads * lanes;
-  ctx.launch("embedding",
-             {KernelArg::buffer(table), KernelArg::buffer(tokens),
-              KernelArg::buffer(out)},
-             {ctx.hostIndex((hidden + perBlock - 1) / perBlock),
-              ctx.toIndex(ctx.batch), ctx.hostIndex(1)},
-             config.threads, 0, [&](GpuEmitter &e, ArrayRef<Value> v) {
-               ImplicitLocOpBuilder &b = e.builder();
-               Value i = e.blockId(Dimension::y);
-               Value j = mul(b, globalX(e, config.threads), e.index(lanes));
-               e.ifThenElse(e.cmpi(arith::CmpIPredicate::ult, j,
-                                   e.index(hidden)),
-                            [&] {
-                              Value token = e.loadIndex(v[1], i);
-                              auto type = VectorType::get(
-                                  {lanes}, table.type.getElementType());
-                              // Rows are a multiple of the vector long, so
-                              // a full vector is 16-byte aligned.
-                              llvm::MaybeAlign align =
-                                  lanes * elementBytes(table.type) == 16
-                                      ? llvm::MaybeAlign(16)
-                                      : llvm::MaybeAlign();
-                              Value row = vector::LoadOp::create(
-                                  b, type, v[0], ValueRange{token, j},
-                                  /*nontemporal=*/false, align);
-                              vector::StoreOp::create(b, row, v[2],
-                                                      ValueRange{i, j},
-                                                      /*nontemporal=*/false,
-                                                      align);
-                            });
-             });
+  ctx.launch(
+      "embedding",
+      {KernelArg::buffer(table), KernelArg::buffer(tokens),
+       KernelArg::buffer(out)},
+      {ctx.hostIndex((hidden + perBlock - 1) / perBlock),
+       ctx.toIndex(ctx.batch), ctx.hostIndex(1)},
+      config.threads, 0, [&](GpuEmitter &e, ArrayRef<Value> v) {
+        ImplicitLocOpBuilder &b = e.builder();
+        Value i = e.blockId(Dimension::y);
+        Value j = mul(b, globalX(e, config.threads), e.index(lanes));
+        e.ifThenElse(
+            e.cmpi(arith::CmpIPredicate::ult, j, e.index(hidden)), [&] {
+              Value token = e.loadIndex(v[1], i);
+              auto type = VectorType::get({lanes}, table.type.getElementType());
+              // Rows are a multiple of the vector long, so
+              // a full vector is 16-byte aligned.
+              llvm::MaybeAlign align = lanes * elementBytes(table.type) == 16
+                                           ? llvm::MaybeAlign(16)
+                                           : llvm::MaybeAlign();
+              Value row =
+                  vector::LoadOp::create(b, type, v[0], ValueRange{token, j},
+                                         /*nontemporal=*/false, align);
+              vector::StoreOp::create(b, row, v[2], ValueRange{i, j},
+                                      /*nontemporal=*/false, align);
+            });
+      });
 }
 
 void fdc::gpu::buildRope(KernelContext &ctx, const ElementwiseConfig &config,
@@ -98,11 +94,11 @@ void fdc::gpu::buildRope(KernelContext &ctx, const ElementwiseConfig &config,
                   [&] {
                     Value position =
                         e.toF32(memref::LoadOp::create(b, v[1], i));
-                    Value exponent = e.div(e.mul(e.f32(2), e.toF32(j)),
-                                           e.f32(rotaryDim));
-                    Value invFreq = e.div(
-                        e.f32(1), math::PowFOp::create(b, e.f32(theta),
-                                                       exponent));
+                    Value exponent =
+                        e.div(e.mul(e.f32(2), e.toF32(j)), e.f32(rotaryDim));
+                    Value invFreq =
+                        e.div(e.f32(1),
+                              math::PowFOp::create(b, e.f32(theta), exponent));
                     Value angle = e.mul(position, invFreq);
                     Value cos = math::CosOp::create(b, angle);
                     Value sin = math::SinOp::create(b, angle);
@@ -116,10 +112,10 @@ void fdc::gpu::buildRope(KernelContext &ctx, const ElementwiseConfig &config,
                   },
                   [&] {
                     // Pairs past rotary_dim / 2 copy two pass-through dims.
-                    Value d = add(b, e.index(rotaryDim),
-                                  mul(b, arith::SubIOp::create(
-                                             b, j, e.index(half)),
-                                      e.index(2)));
+                    Value d =
+                        add(b, e.index(rotaryDim),
+                            mul(b, arith::SubIOp::create(b, j, e.index(half)),
+                                e.index(2)));
                     Value d1 = add(b, d, e.index(1));
                     e.store(e.load(v[0], {i, h, d}), v[2], {i, h, d});
                     e.store(e.load(v[0], {i, h, d1}), v[2], {i, h, d1});
@@ -141,8 +137,8 @@ void fdc::gpu::buildKVAppend(KernelContext &ctx, Buffer key, Buffer value,
       {KernelArg::buffer(key), KernelArg::buffer(value),
        KernelArg::buffer(cache), KernelArg::buffer(slots),
        KernelArg::buffer(positions)},
-      {ctx.hostIndex(heads), ctx.toIndex(ctx.batch), ctx.hostIndex(1)},
-      threads, 0, [&](GpuEmitter &e, ArrayRef<Value> v) {
+      {ctx.hostIndex(heads), ctx.toIndex(ctx.batch), ctx.hostIndex(1)}, threads,
+      0, [&](GpuEmitter &e, ArrayRef<Value> v) {
         Value h = e.blockId(Dimension::x), i = e.blockId(Dimension::y);
         Value d = e.threadId();
         Value slot = e.loadIndex(v[3], i);

@@ -21,10 +21,10 @@ void GpuEmitter::barrier() { mlir::gpu::BarrierOp::create(builder()); }
 
 Value GpuEmitter::warpReduce(Value value, bool isMax) {
   for (int32_t offset = kWarpSize / 2; offset > 0; offset /= 2) {
-    Value other = mlir::gpu::ShuffleOp::create(builder(), value, offset,
-                                               kWarpSize,
-                                               mlir::gpu::ShuffleMode::XOR)
-                      .getShuffleResult();
+    Value other =
+        mlir::gpu::ShuffleOp::create(builder(), value, offset, kWarpSize,
+                                     mlir::gpu::ShuffleMode::XOR)
+            .getShuffleResult();
     value = isMax ? Value(arith::MaximumFOp::create(builder(), value, other))
                   : add(value, other);
   }
@@ -40,7 +40,8 @@ Value GpuEmitter::blockReduce(Value value, Value shared, int64_t warps,
   Value lane = laneId(), warp = warpId();
   Value firstLane = cmpi(arith::CmpIPredicate::eq, lane, index(0));
   barrier(); // the shared slots may still be read by an earlier reduction
-  ifThenElse(firstLane, [&] { memref::StoreOp::create(b, partial, shared, warp); });
+  ifThenElse(firstLane,
+             [&] { memref::StoreOp::create(b, partial, shared, warp); });
   barrier();
   Value identity = f32(isMax ? -INFINITY : 0.0);
   Value inRange = cmpi(arith::CmpIPredicate::ult, lane, index(warps));
@@ -61,12 +62,12 @@ Value GpuEmitter::loadVector(Value memref, ValueRange indices, int64_t lanes) {
   int64_t bytes = lanes * element.getIntOrFloatBitWidth() / 8;
   llvm::MaybeAlign alignment =
       bytes % 16 == 0 ? llvm::MaybeAlign(16) : llvm::MaybeAlign();
-  Value vector = vector::LoadOp::create(b, VectorType::get({lanes}, element),
-                                        memref, indices, /*nontemporal=*/false,
-                                        alignment);
+  Value vector =
+      vector::LoadOp::create(b, VectorType::get({lanes}, element), memref,
+                             indices, /*nontemporal=*/false, alignment);
   if (!element.isF32())
-    vector = arith::ExtFOp::create(
-        b, VectorType::get({lanes}, b.getF32Type()), vector);
+    vector = arith::ExtFOp::create(b, VectorType::get({lanes}, b.getF32Type()),
+                                   vector);
   return vector;
 }
 

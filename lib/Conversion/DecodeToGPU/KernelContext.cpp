@@ -49,9 +49,9 @@ void KernelContext::launch(StringRef name, ArrayRef<KernelArg> args,
         mlir::gpu::AddressSpaceAttr::get(ctx,
                                          mlir::gpu::AddressSpace::Workgroup)));
   OpBuilder moduleBuilder = OpBuilder::atBlockEnd(module.getBody());
-  auto func = mlir::gpu::GPUFuncOp::create(
-      moduleBuilder, host.getLoc(), unique,
-      FunctionType::get(ctx, types, {}), workgroup);
+  auto func = mlir::gpu::GPUFuncOp::create(moduleBuilder, host.getLoc(), unique,
+                                           FunctionType::get(ctx, types, {}),
+                                           workgroup);
   func->setAttr(mlir::gpu::GPUDialect::getKernelFuncAttrName(),
                 UnitAttr::get(ctx));
   func.setKnownBlockSizeAttr(

@@ -118,11 +118,12 @@ int64_t attentionScratchPerSequence(const AttentionConfig &config,
                                     mlir::RankedTensorType query);
 /// Fails (with a diagnostic at `loc`) for head dims it cannot split into lanes.
 mlir::LogicalResult buildAttention(mlir::Location loc, KernelContext &ctx,
-                    const AttentionConfig &config,
-                    Buffer query, Buffer cache, decode::KVCacheType cacheType,
-                    Buffer slots, Buffer positions, Buffer partials,
-                    int64_t layer, float scale, decode::SoftmaxAttr softmax,
-                    int64_t splits, Buffer out);
+                                   const AttentionConfig &config, Buffer query,
+                                   Buffer cache, decode::KVCacheType cacheType,
+                                   Buffer slots, Buffer positions,
+                                   Buffer partials, int64_t layer, float scale,
+                                   decode::SoftmaxAttr softmax, int64_t splits,
+                                   Buffer out);
 void buildArgmax(KernelContext &ctx, const RowConfig &config, Buffer logits,
                  Buffer out);
 void buildSample(KernelContext &ctx, const RowConfig &config, Buffer logits,

@@ -38,18 +38,16 @@ struct OptionalArgs {
 /// The epilogue of output (i, j) from the accumulators of weight rows j
 /// (and j + N for silu_gate_up); stores to out.
 void emitEpilogue(GpuEmitter &e, ArrayRef<Value> v, const OptionalArgs &opt,
-                  decode::Activation activation, Value i, Value j,
-                  Value accJ, Value accUp, Value out, int64_t n) {
+                  decode::Activation activation, Value i, Value j, Value accJ,
+                  Value accUp, Value out, int64_t n) {
   ImplicitLocOpBuilder &b = e.builder();
   auto biased = [&](Value acc, Value row) {
-    return opt.biasIndex >= 0 ? e.add(acc, e.load(v[opt.biasIndex], row))
-                              : acc;
+    return opt.biasIndex >= 0 ? e.add(acc, e.load(v[opt.biasIndex], row)) : acc;
   };
   Value result = biased(accJ, j);
   if (activation == decode::Activation::silu_gate_up) {
     Value up = biased(accUp, arith::AddIOp::create(b, j, e.index(n)));
-    Value silu =
-        e.div(result, e.add(e.f32(1), e.exp(e.sub(e.f32(0), result))));
+    Value silu = e.div(result, e.add(e.f32(1), e.exp(e.sub(e.f32(0), result))));
     result = e.mul(silu, up);
   }
   if (opt.residualIndex >= 0)
@@ -84,47 +82,46 @@ void fdc::gpu::buildLinear(KernelContext &ctx, const GemvConfig &config,
       warps * kWarpSize, 0, [&](GpuEmitter &e, ArrayRef<Value> v) {
         ImplicitLocOpBuilder &b = e.builder();
         Value row = arith::AddIOp::create(
-            b, arith::MulIOp::create(b, e.blockId(Dimension::x),
-                                     e.index(warps)),
+            b,
+            arith::MulIOp::create(b, e.blockId(Dimension::x), e.index(warps)),
             e.warpId());
         Value lane = e.laneId();
         Value start = arith::MulIOp::create(b, lane, e.index(lanes));
         Value stride = e.index(kWarpSize * lanes);
-        Value batch = arith::IndexCastOp::create(b, b.getIndexType(),
-                                                 v[args.size()]);
+        Value batch =
+            arith::IndexCastOp::create(b, b.getIndexType(), v[args.size()]);
         auto dot = [&](Value i, Value weightRow) {
           if (quant) {
-            return e.reduce(start, e.index(k), stride, e.f32(0),
-                            [&](Value kk, ValueRange acc) {
-                              Value w = host::loadInt4Weight(e, v[1], quant,
-                                                             weightRow, kk);
-                              Value x = e.load(v[0], {i, kk});
-                              return SmallVector<Value>{
-                                  e.add(acc[0], e.mul(w, x))};
-                            })[0];
+            return e.reduce(
+                start, e.index(k), stride, e.f32(0),
+                [&](Value kk, ValueRange acc) {
+                  Value w = host::loadInt4Weight(e, v[1], quant, weightRow, kk);
+                  Value x = e.load(v[0], {i, kk});
+                  return SmallVector<Value>{e.add(acc[0], e.mul(w, x))};
+                })[0];
           }
           auto vectorType = VectorType::get({lanes}, b.getF32Type());
           Value zero = arith::ConstantOp::create(
               b, vectorType, DenseElementsAttr::get(vectorType, 0.0f));
-          Value acc = e.reduce(start, e.index(k), stride, zero,
-                               [&](Value kk, ValueRange carried) {
-                                 Value w = e.loadVector(v[1], {weightRow, kk},
-                                                        lanes);
-                                 Value x = e.loadVector(v[0], {i, kk}, lanes);
-                                 Value product = arith::MulFOp::create(b, w, x);
-                                 return SmallVector<Value>{arith::AddFOp::create(
-                                     b, carried[0], product)};
-                               })[0];
-          return Value(vector::ReductionOp::create(
-              b, vector::CombiningKind::ADD, acc));
+          Value acc =
+              e.reduce(start, e.index(k), stride, zero,
+                       [&](Value kk, ValueRange carried) {
+                         Value w = e.loadVector(v[1], {weightRow, kk}, lanes);
+                         Value x = e.loadVector(v[0], {i, kk}, lanes);
+                         Value product = arith::MulFOp::create(b, w, x);
+                         return SmallVector<Value>{
+                             arith::AddFOp::create(b, carried[0], product)};
+                       })[0];
+          return Value(
+              vector::ReductionOp::create(b, vector::CombiningKind::ADD, acc));
         };
         e.ifThenElse(e.cmpi(CmpIPredicate::ult, row, e.index(n)), [&] {
           e.loop(batch, [&](Value i) {
             Value accRow = e.warpSum(dot(i, row));
             Value accUp;
             if (activation == decode::Activation::silu_gate_up)
-              accUp = e.warpSum(
-                  dot(i, arith::AddIOp::create(b, row, e.index(n))));
+              accUp =
+                  e.warpSum(dot(i, arith::AddIOp::create(b, row, e.index(n))));
             e.ifThenElse(e.cmpi(CmpIPredicate::eq, lane, e.index(0)), [&] {
               emitEpilogue(e, v, opt, activation, i, row, accRow, accUp, v[2],
                            n);
@@ -152,8 +149,8 @@ void fdc::gpu::buildSparseLinear(KernelContext &ctx, const RowConfig &config,
       "sparse_linear",
       {KernelArg::buffer(input), KernelArg::buffer(weight),
        KernelArg::buffer(accumulator)},
-      {ctx.hostIndex(rows), ctx.hostIndex(1), ctx.hostIndex(1)},
-      config.threads, warps, [&](GpuEmitter &e, ArrayRef<Value> v) {
+      {ctx.hostIndex(rows), ctx.hostIndex(1), ctx.hostIndex(1)}, config.threads,
+      warps, [&](GpuEmitter &e, ArrayRef<Value> v) {
         ImplicitLocOpBuilder &b = e.builder();
         Value row = e.blockId(Dimension::x);
         Value tileRow = arith::DivUIOp::create(b, row, e.index(tileRows));
@@ -167,36 +164,46 @@ void fdc::gpu::buildSparseLinear(KernelContext &ctx, const RowConfig &config,
               arith::IndexCastOp::create(b, b.getIndexType(), wide));
         };
         e.loop(batch, [&](Value i) {
-          Value partial = e.reduce1(e.index(tilesPerRow), e.f32(0), [&](
-                                                                    Value tc,
-                                                                    Value acc) {
-            Value tile = arith::AddIOp::create(
-                b, arith::MulIOp::create(b, tileRow, e.index(tilesPerRow)), tc);
-            Value begin = arith::AddIOp::create(b, offsetAt(tile), e.threadId());
-            Value end = offsetAt(arith::AddIOp::create(b, tile, e.index(1)));
-            return e.reduce(begin, end, e.index(config.threads), acc,
-                            [&](Value w, ValueRange sum) {
-              Value word = memref::LoadOp::create(b, v[1], w);
-              Value location = arith::IndexCastOp::create(
-                  b, b.getIndexType(),
-                  arith::ShRUIOp::create(b, word, e.i32(16)));
-              Value r = arith::DivUIOp::create(b, location, e.index(tileCols));
-              Value c = arith::RemUIOp::create(b, location, e.index(tileCols));
-              Value bits = arith::TruncIOp::create(b, b.getI16Type(), word);
-              Value narrow = arith::BitcastOp::create(b, valueType, bits);
-              Value value = arith::ExtFOp::create(b, b.getF32Type(), narrow);
-              Value col = arith::AddIOp::create(
-                  b, arith::MulIOp::create(b, tc, e.index(tileCols)), c);
-              Value term = e.mul(value, e.load(v[0], {i, col}));
-              Value mine = e.cmpi(CmpIPredicate::eq, r, rowInTile);
-              return SmallVector<Value>{
-                  e.add(sum[0], e.select(mine, term, e.f32(0)))};
-            })[0];
-          });
+          Value partial = e.reduce1(
+              e.index(tilesPerRow), e.f32(0), [&](Value tc, Value acc) {
+                Value tile = arith::AddIOp::create(
+                    b, arith::MulIOp::create(b, tileRow, e.index(tilesPerRow)),
+                    tc);
+                Value begin =
+                    arith::AddIOp::create(b, offsetAt(tile), e.threadId());
+                Value end =
+                    offsetAt(arith::AddIOp::create(b, tile, e.index(1)));
+                return e.reduce(
+                    begin, end, e.index(config.threads), acc,
+                    [&](Value w, ValueRange sum) {
+                      Value word = memref::LoadOp::create(b, v[1], w);
+                      Value location = arith::IndexCastOp::create(
+                          b, b.getIndexType(),
+                          arith::ShRUIOp::create(b, word, e.i32(16)));
+                      Value r = arith::DivUIOp::create(b, location,
+                                                       e.index(tileCols));
+                      Value c = arith::RemUIOp::create(b, location,
+                                                       e.index(tileCols));
+                      Value bits =
+                          arith::TruncIOp::create(b, b.getI16Type(), word);
+                      Value narrow =
+                          arith::BitcastOp::create(b, valueType, bits);
+                      Value value =
+                          arith::ExtFOp::create(b, b.getF32Type(), narrow);
+                      Value col = arith::AddIOp::create(
+                          b, arith::MulIOp::create(b, tc, e.index(tileCols)),
+                          c);
+                      Value term = e.mul(value, e.load(v[0], {i, col}));
+                      Value mine = e.cmpi(CmpIPredicate::eq, r, rowInTile);
+                      return SmallVector<Value>{
+                          e.add(sum[0], e.select(mine, term, e.f32(0)))};
+                    })[0];
+              });
           Value total = e.blockSum(partial, v.back(), warps);
-          e.ifThenElse(e.cmpi(CmpIPredicate::eq, e.threadId(), e.index(0)),
-                       [&] { memref::StoreOp::create(b, total, v[2],
-                                                     ValueRange{i, row}); });
+          e.ifThenElse(
+              e.cmpi(CmpIPredicate::eq, e.threadId(), e.index(0)), [&] {
+                memref::StoreOp::create(b, total, v[2], ValueRange{i, row});
+              });
         });
       });
 

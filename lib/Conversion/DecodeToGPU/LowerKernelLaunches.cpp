@@ -40,7 +40,8 @@ struct LowerKernelLaunches
         std::string bytes = kernel.str();
         bytes.push_back('\0');
         global = LLVM::GlobalOp::create(
-            top, module.getLoc(), LLVM::LLVMArrayType::get(IntegerType::get(ctx, 8), bytes.size()),
+            top, module.getLoc(),
+            LLVM::LLVMArrayType::get(IntegerType::get(ctx, 8), bytes.size()),
             /*isConstant=*/true, LLVM::Linkage::Private,
             ("fdc_kernel_name." + kernel).str(), StringAttr::get(ctx, bytes));
       }
@@ -60,7 +61,8 @@ struct LowerKernelLaunches
                                             ArrayRef<LLVM::GEPArg>{index});
         return LLVM::LoadOp::create(b, ptrType, address).getResult();
       };
-      Value device = fdc::loadStepField(b, func.getArgument(0), fdc::kStepDevice, ptrType);
+      Value device =
+          fdc::loadStepField(b, func.getArgument(0), fdc::kStepDevice, ptrType);
       Value context = field(device, 0);
       Value callback = field(device, 1);
 

@@ -31,8 +31,7 @@ void fdc::gpu::buildRMSNorm(KernelContext &ctx, const RowConfig &config,
                Value shared = v.back();
                Value step = e.index(config.threads);
                Value partial = e.reduce(e.threadId(), e.index(hidden), step,
-                                        e.f32(0),
-                                        [&](Value j, ValueRange acc) {
+                                        e.f32(0), [&](Value j, ValueRange acc) {
                                           Value x = e.load(v[0], {i, j});
                                           return SmallVector<Value>{
                                               e.add(acc[0], e.mul(x, x))};
@@ -67,8 +66,8 @@ void emitBlockArgmax(GpuEmitter &e, int64_t threads, Value logits, Value out,
   // The smallest index holding the maximum: indices < 2^24 are exact in f32.
   Value mine = e.select(e.cmpf(CmpFPredicate::OEQ, best[0], maximum),
                         e.toF32(best[1]), e.f32(INFINITY));
-  Value first = e.sub(e.f32(0),
-                      e.blockMax(e.sub(e.f32(0), mine), shared, warps));
+  Value first =
+      e.sub(e.f32(0), e.blockMax(e.sub(e.f32(0), mine), shared, warps));
   e.ifThenElse(e.cmpi(CmpIPredicate::eq, e.threadId(), e.index(0)), [&] {
     Value index = arith::FPToSIOp::create(b, b.getI32Type(), first);
     memref::StoreOp::create(b, index, out, i);
@@ -103,15 +102,17 @@ void fdc::gpu::buildSample(KernelContext &ctx, const RowConfig &config,
         // The temperature is per row, so the whole block takes one branch.
         e.ifThenElse(
             e.cmpf(CmpFPredicate::OLE, t, e.f32(0)),
-            [&] { emitBlockArgmax(e, config.threads, v[0], v[5], i, v.back()); },
+            [&] {
+              emitBlockArgmax(e, config.threads, v[0], v[5], i, v.back());
+            },
             [&] {
               // First version: one thread runs the reference sampling rule
               // (exact top-k / top-p thresholds by bisection).
-              e.ifThenElse(
-                  e.cmpi(CmpIPredicate::eq, e.threadId(), e.index(0)), [&] {
-                    host::emitSampleRow(e, v[0], v[1], v[2], v[3], v[4], v[5],
-                                        i);
-                  });
+              e.ifThenElse(e.cmpi(CmpIPredicate::eq, e.threadId(), e.index(0)),
+                           [&] {
+                             host::emitSampleRow(e, v[0], v[1], v[2], v[3],
+                                                 v[4], v[5], i);
+                           });
             });
       });
 }

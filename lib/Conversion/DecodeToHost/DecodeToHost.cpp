@@ -107,8 +107,8 @@ LogicalResult StepLowering::run() {
 
   MLIRContext *ctx = b.getContext();
   auto ptrType = LLVM::LLVMPointerType::get(ctx);
-  auto entry = func::FuncOp::create(
-      b, "fdc_model_step", FunctionType::get(ctx, {ptrType}, {}));
+  auto entry = func::FuncOp::create(b, "fdc_model_step",
+                                    FunctionType::get(ctx, {ptrType}, {}));
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(entry.addEntryBlock());
   args = entry.getArgument(0);
@@ -189,15 +189,16 @@ LogicalResult StepLowering::lowerOp(Operation &op) {
         }
         mapping.map(expand.getResult(),
                     memref::ExpandShapeOp::create(
-                        b, getBufferType(expand.getType()), get(expand.getSrc()),
-                        expand.getReassociationIndices(), shape));
+                        b, getBufferType(expand.getType()),
+                        get(expand.getSrc()), expand.getReassociationIndices(),
+                        shape));
         return success();
       })
       .Case([&](tensor::CollapseShapeOp collapse) -> LogicalResult {
-        mapping.map(collapse.getResult(),
-                    memref::CollapseShapeOp::create(
-                        b, get(collapse.getSrc()),
-                        collapse.getReassociationIndices()));
+        mapping.map(
+            collapse.getResult(),
+            memref::CollapseShapeOp::create(
+                b, get(collapse.getSrc()), collapse.getReassociationIndices()));
         return success();
       })
       .Case([&](decode::WeightRefOp ref) -> LogicalResult {
@@ -212,8 +213,8 @@ LogicalResult StepLowering::lowerOp(Operation &op) {
         Value base = loadField(kStepWeights, ptrType);
         Value address = pointerAtByte(b, base, *offset);
         mapping.map(ref.getResult(),
-                    fdc::memrefFromPointer(
-                        b, address, getBufferType(ref.getType()), {}));
+                    fdc::memrefFromPointer(b, address,
+                                           getBufferType(ref.getType()), {}));
         return success();
       })
       .Case([&](decode::EmbeddingOp embedding) -> LogicalResult {
@@ -231,7 +232,8 @@ LogicalResult StepLowering::lowerOp(Operation &op) {
         Value residual =
             linear.getResidual() ? get(linear.getResidual()) : Value();
         Value weight = get(linear.getWeight());
-        auto quant = dyn_cast<decode::QuantTensorType>(linear.getWeight().getType());
+        auto quant =
+            dyn_cast<decode::QuantTensorType>(linear.getWeight().getType());
         auto reader = [&](Value row, Value k) {
           return quant ? loadInt4Weight(e, weight, quant, row, k)
                        : e.load(weight, {row, k});
@@ -250,8 +252,8 @@ LogicalResult StepLowering::lowerOp(Operation &op) {
         auto readAcc = [&](Value i, Value row) -> Value {
           return memref::LoadOp::create(b, acc, ValueRange{i, row});
         };
-        emitLinearEpilogue(e, memref::DimOp::create(b, input, 0), readAcc,
-                           bias, residual, sparse.getActivation(),
+        emitLinearEpilogue(e, memref::DimOp::create(b, input, 0), readAcc, bias,
+                           residual, sparse.getActivation(),
                            out(sparse.getResult()));
         memref::DeallocOp::create(b, acc);
         return success();
@@ -265,15 +267,15 @@ LogicalResult StepLowering::lowerOp(Operation &op) {
       .Case([&](decode::KVAppendOp append) -> LogicalResult {
         Value cache = get(append.getCache());
         emitKVAppend(e, get(append.getKey()), get(append.getValue()), cache,
-                     append.getCache().getType(), get(append.getSlots()), get(append.getPositions()),
-                     append.getLayer());
+                     append.getCache().getType(), get(append.getSlots()),
+                     get(append.getPositions()), append.getLayer());
         mapping.map(append.getResult(), cache);
         return success();
       })
       .Case([&](decode::AttentionOp attention) -> LogicalResult {
         emitAttention(e, get(attention.getQuery()), get(attention.getCache()),
-                      attention.getCache().getType(), get(attention.getSlots()), get(attention.getPositions()),
-                      attention.getLayer(),
+                      attention.getCache().getType(), get(attention.getSlots()),
+                      get(attention.getPositions()), attention.getLayer(),
                       attention.getScale().convertToFloat(),
                       attention.getSoftmax(), out(attention.getResult()));
         return success();
@@ -296,8 +298,7 @@ LogicalResult StepLowering::lowerOp(Operation &op) {
         return success();
       })
       .Default([&](Operation *other) -> LogicalResult {
-        return other->emitOpError()
-               << "is not supported by the host lowering";
+        return other->emitOpError() << "is not supported by the host lowering";
       });
 }
 

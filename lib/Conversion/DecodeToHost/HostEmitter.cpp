@@ -9,8 +9,8 @@ Value HostEmitter::index(int64_t value) {
   return arith::ConstantIndexOp::create(b, value);
 }
 Value HostEmitter::f32(double value) {
-  return arith::ConstantFloatOp::create(b, b.getF32Type(),
-                                        llvm::APFloat(static_cast<float>(value)));
+  return arith::ConstantFloatOp::create(
+      b, b.getF32Type(), llvm::APFloat(static_cast<float>(value)));
 }
 Value HostEmitter::i32(int64_t value) {
   return arith::ConstantIntOp::create(b, b.getI32Type(), value);

@@ -46,16 +46,17 @@ public:
   llvm::SmallVector<mlir::Value>
   reduce(mlir::Value lb, mlir::Value ub, mlir::ValueRange init,
          llvm::function_ref<llvm::SmallVector<mlir::Value>(mlir::Value,
-                                                          mlir::ValueRange)>
+                                                           mlir::ValueRange)>
              body);
   mlir::SmallVector<mlir::Value>
-  reduce(mlir::Value lb, mlir::Value ub, mlir::Value step, mlir::ValueRange init,
+  reduce(mlir::Value lb, mlir::Value ub, mlir::Value step,
+         mlir::ValueRange init,
          llvm::function_ref<llvm::SmallVector<mlir::Value>(mlir::Value,
-                                                          mlir::ValueRange)>
+                                                           mlir::ValueRange)>
              body);
-  mlir::Value reduce1(mlir::Value ub, mlir::Value init,
-                      llvm::function_ref<mlir::Value(mlir::Value, mlir::Value)>
-                          body);
+  mlir::Value
+  reduce1(mlir::Value ub, mlir::Value init,
+          llvm::function_ref<mlir::Value(mlir::Value, mlir::Value)> body);
 
   /// if (cond) then() else otherwise()
   void ifThenElse(mlir::Value cond, llvm::function_ref<void()> then,

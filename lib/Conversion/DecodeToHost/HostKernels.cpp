@@ -41,14 +41,14 @@ void fdc::host::emitRMSNorm(HostEmitter &e, Value input, Value weight,
   int64_t hidden = staticDim(input, 1);
   Type storage = elementType(input);
   e.loop(dim(e, input, 0), [&](Value i) {
-    Value sumSquares = e.reduce1(e.index(hidden), e.f32(0), [&](Value j,
-                                                                 Value acc) {
-      Value x = e.load(input, {i, j});
-      return e.add(acc, e.mul(x, x));
-    });
+    Value sumSquares =
+        e.reduce1(e.index(hidden), e.f32(0), [&](Value j, Value acc) {
+          Value x = e.load(input, {i, j});
+          return e.add(acc, e.mul(x, x));
+        });
     Value meanSquare = e.div(sumSquares, e.f32(hidden));
-    Value rms = math::RsqrtOp::create(e.builder(),
-                                      e.add(meanSquare, e.f32(eps)));
+    Value rms =
+        math::RsqrtOp::create(e.builder(), e.add(meanSquare, e.f32(eps)));
     e.loop(hidden, [&](Value j) {
       // Hugging Face rounds the normalised value to the storage type before
       // scaling it by the weight.
@@ -59,9 +59,9 @@ void fdc::host::emitRMSNorm(HostEmitter &e, Value input, Value weight,
 }
 
 void fdc::host::emitLinearEpilogue(HostEmitter &e, Value batch,
-                                    AccumulatorReader acc, Value bias,
-                                    Value residual,
-                                    decode::Activation activation, Value out) {
+                                   AccumulatorReader acc, Value bias,
+                                   Value residual,
+                                   decode::Activation activation, Value out) {
   int64_t n = staticDim(out, 1);
   auto biased = [&](Value i, Value row) {
     Value value = acc(i, row);
@@ -154,9 +154,9 @@ void fdc::host::emitKVAppend(HostEmitter &e, Value key, Value value,
 }
 
 void fdc::host::emitAttention(HostEmitter &e, Value query, Value cache,
-                              decode::KVCacheType cacheType, Value slots, Value positions, int64_t layer,
-                              float scale, decode::SoftmaxAttr softmax,
-                              Value out) {
+                              decode::KVCacheType cacheType, Value slots,
+                              Value positions, int64_t layer, float scale,
+                              decode::SoftmaxAttr softmax, Value out) {
   ImplicitLocOpBuilder &b = e.builder();
   int64_t queryHeads = staticDim(query, 1), headDim = staticDim(query, 2);
   int64_t kvHeads = cacheType.getKvHeads();
@@ -170,8 +170,8 @@ void fdc::host::emitAttention(HostEmitter &e, Value query, Value cache,
     return e.load(cache, {slot, layerIndex, kv, head, t, d});
   };
   // One f32 accumulator row, reused by every (sequence, head).
-  Value acc = memref::AllocaOp::create(
-      b, MemRefType::get({headDim}, b.getF32Type()));
+  Value acc =
+      memref::AllocaOp::create(b, MemRefType::get({headDim}, b.getF32Type()));
 
   e.loop(dim(e, query, 0), [&](Value i) {
     Value slot = e.loadIndex(slots, i);
@@ -180,25 +180,24 @@ void fdc::host::emitAttention(HostEmitter &e, Value query, Value cache,
     e.loop(queryHeads, [&](Value h) {
       Value kvHead = arith::DivUIOp::create(b, h, e.index(group));
       auto score = [&](Value t) {
-        Value dot = e.reduce1(e.index(headDim), e.f32(0), [&](Value d,
-                                                              Value sum) {
-          Value key = cacheElement(slot, kIndex, kvHead, t, d);
-          return e.add(sum, e.mul(e.load(query, {i, h, d}), key));
-        });
+        Value dot =
+            e.reduce1(e.index(headDim), e.f32(0), [&](Value d, Value sum) {
+              Value key = cacheElement(slot, kIndex, kvHead, t, d);
+              return e.add(sum, e.mul(e.load(query, {i, h, d}), key));
+            });
         return e.mul(dot, e.f32(scale));
       };
       auto accumulate = [&](Value t, Value keep, Value weight) {
         e.loop(headDim, [&](Value d) {
           Value vValue = cacheElement(slot, vIndex, kvHead, t, d);
           Value old = memref::LoadOp::create(b, acc, d);
-          memref::StoreOp::create(b, e.add(e.mul(old, keep), e.mul(weight, vValue)),
-                                  acc, d);
+          memref::StoreOp::create(
+              b, e.add(e.mul(old, keep), e.mul(weight, vValue)), acc, d);
         });
       };
       auto clearAcc = [&] {
-        e.loop(headDim, [&](Value d) {
-          memref::StoreOp::create(b, e.f32(0), acc, d);
-        });
+        e.loop(headDim,
+               [&](Value d) { memref::StoreOp::create(b, e.f32(0), acc, d); });
       };
       auto writeOut = [&](Value denominator) {
         e.loop(headDim, [&](Value d) {
@@ -234,19 +233,19 @@ void fdc::host::emitAttention(HostEmitter &e, Value query, Value cache,
       Value hi = e.f32(softmax.getHi().getValueAsDouble());
       clearAcc();
       Value falseValue = arith::ConstantIntOp::create(b, b.getI1Type(), 0);
-      SmallVector<Value> state = e.reduce(
-          e.index(0), length, {e.f32(0), falseValue},
-          [&](Value t, ValueRange carried) {
-            Value x = e.sub(score(t), phi);
-            Value outside = arith::OrIOp::create(
-                b, e.cmpf(CmpFPredicate::OLT, x, lo),
-                e.cmpf(CmpFPredicate::OGT, x, hi));
-            Value weight = e.exp(x);
-            accumulate(t, e.f32(1), weight);
-            return SmallVector<Value>{
-                e.add(carried[0], weight),
-                arith::OrIOp::create(b, carried[1], outside)};
-          });
+      SmallVector<Value> state =
+          e.reduce(e.index(0), length, {e.f32(0), falseValue},
+                   [&](Value t, ValueRange carried) {
+                     Value x = e.sub(score(t), phi);
+                     Value outside = arith::OrIOp::create(
+                         b, e.cmpf(CmpFPredicate::OLT, x, lo),
+                         e.cmpf(CmpFPredicate::OGT, x, hi));
+                     Value weight = e.exp(x);
+                     accumulate(t, e.f32(1), weight);
+                     return SmallVector<Value>{
+                         e.add(carried[0], weight),
+                         arith::OrIOp::create(b, carried[1], outside)};
+                   });
       // Also flag a sum that underflowed to 0, or a sum or accumulator that
       // overflowed (inf / NaN).
       Value maxFloat = e.f32(std::numeric_limits<float>::max());
@@ -259,9 +258,9 @@ void fdc::host::emitAttention(HostEmitter &e, Value query, Value cache,
           });
       Value unusable = arith::OrIOp::create(
           b, e.cmpf(CmpFPredicate::UGT, state[0], maxFloat), accOverflow);
-      Value flagged = arith::OrIOp::create(
-          b, arith::OrIOp::create(b, state[1], unusable),
-          e.cmpf(CmpFPredicate::OEQ, state[0], e.f32(0)));
+      Value flagged =
+          arith::OrIOp::create(b, arith::OrIOp::create(b, state[1], unusable),
+                               e.cmpf(CmpFPredicate::OEQ, state[0], e.f32(0)));
       e.ifThenElse(flagged, online, [&] { writeOut(state[0]); });
     });
   });
@@ -271,14 +270,14 @@ namespace {
 /// Index of the first largest element of logits[i, :], as an index.
 Value emitRowArgmax(HostEmitter &e, Value logits, Value i) {
   int64_t vocab = staticDim(logits, 1);
-  SmallVector<Value> best = e.reduce(
-      e.index(0), e.index(vocab), {negInf(e), e.index(0)},
-      [&](Value j, ValueRange carried) {
-        Value x = e.load(logits, {i, j});
-        Value greater = e.cmpf(CmpFPredicate::OGT, x, carried[0]);
-        return SmallVector<Value>{e.select(greater, x, carried[0]),
-                                  e.select(greater, j, carried[1])};
-      });
+  SmallVector<Value> best =
+      e.reduce(e.index(0), e.index(vocab), {negInf(e), e.index(0)},
+               [&](Value j, ValueRange carried) {
+                 Value x = e.load(logits, {i, j});
+                 Value greater = e.cmpf(CmpFPredicate::OGT, x, carried[0]);
+                 return SmallVector<Value>{e.select(greater, x, carried[0]),
+                                           e.select(greater, j, carried[1])};
+               });
   return best[1];
 }
 
@@ -305,8 +304,8 @@ Value bisectLargest(HostEmitter &e, Value lo, Value hi,
         Value open = e.cmpi(CmpIPredicate::slt, carried[0], carried[1]);
         Value ok = arith::AndIOp::create(b, open, holdsAt(mid));
         Value below = arith::SubIOp::create(b, mid, e.i64(1));
-        Value newHi = e.select(
-            open, e.select(ok, carried[1], below), carried[1]);
+        Value newHi =
+            e.select(open, e.select(ok, carried[1], below), carried[1]);
         return SmallVector<Value>{e.select(ok, mid, carried[0]), newHi};
       });
   return range[0];
@@ -314,9 +313,8 @@ Value bisectLargest(HostEmitter &e, Value lo, Value hi,
 } // namespace
 
 void fdc::host::emitArgmax(HostEmitter &e, Value logits, Value out) {
-  e.loop(dim(e, logits, 0), [&](Value i) {
-    e.store(emitRowArgmax(e, logits, i), out, i);
-  });
+  e.loop(dim(e, logits, 0),
+         [&](Value i) { e.store(emitRowArgmax(e, logits, i), out, i); });
 }
 
 void fdc::host::emitSample(HostEmitter &e, Value logits, Value uniform,
@@ -344,15 +342,13 @@ void fdc::host::emitSampleRow(HostEmitter &e, Value logits, Value uniform,
   // Top-k: keep z >= the k-th largest z (ties kept).
   Value k = arith::ExtSIOp::create(b, b.getI64Type(),
                                    memref::LoadOp::create(b, topK, i));
-  Value useK = arith::AndIOp::create(
-      b, e.cmpi(CmpIPredicate::sgt, k, e.i64(0)),
-      e.cmpi(CmpIPredicate::slt, k, e.i64(vocab)));
+  Value useK =
+      arith::AndIOp::create(b, e.cmpi(CmpIPredicate::sgt, k, e.i64(0)),
+                            e.cmpi(CmpIPredicate::slt, k, e.i64(vocab)));
   Value minKey = e.i64(std::numeric_limits<int32_t>::min());
   Value kthKey = bisectLargest(
-      e, minKey, e.i64(std::numeric_limits<int32_t>::max()),
-      [&](Value key) {
-        Value count = e.reduce1(vocabIndex, e.i64(0), [&](Value j,
-                                                          Value n) {
+      e, minKey, e.i64(std::numeric_limits<int32_t>::max()), [&](Value key) {
+        Value count = e.reduce1(vocabIndex, e.i64(0), [&](Value j, Value n) {
           Value ge = e.cmpi(CmpIPredicate::sge, orderedKey(e, z(j)), key);
           return e.add(n, arith::ExtUIOp::create(b, b.getI64Type(), ge));
         });
@@ -363,8 +359,7 @@ void fdc::host::emitSampleRow(HostEmitter &e, Value logits, Value uniform,
     return e.cmpi(CmpIPredicate::sge, orderedKey(e, z(j)), kThreshold);
   };
   Value zMax = e.reduce1(vocabIndex, negInf(e), [&](Value j, Value m) {
-    return e.select(keptByK(j),
-                    arith::MaximumFOp::create(b, m, z(j)), m);
+    return e.select(keptByK(j), arith::MaximumFOp::create(b, m, z(j)), m);
   });
   // Unnormalised probabilities of the tokens top-k kept.
   auto prob = [&](Value j) {
@@ -374,29 +369,25 @@ void fdc::host::emitSampleRow(HostEmitter &e, Value logits, Value uniform,
     Value bits = arith::BitcastOp::create(b, b.getI32Type(), p);
     return arith::ExtSIOp::create(b, b.getI64Type(), bits);
   };
-  Value total = e.reduce1(vocabIndex, e.f32(0), [&](Value j, Value s) {
-    return e.add(s, prob(j));
-  });
+  Value total = e.reduce1(vocabIndex, e.f32(0),
+                          [&](Value j, Value s) { return e.add(s, prob(j)); });
   // Top-p: keep p >= the largest threshold whose mass >= top_p.
   Value p = e.load(topP, i);
   Value useP = e.cmpf(CmpFPredicate::OLT, p, e.f32(1));
   Value target = e.mul(p, total);
-  Value pKey = bisectLargest(
-      e, e.i64(0), e.i64(0x7f800000), [&](Value key) {
-        Value mass = e.reduce1(vocabIndex, e.f32(0), [&](Value j,
-                                                         Value s) {
-          Value pj = prob(j);
-          Value ge = e.cmpi(CmpIPredicate::sge, probKey(pj), key);
-          return e.add(s, e.select(ge, pj, e.f32(0)));
-        });
-        return e.cmpf(CmpFPredicate::OGE, mass, target);
-      });
+  Value pKey = bisectLargest(e, e.i64(0), e.i64(0x7f800000), [&](Value key) {
+    Value mass = e.reduce1(vocabIndex, e.f32(0), [&](Value j, Value s) {
+      Value pj = prob(j);
+      Value ge = e.cmpi(CmpIPredicate::sge, probKey(pj), key);
+      return e.add(s, e.select(ge, pj, e.f32(0)));
+    });
+    return e.cmpf(CmpFPredicate::OGE, mass, target);
+  });
   Value pThreshold = e.select(useP, pKey, e.i64(0));
   auto keptProb = [&](Value j) {
     Value pj = prob(j);
     Value kept = arith::AndIOp::create(
-        b, keptByK(j),
-        e.cmpi(CmpIPredicate::sge, probKey(pj), pThreshold));
+        b, keptByK(j), e.cmpi(CmpIPredicate::sge, probKey(pj), pThreshold));
     return std::make_pair(kept, e.select(kept, pj, e.f32(0)));
   };
   Value mass = e.reduce1(vocabIndex, e.f32(0), [&](Value j, Value s) {
@@ -405,21 +396,18 @@ void fdc::host::emitSampleRow(HostEmitter &e, Value logits, Value uniform,
   Value draw = e.mul(e.load(uniform, i), mass);
   Value falseValue = arith::ConstantIntOp::create(b, b.getI1Type(), 0);
   SmallVector<Value> scan = e.reduce(
-      e.index(0), vocabIndex,
-      {e.f32(0), e.index(0), falseValue, e.index(0)},
+      e.index(0), vocabIndex, {e.f32(0), e.index(0), falseValue, e.index(0)},
       [&](Value j, ValueRange carried) {
         auto [kept, pj] = keptProb(j);
         Value cumulative = e.add(carried[0], pj);
         Value notFound = arith::XOrIOp::create(
-            b, carried[2], arith::ConstantIntOp::create(
-                               b, b.getI1Type(), 1));
-        Value hit = arith::AndIOp::create(
-            b, arith::AndIOp::create(b, notFound, kept),
-            e.cmpf(CmpFPredicate::OGT, cumulative, draw));
-        return SmallVector<Value>{
-            cumulative, e.select(hit, j, carried[1]),
-            arith::OrIOp::create(b, carried[2], hit),
-            e.select(kept, j, carried[3])};
+            b, carried[2], arith::ConstantIntOp::create(b, b.getI1Type(), 1));
+        Value hit =
+            arith::AndIOp::create(b, arith::AndIOp::create(b, notFound, kept),
+                                  e.cmpf(CmpFPredicate::OGT, cumulative, draw));
+        return SmallVector<Value>{cumulative, e.select(hit, j, carried[1]),
+                                  arith::OrIOp::create(b, carried[2], hit),
+                                  e.select(kept, j, carried[3])};
       });
   e.store(e.select(scan[2], scan[1], scan[3]), out, i);
 }

@@ -47,17 +47,17 @@ void emitKVAppend(HostEmitter &e, mlir::Value key, mlir::Value value,
                   mlir::Value cache, decode::KVCacheType cacheType,
                   mlir::Value slots, mlir::Value positions, int64_t layer);
 void emitAttention(HostEmitter &e, mlir::Value query, mlir::Value cache,
-                   decode::KVCacheType cacheType,
-                   mlir::Value slots, mlir::Value positions, int64_t layer,
-                   float scale, decode::SoftmaxAttr softmax, mlir::Value out);
+                   decode::KVCacheType cacheType, mlir::Value slots,
+                   mlir::Value positions, int64_t layer, float scale,
+                   decode::SoftmaxAttr softmax, mlir::Value out);
 void emitArgmax(HostEmitter &e, mlir::Value logits, mlir::Value out);
 void emitSample(HostEmitter &e, mlir::Value logits, mlir::Value uniform,
                 mlir::Value temperature, mlir::Value topK, mlir::Value topP,
                 mlir::Value out);
 /// The sampled branch of decode.sample (temperature > 0) for row `i`.
 void emitSampleRow(HostEmitter &e, mlir::Value logits, mlir::Value uniform,
-                   mlir::Value temperature, mlir::Value topK,
-                   mlir::Value topP, mlir::Value out, mlir::Value i);
+                   mlir::Value temperature, mlir::Value topK, mlir::Value topP,
+                   mlir::Value out, mlir::Value i);
 
 } // namespace fdc::host
 

@@ -67,9 +67,9 @@ Value loadNibble(HostEmitter &e, Value bytes, ValueRange prefix, Value base,
       b, b.getI8Type(), arith::RemUIOp::create(b, k, e.index(2)));
   Value shift = arith::MulIOp::create(
       b, odd, arith::ConstantIntOp::create(b, b.getI8Type(), 4));
-  Value nibble = arith::AndIOp::create(
-      b, arith::ShRUIOp::create(b, byte, shift),
-      arith::ConstantIntOp::create(b, b.getI8Type(), 15));
+  Value nibble =
+      arith::AndIOp::create(b, arith::ShRUIOp::create(b, byte, shift),
+                            arith::ConstantIntOp::create(b, b.getI8Type(), 15));
   return arith::UIToFPOp::create(b, b.getF32Type(), nibble);
 }
 } // namespace
@@ -82,8 +82,8 @@ Value fdc::host::loadInt4CacheElement(HostEmitter &e, Value cache,
   Value pair = mulIndex(e, group, 4);
   Type f16 = e.builder().getF16Type();
   Value scale = loadScalarFromBytes(e, cache, row, pair, f16);
-  Value min = loadScalarFromBytes(e, cache, row, addIndex(e, pair, e.index(2)),
-                                  f16);
+  Value min =
+      loadScalarFromBytes(e, cache, row, addIndex(e, pair, e.index(2)), f16);
   Value q = loadNibble(e, cache, row, e.index(4 * int4.getGroups()), d);
   return e.add(min, e.mul(scale, q));
 }
@@ -103,10 +103,10 @@ void fdc::host::storeInt4CacheRow(HostEmitter &e, Value source, Value i,
     Value groupMin = e.reduce1(e.index(groupSize), inf, [&](Value j, Value m) {
       return arith::MinimumFOp::create(b, m, element(j));
     });
-    Value max = e.reduce1(e.index(groupSize), e.f32(-INFINITY),
-                          [&](Value j, Value m) {
-                            return arith::MaximumFOp::create(b, m, element(j));
-                          });
+    Value max =
+        e.reduce1(e.index(groupSize), e.f32(-INFINITY), [&](Value j, Value m) {
+          return arith::MaximumFOp::create(b, m, element(j));
+        });
     // Quantise with the fp16-rounded scale and min the reader will use.
     Value min = e.roundTo(groupMin, b.getF16Type());
     Value scale =
@@ -129,8 +129,8 @@ void fdc::host::storeInt4CacheRow(HostEmitter &e, Value source, Value i,
       Value high = quantise(addIndex(e, even, e.index(1)));
       Value byte = arith::OrIOp::create(
           b, low,
-          arith::ShLIOp::create(b, high,
-                                arith::ConstantIntOp::create(b, b.getI8Type(), 4)));
+          arith::ShLIOp::create(
+              b, high, arith::ConstantIntOp::create(b, b.getI8Type(), 4)));
       Value byteIndex = addIndex(
           e, nibbleBase,
           arith::DivUIOp::create(b, addIndex(e, first, even), e.index(2)));
@@ -162,7 +162,7 @@ Value fdc::host::loadInt4Weight(HostEmitter &e, Value bytes,
 }
 
 Value fdc::host::emitSparseProduct(HostEmitter &e, Value input, Value words,
-                                  decode::TiledCSLType type) {
+                                   decode::TiledCSLType type) {
   ImplicitLocOpBuilder &b = e.builder();
   int64_t n = type.getShape()[0], k = type.getShape()[1];
   int64_t tileRows = type.getTile()[0], tileCols = type.getTile()[1];
@@ -172,7 +172,9 @@ Value fdc::host::emitSparseProduct(HostEmitter &e, Value input, Value words,
       b, MemRefType::get({ShapedType::kDynamic, n}, b.getF32Type()),
       ValueRange{batch});
   e.loop(batch, [&](Value i) {
-    e.loop(n, [&](Value j) { memref::StoreOp::create(b, e.f32(0), acc, {i, j}); });
+    e.loop(n, [&](Value j) {
+      memref::StoreOp::create(b, e.f32(0), acc, {i, j});
+    });
   });
   Value wordBase = e.index(tiles + 1);
   auto offsetAt = [&](Value tile) {
@@ -195,8 +197,7 @@ Value fdc::host::emitSparseProduct(HostEmitter &e, Value input, Value words,
       Value bitcast = arith::BitcastOp::create(b, valueType, valueBits);
       Value weight = arith::ExtFOp::create(b, b.getF32Type(), bitcast);
       Value location = arith::IndexCastOp::create(
-          b, b.getIndexType(),
-          arith::ShRUIOp::create(b, word, e.i32(16)));
+          b, b.getIndexType(), arith::ShRUIOp::create(b, word, e.i32(16)));
       Value row = addIndex(
           e, rowBase, arith::DivUIOp::create(b, location, e.index(tileCols)));
       Value col = addIndex(

@@ -11,8 +11,7 @@
 using namespace mlir;
 
 Value fdc::memrefFromPointer(ImplicitLocOpBuilder &b, Value pointer,
-                             MemRefType type,
-                             ArrayRef<Value> dynamicSizesI64) {
+                             MemRefType type, ArrayRef<Value> dynamicSizesI64) {
   MLIRContext *ctx = b.getContext();
   Type i64 = b.getI64Type();
   auto ptrType = LLVM::LLVMPointerType::get(ctx);
@@ -56,8 +55,7 @@ MemRefType fdc::getBufferType(Type type) {
     return MemRefType::get(tensor.getShape(), tensor.getElementType());
   if (auto cache = dyn_cast<decode::KVCacheType>(type)) {
     bool int4 = isa<decode::Int4Type>(cache.getElementType());
-    Type element =
-        int4 ? IntegerType::get(ctx, 8) : cache.getElementType();
+    Type element = int4 ? IntegerType::get(ctx, 8) : cache.getElementType();
     return MemRefType::get({ShapedType::kDynamic, cache.getLayers(), 2,
                             cache.getKvHeads(), ShapedType::kDynamic,
                             int4 ? cache.getRowBytes() : cache.getHeadDim()},

@@ -31,7 +31,7 @@ using namespace mlir;
 using namespace fdc;
 
 FailureOr<target::CudaTarget> target::parseCudaTarget(StringRef text,
-                                                       Location loc) {
+                                                      Location loc) {
   CudaTarget result;
   if (!text.consume_front("cuda:"))
     return emitError(loc) << "not a CUDA target: '" << text << "'";
@@ -39,8 +39,8 @@ FailureOr<target::CudaTarget> target::parseCudaTarget(StringRef text,
   text.split(archs, ',');
   for (StringRef arch : archs) {
     unsigned number;
-    if (!arch.starts_with("sm_") || arch.drop_front(3).getAsInteger(10, number) ||
-        number < 70)
+    if (!arch.starts_with("sm_") ||
+        arch.drop_front(3).getAsInteger(10, number) || number < 70)
       return emitError(loc) << "bad CUDA arch '" << arch
                             << "': expected sm_XX with XX >= 70, e.g. "
                                "cuda:sm_90,sm_80";
@@ -51,9 +51,9 @@ FailureOr<target::CudaTarget> target::parseCudaTarget(StringRef text,
   return result;
 }
 
-FailureOr<target::CudaImages>
-target::compileCudaKernels(ModuleOp module, const CudaTarget &cuda,
-                           StringRef cudaPath) {
+FailureOr<target::CudaImages> target::compileCudaKernels(ModuleOp module,
+                                                         const CudaTarget &cuda,
+                                                         StringRef cudaPath) {
   Location loc = module.getLoc();
   MLIRContext *ctx = module.getContext();
   DialectRegistry registry;
@@ -125,19 +125,19 @@ target::compileCudaKernels(ModuleOp module, const CudaTarget &cuda,
     SmallString<128> cubinPath;
     if (std::error_code ec = llvm::sys::fs::createTemporaryFile(
             "fdc-kernels", "cubin", cubinPath))
-      return emitError(loc) << "cannot create a temporary file: "
-                            << ec.message();
+      return emitError(loc)
+             << "cannot create a temporary file: " << ec.message();
     llvm::FileRemover removeCubin(cubinPath);
     std::string archFlag = "-arch=sm_" + std::to_string(arch);
-    SmallVector<StringRef> argv = {ptxas,  "-O3",      archFlag,
-                                   ptxPath, "-o", cubinPath};
+    SmallVector<StringRef> argv = {ptxas,   "-O3", archFlag,
+                                   ptxPath, "-o",  cubinPath};
     std::string error;
-    int status = llvm::sys::ExecuteAndWait(ptxas, argv, std::nullopt, {}, 0, 0,
-                                           &error);
+    int status =
+        llvm::sys::ExecuteAndWait(ptxas, argv, std::nullopt, {}, 0, 0, &error);
     if (status != 0)
-      return emitError(loc) << "ptxas " << archFlag << " failed (status "
-                            << status << ")" << (error.empty() ? "" : ": ")
-                            << error;
+      return emitError(loc)
+             << "ptxas " << archFlag << " failed (status " << status << ")"
+             << (error.empty() ? "" : ": ") << error;
     auto buffer = llvm::MemoryBuffer::getFile(cubinPath);
     if (!buffer)
       return emitError(loc) << "cannot read " << cubinPath;
@@ -169,7 +169,7 @@ void target::addCudaImageGlobals(ModuleOp module, const CudaImages &images) {
 }
 
 FailureOr<std::string> target::addGpuManifestFields(StringRef manifest,
-                                                     ModuleOp module) {
+                                                    ModuleOp module) {
   llvm::Expected<llvm::json::Value> parsed = llvm::json::parse(manifest);
   if (!parsed) {
     llvm::consumeError(parsed.takeError());
@@ -179,8 +179,8 @@ FailureOr<std::string> target::addGpuManifestFields(StringRef manifest,
   llvm::json::Array kernels;
   if (auto names = module->getAttrOfType<ArrayAttr>("fdc.kernels"))
     for (Attribute name : names)
-      kernels.push_back(llvm::json::Object{
-          {"name", cast<StringAttr>(name).str()}});
+      kernels.push_back(
+          llvm::json::Object{{"name", cast<StringAttr>(name).str()}});
   object["kernels"] = std::move(kernels);
   auto attr = [&](StringRef name) -> int64_t {
     auto value = module->getAttrOfType<IntegerAttr>(name);

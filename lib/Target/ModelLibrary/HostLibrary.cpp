@@ -70,8 +70,8 @@ LogicalResult target::emitHostLibrary(ModuleOp module,
   llvmModule->setTargetTriple(triple);
   llvmModule->setDataLayout(machine->createDataLayout());
 
-  auto optimize = makeOptimizingTransformer(/*optLevel=*/3, /*sizeLevel=*/0,
-                                            machine.get());
+  auto optimize =
+      makeOptimizingTransformer(/*optLevel=*/3, /*sizeLevel=*/0, machine.get());
   if (llvm::Error err = optimize(llvmModule.get())) {
     std::string message = llvm::toString(std::move(err));
     return emitError(loc) << "LLVM optimisation failed: " << message;
@@ -81,8 +81,8 @@ LogicalResult target::emitHostLibrary(ModuleOp module,
     std::error_code ec;
     llvm::raw_fd_ostream os(options.llvmIRPath, ec);
     if (ec)
-      return emitError(loc) << "cannot write " << options.llvmIRPath << ": "
-                            << ec.message();
+      return emitError(loc)
+             << "cannot write " << options.llvmIRPath << ": " << ec.message();
     llvmModule->print(os, nullptr);
   }
 
@@ -96,21 +96,21 @@ LogicalResult target::emitHostLibrary(ModuleOp module,
     std::error_code ec;
     llvm::raw_fd_ostream os(objectPath, ec);
     if (ec)
-      return emitError(loc) << "cannot write " << objectPath << ": "
-                            << ec.message();
+      return emitError(loc)
+             << "cannot write " << objectPath << ": " << ec.message();
     llvm::legacy::PassManager codegen;
     if (machine->addPassesToEmitFile(codegen, os, nullptr,
                                      llvm::CodeGenFileType::ObjectFile))
-      return emitError(loc) << "the " << triple.str()
-                            << " back end cannot emit object files";
+      return emitError(loc)
+             << "the " << triple.str() << " back end cannot emit object files";
     codegen.run(*llvmModule);
   }
 
   FailureOr<std::string> linker = findLinker(options.linker, loc);
   if (failed(linker))
     return failure();
-  SmallVector<StringRef> argv = {*linker,     "-shared",  "-o",
-                                 options.outputPath, objectPath, "-lm"};
+  SmallVector<StringRef> argv = {
+      *linker, "-shared", "-o", options.outputPath, objectPath, "-lm"};
   std::string linkError;
   int status = llvm::sys::ExecuteAndWait(*linker, argv, std::nullopt, {},
                                          /*SecondsToWait=*/0,

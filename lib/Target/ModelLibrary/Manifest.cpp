@@ -74,10 +74,9 @@ FailureOr<std::string> target::buildManifest(decode::ModelOp model,
     std::optional<int64_t> offset = weight.getOffset();
     FailureOr<int64_t> bytes = decode::getWeightBytes(weight.getType());
     if (!offset || failed(bytes))
-      return weight.emitOpError()
-             << "weight @" << weight.getSymName()
-             << " has no arena offset or size; run "
-                "decode-assign-weight-layout first";
+      return weight.emitOpError() << "weight @" << weight.getSymName()
+                                  << " has no arena offset or size; run "
+                                     "decode-assign-weight-layout first";
     llvm::json::Array sources;
     if (std::optional<ArrayAttr> listed = weight.getSources()) {
       for (Attribute source : *listed)
@@ -114,7 +113,8 @@ FailureOr<std::string> target::buildManifest(decode::ModelOp model,
       entry["tile"] = shapeOf(sparse.getTile());
     }
     weights.push_back(std::move(entry));
-    arenaBytes = std::max<int64_t>(arenaBytes, llvm::alignTo(*offset + *bytes, 256));
+    arenaBytes =
+        std::max<int64_t>(arenaBytes, llvm::alignTo(*offset + *bytes, 256));
   }
 
   llvm::json::Array kernels;
@@ -128,14 +128,11 @@ FailureOr<std::string> target::buildManifest(decode::ModelOp model,
         {"op", op.getName().getStringRef().str()}});
   }
 
-  llvm::json::Object manifest{{"abi_version", int64_t(kAbiVersion)},
-                              {"target", targetName.str()},
-                              {"model", model.getSymName().str()},
-                              {"config", std::move(config)},
-                              {"kv_cache", std::move(kvCache)},
-                              {"weights_bytes", arenaBytes},
-                              {"weights", std::move(weights)},
-                              {"kernels", std::move(kernels)}};
+  llvm::json::Object manifest{
+      {"abi_version", int64_t(kAbiVersion)}, {"target", targetName.str()},
+      {"model", model.getSymName().str()},   {"config", std::move(config)},
+      {"kv_cache", std::move(kvCache)},      {"weights_bytes", arenaBytes},
+      {"weights", std::move(weights)},       {"kernels", std::move(kernels)}};
   std::string text;
   llvm::raw_string_ostream os(text);
   os << llvm::json::Value(std::move(manifest));

@@ -462,9 +462,9 @@ Error CudaBackend::step(const FdcStepArgs &args) {
   // bytes (NaN floats, -1 ints) before the step, so anything a kernel fails
   // to write shows up.
   if (s.poisonOutputs) {
-    for (auto [allocation, what] :
-         {std::pair{&s.logits, "logits"}, std::pair{&s.nextTokens, "next_tokens"},
-          std::pair{&s.scratch, "scratch"}})
+    for (auto [allocation, what] : {std::pair{&s.logits, "logits"},
+                                    std::pair{&s.nextTokens, "next_tokens"},
+                                    std::pair{&s.scratch, "scratch"}})
       if (allocation->bytes > 0)
         if (CUresult r = s.api->cuMemsetD8Async(allocation->address, 0xFF,
                                                 allocation->bytes, s.stream))

@@ -66,8 +66,9 @@ LogicalResult SoftmaxAttr::verify(function_ref<InFlightDiagnostic()> emitError,
     return emitError() << "#decode.softmax<unified_max> needs phi, lo and hi";
   double l = lo.getValueAsDouble(), h = hi.getValueAsDouble();
   if (!(l < h))
-    return emitError() << "#decode.softmax<unified_max> needs lo < hi, got lo = "
-                       << l << ", hi = " << h;
+    return emitError()
+           << "#decode.softmax<unified_max> needs lo < hi, got lo = " << l
+           << ", hi = " << h;
   if (h > 88.0)
     return emitError() << "#decode.softmax<unified_max> hi = " << h
                        << " overflows exp() in f32 (must be <= 88)";

@@ -382,9 +382,9 @@ LogicalResult verifyAgainstCache(Operation *op, StringRef what,
            << " does not match cache head_dim " << cache.getHeadDim();
   if (isQuery) {
     if (!ShapedType::isDynamic(heads) && heads % cache.getKvHeads() != 0)
-      return op->emitOpError()
-             << "query heads (" << heads << ") not divisible by cache kv heads ("
-             << cache.getKvHeads() << ")";
+      return op->emitOpError() << "query heads (" << heads
+                               << ") not divisible by cache kv heads ("
+                               << cache.getKvHeads() << ")";
   } else if (!dimsAgree(heads, cache.getKvHeads())) {
     return op->emitOpError()
            << what << " heads " << dimString(heads)
@@ -392,10 +392,9 @@ LogicalResult verifyAgainstCache(Operation *op, StringRef what,
   }
   Type element = cache.getElementType();
   if (!isa<Int4Type>(element) && value.getElementType() != element)
-    return op->emitOpError() << what << " element type "
-                             << value.getElementType()
-                             << " does not match cache element type "
-                             << element;
+    return op->emitOpError()
+           << what << " element type " << value.getElementType()
+           << " does not match cache element type " << element;
   return success();
 }
 

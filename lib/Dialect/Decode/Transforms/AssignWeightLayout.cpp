@@ -35,7 +35,8 @@ FailureOr<int64_t> fdc::decode::getWeightBytes(Type type) {
 
 namespace {
 struct AssignWeightLayout
-    : public fdc::decode::impl::DecodeAssignWeightLayoutBase<AssignWeightLayout> {
+    : public fdc::decode::impl::DecodeAssignWeightLayoutBase<
+          AssignWeightLayout> {
   using Base::Base;
 
   void runOnOperation() override {
