@@ -4,6 +4,8 @@
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 
+#include "llvm/Support/MathExtras.h"
+
 using namespace mlir;
 
 Value fdc::loadStepField(ImplicitLocOpBuilder &b, Value args, int64_t field,
@@ -23,7 +25,13 @@ Value fdc::pointerAtByte(ImplicitLocOpBuilder &b, Value base,
 
 Value fdc::pointerAtByte(ImplicitLocOpBuilder &b, Value base,
                          int64_t byteOffset) {
+  // Constant GEP indices hold 29 bits (LLVM::kGEPConstantBitWidth); weight
+  // arenas pass 256 MiB.
+  if (!llvm::isInt<LLVM::kGEPConstantBitWidth>(byteOffset))
+    return pointerAtByte(
+        b, base, LLVM::ConstantOp::create(b, b.getI64Type(), byteOffset));
   auto ptrType = LLVM::LLVMPointerType::get(b.getContext());
-  return LLVM::GEPOp::create(b, ptrType, b.getI8Type(), base,
-                             ArrayRef<LLVM::GEPArg>{byteOffset});
+  return LLVM::GEPOp::create(
+      b, ptrType, b.getI8Type(), base,
+      ArrayRef<LLVM::GEPArg>{static_cast<int32_t>(byteOffset)});
 }
