@@ -208,6 +208,54 @@ def wide_checks(work, rng):
         torch.cuda.empty_cache()
 
 
+def packed_checks(work, rng):
+    """INT4 KV cache, INT4 linear weights and Tiled-CSL sparse MLP on the GPU
+    against the host target (the numerics reference, itself checked against
+    the emulating float64 reference by the host tests); the sparse model also
+    against float64 transformers on the same pruned weights."""
+    variants = (("int4kv", "f32", 0.0, 1e-3), ("int4w", "f32", 0.0, 1e-3),
+                ("bf16-sparse", "bf16", 0.8, 3e-2))
+    for name, dtype, sparsity, tolerance in variants:
+        ckpt = work / f"packed-{name}"
+        make_tiny_checkpoint(str(ckpt), "gqa", dtype, 0, sparsity=sparsity,
+                             max_position_embeddings=8192)
+        lib = ART / "models" / f"tiny-gqa-{name}"
+        gpu = Model(f"{lib}.so", ckpt, max_context=2048, num_slots=8)
+        host = Model(f"{lib}-host.so", ckpt, max_context=2048, num_slots=8)
+        requests = [{"prompt_ids": rng.integers(0, 512, int(n)).tolist(),
+                     "max_new_tokens": 4, "return_logits": True}
+                    for n in rng.integers(1, 1000, 8)]
+        got, want = gpu.generate_batch(requests), host.generate_batch(requests)
+        worst, differing, errors = 0.0, 0, []
+        for g_result, h_result in zip(got, want):
+            if g_result["error"] or h_result["error"]:
+                errors.append(g_result["error"] or h_result["error"])
+                continue
+            same = 0  # compare the steps both saw the same tokens for
+            while (same < len(h_result["ids"]) and
+                   g_result["ids"][same] == h_result["ids"][same]):
+                same += 1
+            differing += int(same < len(h_result["ids"]))
+            steps = min(same + 1, len(h_result["ids"]))
+            worst = max(worst, rel_err(g_result["logits"][:steps],
+                                       h_result["logits"][:steps]))
+            if not np.all(np.isfinite(g_result["logits"])):
+                errors.append("non-finite logits")
+        record(f"tiny gqa {name} GPU vs host target B=8",
+               not errors and worst < tolerance and
+               (differing == 0 or dtype != "f32"),
+               rel_err=f"{worst:.2e}", sequences_with_different_ids=differing,
+               errors=errors[:2])
+        if name == "bf16-sparse":
+            reference = LlamaForCausalLM.from_pretrained(
+                ckpt, torch_dtype=torch.float64).cuda().eval()
+            check_requests("tiny gqa bf16 sparse MLP (80% pruned) GPU vs float64",
+                           gpu, reference, requests, tolerance, rng)
+            del reference
+        gpu.close()
+        host.close()
+
+
 def head128_checks(work, rng):
     """The 7B-wide head layout (head_dim 128, GQA 4/2) on a small model, f32
     and bf16, batch 1..8, contexts to 1000, against float64."""
@@ -244,7 +292,7 @@ def main():
     rng = np.random.default_rng(int.from_bytes(os.urandom(4), "little"))
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
-        stages = (wide_checks, head128_checks, tiny_checks)
+        stages = (wide_checks, head128_checks, packed_checks, tiny_checks)
         wanted = os.environ.get("FDC_GPU_STAGES")  # e.g. "wide_checks"
         if wanted:
             stages = [st for st in stages if st.__name__ in wanted.split(",")]

@@ -37,6 +37,18 @@ done
 "$py" -m fdc.testing.tiny_checkpoint "$tmp/gqa-bf16" --dtype bf16 \
   --max-position-embeddings 8192
 compile tiny-gqa-bf16-online "$tmp/gqa-bf16"
+# Packed layouts, for the GPU and the host (the numerics reference).
+compile_both() { # name checkpoint-dir frontend-flags...
+  local name=$1 ckpt=$2; shift 2
+  compile "$name" "$ckpt" "$@"
+  "$build/bin/fdc" compile "$out/models/$name.mlir" --target=host \
+    -o "$out/models/$name-host.so"
+}
+compile_both tiny-gqa-int4kv "$tmp/gqa" --kv-cache int4 --kv-groups 4
+compile_both tiny-gqa-int4w "$tmp/gqa" --linear-weights int4 --group-size 64
+"$py" -m fdc.testing.tiny_checkpoint "$tmp/gqa-bf16-sparse" --dtype bf16 \
+  --sparsity 0.8 --max-position-embeddings 8192
+compile_both tiny-gqa-bf16-sparse "$tmp/gqa-bf16-sparse" --sparse-mlp
 # sm_80 only: on an H100 the runtime must JIT the PTX.
 "$py" -m fdc.frontend "$tmp/gqa" -o "$out/models/tiny-gqa-ptx.mlir"
 "$build/bin/fdc" compile "$out/models/tiny-gqa-ptx.mlir" --target=cuda:sm_80 \
