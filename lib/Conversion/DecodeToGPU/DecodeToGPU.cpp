@@ -162,17 +162,10 @@ LogicalResult GpuStepLowering::lowerOp(Operation &op, KernelContext &ctx) {
         return view(collapse.getResult(), collapse.getSrc());
       })
       .Case([&](decode::WeightRefOp ref) -> LogicalResult {
-        auto weight = model.lookupSymbol<decode::WeightOp>(ref.getNameAttr());
-        std::optional<int64_t> offset = weight.getOffset();
-        if (!offset)
-          return ref.emitOpError()
-                 << "weight " << ref.getNameAttr()
-                 << " has no arena offset; run decode-assign-weight-layout "
-                    "first";
-        auto ptrType = LLVM::LLVMPointerType::get(b.getContext());
-        Value base = loadField(kStepWeights, ptrType);
-        buffers[ref.getResult()] = {pointerAtByte(b, base, *offset),
-                                    getBufferType(ref.getType())};
+        FailureOr<Value> address = weightPointer(b, args, model, ref);
+        if (failed(address))
+          return failure();
+        buffers[ref.getResult()] = {*address, getBufferType(ref.getType())};
         return success();
       })
       .Case([&](decode::EmbeddingOp embedding) {

@@ -202,18 +202,11 @@ LogicalResult StepLowering::lowerOp(Operation &op) {
         return success();
       })
       .Case([&](decode::WeightRefOp ref) -> LogicalResult {
-        auto weight = model.lookupSymbol<decode::WeightOp>(ref.getNameAttr());
-        std::optional<int64_t> offset = weight.getOffset();
-        if (!offset)
-          return ref.emitOpError()
-                 << "weight " << ref.getNameAttr()
-                 << " has no arena offset; run decode-assign-weight-layout "
-                    "first";
-        auto ptrType = LLVM::LLVMPointerType::get(b.getContext());
-        Value base = loadField(kStepWeights, ptrType);
-        Value address = pointerAtByte(b, base, *offset);
+        FailureOr<Value> address = weightPointer(b, args, model, ref);
+        if (failed(address))
+          return failure();
         mapping.map(ref.getResult(),
-                    fdc::memrefFromPointer(b, address,
+                    fdc::memrefFromPointer(b, *address,
                                            getBufferType(ref.getType()), {}));
         return success();
       })

@@ -35,3 +35,17 @@ Value fdc::pointerAtByte(ImplicitLocOpBuilder &b, Value base,
       b, ptrType, b.getI8Type(), base,
       ArrayRef<LLVM::GEPArg>{static_cast<int32_t>(byteOffset)});
 }
+
+FailureOr<Value> fdc::weightPointer(ImplicitLocOpBuilder &b, Value args,
+                                    decode::ModelOp model,
+                                    decode::WeightRefOp ref) {
+  auto weight = model.lookupSymbol<decode::WeightOp>(ref.getNameAttr());
+  std::optional<int64_t> offset = weight.getOffset();
+  if (!offset)
+    return ref.emitOpError()
+           << "weight " << ref.getNameAttr()
+           << " has no arena offset; run decode-assign-weight-layout first";
+  auto ptrType = LLVM::LLVMPointerType::get(b.getContext());
+  Value base = loadStepField(b, args, kStepWeights, ptrType);
+  return pointerAtByte(b, base, *offset);
+}

@@ -9,6 +9,8 @@
 #ifndef FDC_CONVERSION_UTILS_STEPABI_H
 #define FDC_CONVERSION_UTILS_STEPABI_H
 
+#include "fdc/Dialect/Decode/IR/Decode.h"
+
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 
 namespace fdc {
@@ -36,6 +38,14 @@ mlir::Value pointerAtByte(mlir::ImplicitLocOpBuilder &b, mlir::Value base,
                           mlir::Value byteOffset);
 mlir::Value pointerAtByte(mlir::ImplicitLocOpBuilder &b, mlir::Value base,
                           int64_t byteOffset);
+
+/// The address of the weight `ref` names in the arena of the FdcStepArgs at
+/// `args`; fails (naming the weight) if decode-assign-weight-layout has not
+/// placed it.
+mlir::FailureOr<mlir::Value> weightPointer(mlir::ImplicitLocOpBuilder &b,
+                                           mlir::Value args,
+                                           decode::ModelOp model,
+                                           decode::WeightRefOp ref);
 
 } // namespace fdc
 
