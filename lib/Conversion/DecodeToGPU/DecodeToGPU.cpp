@@ -255,14 +255,11 @@ struct ConvertDecodeToGPU
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    auto models = llvm::to_vector(module.getOps<decode::ModelOp>());
-    if (models.size() != 1) {
-      module.emitError() << "convert-decode-to-gpu expects exactly one "
-                            "'decode.model', found "
-                         << models.size();
+    FailureOr<decode::ModelOp> found =
+        getSingleModel(module, "convert-decode-to-gpu");
+    if (failed(found))
       return signalPassFailure();
-    }
-    decode::ModelOp model = models.front();
+    decode::ModelOp model = *found;
     MLIRContext *ctx = &getContext();
     module->setAttr(mlir::gpu::GPUDialect::getContainerModuleAttrName(),
                     UnitAttr::get(ctx));

@@ -299,14 +299,11 @@ struct ConvertDecodeToHost
     : public fdc::impl::ConvertDecodeToHostBase<ConvertDecodeToHost> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    auto models = llvm::to_vector(module.getOps<decode::ModelOp>());
-    if (models.size() != 1) {
-      module.emitError() << "convert-decode-to-host expects exactly one "
-                            "'decode.model', found "
-                         << models.size();
+    FailureOr<decode::ModelOp> found =
+        getSingleModel(module, "convert-decode-to-host");
+    if (failed(found))
       return signalPassFailure();
-    }
-    decode::ModelOp model = models.front();
+    decode::ModelOp model = *found;
     ImplicitLocOpBuilder b(model.getLoc(), model);
     if (failed(StepLowering(model, b).run()))
       return signalPassFailure();

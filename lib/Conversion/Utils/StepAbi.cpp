@@ -49,3 +49,13 @@ FailureOr<Value> fdc::weightPointer(ImplicitLocOpBuilder &b, Value args,
   Value base = loadStepField(b, args, kStepWeights, ptrType);
   return pointerAtByte(b, base, *offset);
 }
+
+FailureOr<fdc::decode::ModelOp> fdc::getSingleModel(ModuleOp module,
+                                                    StringRef pass) {
+  auto models = llvm::to_vector(module.getOps<decode::ModelOp>());
+  if (models.size() != 1)
+    return module.emitError()
+           << pass << " expects exactly one 'decode.model', found "
+           << models.size();
+  return models.front();
+}

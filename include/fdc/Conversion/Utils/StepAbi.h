@@ -39,6 +39,10 @@ mlir::Value pointerAtByte(mlir::ImplicitLocOpBuilder &b, mlir::Value base,
 mlir::Value pointerAtByte(mlir::ImplicitLocOpBuilder &b, mlir::Value base,
                           int64_t byteOffset);
 
+/// The module's one `decode.model`; otherwise an error naming `pass`.
+mlir::FailureOr<decode::ModelOp> getSingleModel(mlir::ModuleOp module,
+                                                llvm::StringRef pass);
+
 /// The address of the weight `ref` names in the arena of the FdcStepArgs at
 /// `args`; fails (naming the weight) if decode-assign-weight-layout has not
 /// placed it.
