@@ -22,6 +22,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from cli_helpers import run_module
 
 from fdc.checkpoint import Checkpoint
 from fdc.config import ModelConfig
@@ -61,12 +62,6 @@ def rel_err(got, ref) -> float:
     got, ref = np.asarray(got, np.float64), np.asarray(ref, np.float64)
     assert got.shape == ref.shape, (got.shape, ref.shape)
     return float(np.linalg.norm(got - ref) / np.linalg.norm(ref))
-
-
-def run_module(*args) -> subprocess.CompletedProcess:
-    env = dict(os.environ, PYTHONPATH=str(PYTHON_DIR))
-    return subprocess.run([sys.executable, "-m", *map(str, args)], env=env,
-                          capture_output=True, text=True)
 
 
 def emit(ckpt, *flags) -> str:

@@ -3,10 +3,10 @@ import json
 import os
 import re
 import subprocess
-import sys
 
 import numpy as np
 import pytest
+from cli_helpers import emit, frontend, run_module
 
 from fdc.frontend.emit import mlir_f32
 from fdc.safetensors import load_tensor, read_header, save_file
@@ -18,20 +18,6 @@ FDC_OPT = os.path.join(os.environ.get("FDC_BUILD_DIR") or os.path.join(REPO, "bu
                        "fdc-opt")
 FLOAT = re.compile(r"(?<![\w.])[-+]?\d+\.\d*(?:[eE][-+]?\d+)?")
 
-
-def run_module(*args):
-    env = dict(os.environ, PYTHONPATH=PYTHON_DIR)
-    return subprocess.run([sys.executable, "-m", *args], env=env, capture_output=True, text=True)
-
-
-def frontend(ckpt, *args):
-    return run_module("fdc.frontend", str(ckpt), *args)
-
-
-def emit(ckpt, *args):
-    result = frontend(ckpt, *args)
-    assert result.returncode == 0, result.stderr
-    return result.stdout
 
 
 @pytest.fixture(scope="module")

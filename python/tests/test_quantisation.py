@@ -5,10 +5,10 @@ import json
 import os
 import re
 import subprocess
-import sys
 
 import numpy as np
 import pytest
+from cli_helpers import emit, frontend, run_module
 
 from fdc.checkpoint import Checkpoint
 from fdc.packing import fake_quantise, quantise_groups
@@ -23,20 +23,6 @@ FDC_OPT = os.path.join(BUILD, "bin", "fdc-opt")
 FDC = os.path.join(BUILD, "bin", "fdc")
 PROMPT = [1, 2, 3, 4]
 
-
-def run_module(*args):
-    env = dict(os.environ, PYTHONPATH=PYTHON_DIR)
-    return subprocess.run([sys.executable, "-m", *args], env=env, capture_output=True, text=True)
-
-
-def frontend(ckpt, *args):
-    return run_module("fdc.frontend", str(ckpt), *args)
-
-
-def emit(ckpt, *args):
-    result = frontend(ckpt, *args)
-    assert result.returncode == 0, result.stderr
-    return result.stdout
 
 
 def verify(text, tmp_path):
