@@ -52,9 +52,11 @@ def LowerKernelLaunches : Pass<"fdc-lower-kernel-launches", "mlir::ModuleOp"> {
     Inside `fdc_model_step(const FdcStepArgs *args)`, replaces every
     `gpu.launch_func` by a call of `args->device->launch(context, name, grid,
     block, shared bytes, params)` (docs/model-library.md), `params` pointing
-    at each 8-byte kernel argument as cuLaunchKernel expects.
+    at each 8-byte kernel argument as cuLaunchKernel expects. When the
+    callback returns non-zero, the step returns before the next launch.
   }];
-  let dependentDialects = ["mlir::LLVM::LLVMDialect", "mlir::arith::ArithDialect"];
+  let dependentDialects = ["mlir::LLVM::LLVMDialect", "mlir::arith::ArithDialect",
+                           "mlir::cf::ControlFlowDialect"];
 }
 
 #endif // FDC_CONVERSION_PASSES_TD

@@ -3,13 +3,15 @@
 // Inside fdc_model_step(const FdcStepArgs *args), each gpu.launch_func
 // becomes a call of args->device->launch(context, "kernel", grid, block,
 // shared bytes, params), params an array of pointers to the 8-byte argument
-// values (the cuLaunchKernel convention).
+// values (the cuLaunchKernel convention). A non-zero result (the runtime has
+// recorded the error) returns from the step before the next launch.
 //
 //===----------------------------------------------------------------------===//
 
 #include "fdc/Conversion/Passes.h"
 #include "fdc/Conversion/Utils/StepAbi.h"
 
+#include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
@@ -48,12 +50,16 @@ struct LowerKernelLaunches
       return global;
     };
 
-    WalkResult result = module.walk([&](mlir::gpu::LaunchFuncOp launch) {
-      auto func = launch->getParentOfType<func::FuncOp>();
-      if (!func || func.getNumArguments() != 1 ||
+    // Collected first: lowering a launch splits its block.
+    SmallVector<mlir::gpu::LaunchFuncOp> launches;
+    module.walk([&](mlir::gpu::LaunchFuncOp op) { launches.push_back(op); });
+    for (mlir::gpu::LaunchFuncOp launch : launches) {
+      auto func = dyn_cast<func::FuncOp>(launch->getParentOp());
+      if (!func || func.getNumArguments() != 1 || func.getNumResults() != 0 ||
           !isa<LLVM::LLVMPointerType>(func.getArgument(0).getType())) {
-        launch.emitOpError() << "must be inside fdc_model_step(!llvm.ptr)";
-        return WalkResult::interrupt();
+        launch.emitOpError()
+            << "must be directly inside fdc_model_step(!llvm.ptr)";
+        return signalPassFailure();
       }
       ImplicitLocOpBuilder b(launch.getLoc(), launch);
       auto field = [&](Value base, int64_t index) {
@@ -88,16 +94,23 @@ struct LowerKernelLaunches
       Value name = LLVM::AddressOfOp::create(
           b, nameGlobal(launch.getKernelName().getValue()));
       Value shared = LLVM::ConstantOp::create(b, i32, b.getI32IntegerAttr(0));
-      LLVM::CallOp::create(b, launchType,
-                           ValueRange{callback, context, name, toI32(grid.x),
-                                      toI32(grid.y), toI32(grid.z),
-                                      toI32(block.x), toI32(block.y),
-                                      toI32(block.z), shared, params});
+      auto call = LLVM::CallOp::create(
+          b, launchType,
+          ValueRange{callback, context, name, toI32(grid.x), toI32(grid.y),
+                     toI32(grid.z), toI32(block.x), toI32(block.y),
+                     toI32(block.z), shared, params});
+      Value failed =
+          arith::CmpIOp::create(b, arith::CmpIPredicate::ne, call.getResult(),
+                                arith::ConstantIntOp::create(b, i32, 0));
+      // Split after the launch: failed -> return, else the rest of the step.
+      Block *before = launch->getBlock();
+      Block *rest = before->splitBlock(std::next(launch->getIterator()));
+      Block *exit = b.createBlock(rest);
+      func::ReturnOp::create(b);
+      b.setInsertionPointToEnd(before);
+      cf::CondBranchOp::create(b, failed, exit, rest);
       launch.erase();
-      return WalkResult::advance();
-    });
-    if (result.wasInterrupted())
-      signalPassFailure();
+    }
   }
 };
 } // namespace

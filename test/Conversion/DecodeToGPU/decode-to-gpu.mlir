@@ -64,4 +64,11 @@
 // LAUNCH:   %[[CONTEXT:.*]] = llvm.load %{{.*}} : !llvm.ptr -> !llvm.ptr
 // LAUNCH:   %[[LAUNCH:.*]] = llvm.load %{{.*}} : !llvm.ptr -> !llvm.ptr
 // LAUNCH:   %[[PARAMS:.*]] = llvm.alloca %{{.*}} x !llvm.ptr
-// LAUNCH:   llvm.call %[[LAUNCH]](%[[CONTEXT]], %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[PARAMS]]) : !llvm.ptr, (!llvm.ptr, !llvm.ptr, i32, i32, i32, i32, i32, i32, i32, !llvm.ptr) -> i32
+// LAUNCH:   %[[RESULT:.*]] = llvm.call %[[LAUNCH]](%[[CONTEXT]], %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[PARAMS]]) : !llvm.ptr, (!llvm.ptr, !llvm.ptr, i32, i32, i32, i32, i32, i32, i32, !llvm.ptr) -> i32
+// A failed launch returns from the step before the next one.
+// LAUNCH:   %[[FAILED:.*]] = arith.cmpi ne, %[[RESULT]], %{{.*}} : i32
+// LAUNCH:   cf.cond_br %[[FAILED]], ^[[EXIT:.*]], ^[[NEXT:.*]]
+// LAUNCH: ^[[EXIT]]:
+// LAUNCH-NEXT:   return
+// LAUNCH: ^[[NEXT]]:
+// LAUNCH:   llvm.call %{{.*}} : !llvm.ptr, (!llvm.ptr, !llvm.ptr, i32, i32, i32, i32, i32, i32, i32, !llvm.ptr) -> i32
