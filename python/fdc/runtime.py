@@ -197,13 +197,14 @@ class Model:
 
         Each request is a dict with ``prompt_ids``, ``max_new_tokens`` and
         optionally ``temperature``, ``top_k``, ``top_p``, ``seed``, ``eos_id``,
-        ``return_logits``. Returns one dict per request: ``ids``,
+        ``return_logits``, and ``on_token``: a function called with (step,
+        token) as each token is generated. Returns one dict per request: ``ids``,
         ``finish_reason``, ``error`` (None on success) and, if asked,
         ``logits``.
         """
         handle = self._require()
         array = (Request * len(requests))()
-        keep = []
+        keep, callbacks = [], []  # alive until the call returns
         for request, spec in zip(array, requests):
             prompt = _int32_array(spec["prompt_ids"])
             max_new = int(spec["max_new_tokens"])
@@ -222,6 +223,13 @@ class Model:
             request.out_ids = _ptr(ids, ctypes.c_int32)
             if logits is not None:
                 request.out_logits = _ptr(logits, ctypes.c_float)
+            on_token = spec.get("on_token")
+            if on_token is not None:
+                callback = TOKEN_CALLBACK(
+                    lambda _user, step, token, _logits, _vocab, fn=on_token:
+                    fn(step, token))
+                callbacks.append(callback)
+                request.callback = callback
         if self._lib.fdc_generate_batch(handle, array, len(requests)) < 0:
             raise FdcRuntimeError(self._lib.fdc_last_error().decode(
                 errors="replace"))

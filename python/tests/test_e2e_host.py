@@ -413,6 +413,21 @@ def test_batch_more_requests_than_slots(artifacts):
         assert got["ids"] == ids
 
 
+def test_batch_calls_on_token_per_generated_token(artifacts):
+    ckpt = artifacts.checkpoint("gqa", "f32")
+    so = artifacts.library(ckpt)
+    seen = {0: [], 1: []}
+    requests = [dict(prompt_ids=[1, 2, 3], max_new_tokens=5,
+                     on_token=lambda step, token: seen[0].append((step, token))),
+                dict(prompt_ids=[4], max_new_tokens=3,
+                     on_token=lambda step, token: seen[1].append((step, token)))]
+    with Model(so, ckpt, max_context=64, num_slots=2) as model:
+        batch = model.generate_batch(requests)
+    for i, got in enumerate(batch):
+        assert seen[i] == list(enumerate(got["ids"]))
+    assert [len(seen[0]), len(seen[1])] == [5, 3]
+
+
 def test_batch_refuses_a_bad_request_alone(artifacts):
     ckpt = artifacts.checkpoint("gqa", "f32")
     so = artifacts.library(ckpt)
