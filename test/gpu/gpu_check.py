@@ -140,8 +140,7 @@ def tiny_checks(work, rng):
 
 
 def wide_checks(work, rng):
-    sys.path.insert(0, str(REPO / "test" / "gpu"))
-    import wide_model
+    from fdc.testing import wide_model
 
     prompt = rng.integers(0, 32000, 16).tolist()
     for dtype, torch_dtype, tolerance in (("f32", torch.float32, 1e-3),
@@ -259,8 +258,7 @@ def packed_checks(work, rng):
 def head128_checks(work, rng):
     """The 7B-wide head layout (head_dim 128, GQA 4/2) on a small model, f32
     and bf16, batch 1..8, contexts to 1000, against float64."""
-    sys.path.insert(0, str(REPO / "test" / "gpu"))
-    import wide_model
+    from fdc.testing import wide_model
 
     for dtype, tolerance in (("float32", 1e-3), ("bfloat16", 5e-2)):
         ckpt = work / f"head128-{dtype}"

@@ -57,17 +57,17 @@ compile_both tiny-gqa-bf16-sparse "$tmp/gqa-bf16-sparse" --sparse-mlp
 # The 7B-wide model: the device builds it with transformers from a seed; the
 # IR depends only on the config and the tensor names / shapes, so compile it
 # from a header-only twin (sparse file, no data).
-"$py" "$repo/test/gpu/wide_model.py" header-only "$tmp/wide" \
+"$py" -m fdc.testing.wide_model header-only "$tmp/wide" \
   --config-out "$out/models/wide-config.json"
 compile wide-bf16-online "$tmp/wide"
 compile wide-bf16-unified "$tmp/wide" --softmax unified_max --phi 0 --lo -60 --hi 60
 # The same model in f32: greedy decoding then has no bf16 near-ties.
-"$py" "$repo/test/gpu/wide_model.py" header-only "$tmp/wide-f32" --dtype float32 \
+"$py" -m fdc.testing.wide_model header-only "$tmp/wide-f32" --dtype float32 \
   --config-out "$out/models/wide-f32-config.json"
 compile wide-f32-online "$tmp/wide-f32"
 # The 7B-wide head layout on a small model, f32 and bf16.
 for dtype in float32 bfloat16; do
-  "$py" "$repo/test/gpu/wide_model.py" header-only "$tmp/head128-$dtype" \
+  "$py" -m fdc.testing.wide_model header-only "$tmp/head128-$dtype" \
     --preset head128 --dtype "$dtype" --config-out "$out/models/head128-$dtype.json"
   compile "head128-$dtype" "$tmp/head128-$dtype"
 done

@@ -1,5 +1,5 @@
-"""The 7B-wide Llama of the GPU test: hidden 4096, 32 query / 8 kv heads of
-128, 2 layers, vocab 32000, bf16.
+"""The 7B-wide Llama of the GPU test and the benchmark suite: hidden 4096,
+32 query / 8 kv heads of 128, 2 layers, vocab 32000, bf16.
 
   header-only DIR --config-out FILE   (compile side, no torch) a safetensors
                                       file with the real header and no data
