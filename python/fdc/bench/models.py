@@ -1,0 +1,147 @@
+"""The benchmark models: small decode.model programs built around the op
+being measured, written as decode IR text and compiled with ``fdc compile``
+like any model.
+
+Every model reads its operand rows with an embedding (the suite skips that
+kernel and fills its output with random data instead) and ends in a small
+``head`` projection to f32 logits and an argmax, so that one full step is a
+numerics check of the measured kernel against a float64 reference.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+# Rows of the embedding tables that feed the measured op, and of the head.
+TABLE_ROWS = 256
+HEAD_ROWS = 128
+
+# Llama-2-7B and Llama-3-8B projection shapes [N, K] (issue 5).
+LINEAR_SHAPES = {
+    "llama2-7b qkv": (12288, 4096),
+    "llama2-7b o": (4096, 4096),
+    "llama2-7b ffn1": (11008, 4096),
+    "llama2-7b ffn2": (4096, 11008),
+    "llama3-8b gate_up": (28672, 4096),
+    "llama3-8b down": (4096, 14336),
+}
+
+# (query heads, kv heads): MHA, GQA, and the INT4 seed's 8/1.
+ATTENTION_HEADS = ((32, 32), (32, 8), (8, 1))
+HEAD_DIM = 128
+
+# FlashDecoding++'s unified max for scores of unit scale: phi = 0 and a
+# window that no score of the benchmark's random data leaves.
+UNIFIED = "#decode.softmax<unified_max, phi = 0.0, lo = -60.0, hi = 60.0>"
+SOFTMAX = {"online": "#decode.softmax<online>", "unified_max": UNIFIED}
+
+_SIGNATURE = (
+    "%tokens: tensor<?xi32>, %positions: tensor<?xi32>, %slots: tensor<?xi32>, "
+    "%temperature: tensor<?xf32>, %top_k: tensor<?xi32>, %top_p: tensor<?xf32>, "
+    "%uniform: tensor<?xf32>, %cache: {cache}")
+
+
+@dataclass(frozen=True)
+class BenchModel:
+    """One benchmark model: its library name and IR."""
+    name: str
+    ir: str
+
+
+def _model(name: str, weights: list[tuple[str, str]], cache: str,
+           body: list[str]) -> str:
+    decls = "\n".join(f'  decode.weight @"{w}" : {t}' for w, t in weights)
+    logits = f"tensor<?x{HEAD_ROWS}xf32>"
+    lines = [
+        f"decode.model @{name} attributes "
+        f"{{config = {{vocab_size = {HEAD_ROWS} : i64}}}} {{",
+        decls,
+        f"  func.func @step({_SIGNATURE.format(cache=cache)}) -> "
+        f"({logits}, tensor<?xi32>, {cache}) {{",
+        *("    " + line for line in body),
+        f"    %next = decode.argmax %logits : {logits} -> tensor<?xi32>",
+        f"    return %logits, %next, %cache : {logits}, tensor<?xi32>, {cache}",
+        "  }",
+        "}",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def _head(x: str, width: int, dtype: str) -> list[str]:
+    head = f"tensor<{HEAD_ROWS}x{width}x{dtype}>"
+    return [
+        f'%head = decode.weight_ref @"head" : {head}',
+        f"%logits = decode.linear {x}, %head : tensor<?x{width}x{dtype}>, "
+        f"{head} -> tensor<?x{HEAD_ROWS}xf32>",
+    ]
+
+
+def linear_name(n: int, k: int, dtype: str = "bf16") -> str:
+    return f"linear_{n}x{k}_{dtype}"
+
+
+def linear_model(n: int, k: int, dtype: str = "bf16") -> BenchModel:
+    """y[M, N] = x[M, K] · w[N, K]ᵀ, the measured kernel (x from `table`)."""
+    table, w = (f"tensor<{TABLE_ROWS}x{k}x{dtype}>", f"tensor<{n}x{k}x{dtype}>")
+    cache = f"!decode.kv_cache<layers = 1, kv_heads = 1, head_dim = 8, {dtype}>"
+    body = [
+        f'%table = decode.weight_ref @"table" : {table}',
+        f"%x = decode.embedding %table[%tokens] : {table}, tensor<?xi32> -> "
+        f"tensor<?x{k}x{dtype}>",
+        f'%w = decode.weight_ref @"w" : {w}',
+        f"%y = decode.linear %x, %w : tensor<?x{k}x{dtype}>, {w} -> "
+        f"tensor<?x{n}x{dtype}>",
+        *_head("%y", n, dtype),
+    ]
+    name = linear_name(n, k, dtype)
+    return BenchModel(name, _model(name, [("table", table), ("w", w),
+                                          ("head", f"tensor<{HEAD_ROWS}x{n}x{dtype}>")],
+                                   cache, body))
+
+
+def attention_name(hq: int, hkv: int, softmax: str, kv: str = "bf16") -> str:
+    return f"attention_{hq}x{hkv}_{kv}_{softmax}"
+
+
+def attention_model(hq: int, hkv: int, softmax: str, kv: str = "bf16",
+                    head_dim: int = HEAD_DIM, int4_groups: int = 4) -> BenchModel:
+    """attention(q, cache) for one layer; q from `table`, bf16 activations.
+    ``kv`` is "bf16" or "int4" (the cache's element type)."""
+    width = hq * head_dim
+    table = f"tensor<{TABLE_ROWS}x{width}xbf16>"
+    element = "bf16" if kv == "bf16" else f"!decode.int4<groups = {int4_groups}>"
+    cache = (f"!decode.kv_cache<layers = 1, kv_heads = {hkv}, "
+             f"head_dim = {head_dim}, {element}>")
+    heads = f"tensor<?x{hq}x{head_dim}xbf16>"
+    scale = 1.0 / math.sqrt(head_dim)
+    body = [
+        "%c0 = arith.constant 0 : index",
+        "%m = tensor.dim %tokens, %c0 : tensor<?xi32>",
+        f'%table = decode.weight_ref @"table" : {table}',
+        f"%q = decode.embedding %table[%tokens] : {table}, tensor<?xi32> -> "
+        f"tensor<?x{width}xbf16>",
+        f"%qh = tensor.expand_shape %q [[0], [1, 2]] output_shape "
+        f"[%m, {hq}, {head_dim}] : tensor<?x{width}xbf16> into {heads}",
+        f"%a = decode.attention %qh, %cache[%slots, %positions] "
+        f"{{layer = 0 : i64, scale = {scale!r} : f32, "
+        f"softmax = {SOFTMAX[softmax]}}} : {heads}, {cache} -> {heads}",
+        f"%af = tensor.collapse_shape %a [[0], [1, 2]] : {heads} into "
+        f"tensor<?x{width}xbf16>",
+        *_head("%af", width, "bf16"),
+    ]
+    name = attention_name(hq, hkv, softmax, kv)
+    return BenchModel(name, _model(name, [("table", table),
+                                          ("head", f"tensor<{HEAD_ROWS}x{width}xbf16>")],
+                                   cache, body))
+
+
+def all_models() -> list[BenchModel]:
+    """Every benchmark model the suite uses (the whole-step model, the GPU
+    test's 7B-wide Llama, comes from its checkpoint through the frontend)."""
+    models = [linear_model(n, k) for n, k in LINEAR_SHAPES.values()]
+    for hq, hkv in ATTENTION_HEADS:
+        for softmax in SOFTMAX:
+            models.append(attention_model(hq, hkv, softmax))
+    models.append(attention_model(8, 1, "online", kv="int4"))
+    return models

@@ -1,0 +1,74 @@
+"""Builds what the benchmark suite runs, where fdc is built (no GPU needed):
+
+    python -m fdc.bench.prepare [--out .bench-artifacts] [--arch sm_90]
+
+writes the benchmark models' IR and compiles each with
+``fdc compile --target=cuda:ARCH`` into OUT/models/, compiles the GPU test's
+7B-wide Llama (from a header-only checkpoint twin), and copies the runtime
+library to OUT/lib/. Carry OUT to the GPU machine and run fdc.bench.suite.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from . import models
+from ..testing import wide_model
+
+REPO = Path(__file__).resolve().parents[3]
+
+
+def _run(cmd: list[str]) -> None:
+    proc = subprocess.run([str(c) for c in cmd], capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise SystemExit(f"error: {' '.join(map(str, cmd))} exited "
+                         f"{proc.returncode}:\n{proc.stdout}{proc.stderr}")
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", type=Path, default=REPO / ".bench-artifacts")
+    ap.add_argument("--build", type=Path,
+                    default=Path(os.environ.get("FDC_BUILD_DIR", REPO / "build")))
+    ap.add_argument("--arch", default="sm_90",
+                    help="cuda target architectures, comma-separated")
+    ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    args = ap.parse_args(argv)
+    fdc = args.build / "bin" / "fdc"
+    runtime = args.build / "lib" / "libfdc_runtime.so"
+    for path in (fdc, runtime):
+        if not path.exists():
+            print(f"error: {path} is missing: build fdc first", file=sys.stderr)
+            return 1
+    shutil.rmtree(args.out, ignore_errors=True)
+    (args.out / "models").mkdir(parents=True)
+    (args.out / "lib").mkdir()
+    shutil.copy2(runtime, args.out / "lib")
+    target = f"--target=cuda:{args.arch}"
+
+    jobs = []
+    for model in models.all_models():
+        source = args.out / "models" / f"{model.name}.mlir"
+        source.write_text(model.ir)
+        jobs.append([fdc, "compile", source, target, "-o", source.with_suffix(".so")])
+    with tempfile.TemporaryDirectory() as tmp:
+        wide_model.write_header_only(tmp, args.out / "models" / "wide-config.json")
+        source = args.out / "models" / "wide-bf16-online.mlir"
+        _run([sys.executable, "-m", "fdc.frontend", tmp, "-o", source])
+        jobs.append([fdc, "compile", source, target, "-o", source.with_suffix(".so")])
+        with ThreadPoolExecutor(max(1, args.jobs)) as pool:
+            list(pool.map(_run, jobs))
+    print(f"prepared {len(jobs)} model libraries in {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,362 @@
+"""Tables and plots from the suite's results.json (no torch needed):
+
+    python -m fdc.bench.report results.json [--plots DIR]
+
+prints the markdown tables (what docs/perf.md holds) and, with matplotlib,
+writes one plot per family. "speedup" is always peer time / fdc time: above
+1, fdc is faster. "% HBM" is GB/s over the measured streaming-read ceiling.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+NOT_MEASURED = {
+    "sparse": "not implemented (Flash-LLM SpMM is a later issue; the "
+              "first-version Tiled-CSL kernel is not benchmarked)",
+}
+
+
+def _num(value, digits: int = 1) -> str:
+    if value is None:
+        return "–"
+    if isinstance(value, float) and value != value:
+        return "nan"
+    return f"{value:,.{digits}f}"
+
+
+def _err(check) -> str:
+    if not check:
+        return "–"
+    mark = "" if check["ok"] else " **FAIL**"
+    return f"{check['rel_err']:.1e}{mark}"
+
+
+def _table(header: list[str], rows: list[list[str]]) -> str:
+    lines = ["| " + " | ".join(header) + " |",
+             "|" + "|".join("---" for _ in header) + "|"]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def _timed(m: dict | None) -> list[str]:
+    """µs, GB/s, % HBM of a measurement (or its error)."""
+    if not m or "us" not in m:
+        reason = (m or {}).get("error") or (m or {}).get("status") or "–"
+        if len(reason) > 70:  # the whole message is in results.json
+            reason = reason[:67] + "…"
+        return [reason, "", ""]
+    return [_num(m["us"]), _num(m["gbps"], 0), _num(m.get("hbm_pct"), 0)]
+
+
+def _rows(results: dict, family: str):
+    data = results["families"].get(family)
+    if data is None:
+        return None, None
+    if "error" in data:
+        return None, data["error"].strip().splitlines()[-1]
+    return data["rows"], None
+
+
+def ceilings_md(rows) -> str:
+    return _table(["measurement", "GB/s", "µs"],
+                  [[r["case"]["what"], _num(r["gbps"], 0), _num(r["us"])]
+                   for r in rows])
+
+
+def linear_md(rows) -> str:
+    body = [[f"{r['case']['shape']} [{r['case']['N']},{r['case']['K']}]",
+             str(r["case"]["M"]), *_timed(r["fdc"]), r["peer"]["name"],
+             *_timed(r["peer"]), _num(r["ratio"], 2), _err(r["check"])]
+            for r in rows]
+    return _table(["shape", "M", "fdc µs", "fdc GB/s", "fdc % HBM", "peer",
+                   "peer µs", "peer GB/s", "peer % HBM", "speedup",
+                   "fdc rel err"], body)
+
+
+def attention_md(rows) -> str:
+    body, skipped = [], []
+    for r in rows:
+        c = r["case"]
+        if "skipped" in r:
+            skipped.append(f"{c['Hq']}/{c['Hkv']} B={c['B']} S={c['S']}")
+            continue
+        fdc = r["fdc"]
+        best = min(fdc, key=lambda k: fdc[k]["us"])
+        errs = "/".join(_err(r["check"][k]) for k in fdc)
+        peer = r.get("peer")
+        body.append([f"{c['Hq']}/{c['Hkv']}", str(c["B"]), str(c["S"]),
+                     *(_num(fdc[k]["us"]) for k in fdc),
+                     _num(fdc[best]["gbps"], 0), _num(fdc[best]["hbm_pct"], 0),
+                     peer["name"] if peer else "–", *_timed(peer),
+                     _num(r.get("ratio"), 2), errs])
+    schemes = list(next((r["fdc"] for r in rows if "fdc" in r), {}).keys())
+    header = ["Hq/Hkv", "B", "S", *(f"fdc {s} µs" for s in schemes),
+              "fdc best GB/s", "fdc % HBM", "peer (fastest SDPA)", "peer µs",
+              "peer GB/s", "peer % HBM", "speedup", "fdc rel err " + "/".join(schemes)]
+    text = _table(header, body)
+    if skipped:
+        text += "\n\nNot run (KV cache over the memory cap): " + ", ".join(skipped) + "."
+    return text
+
+
+def int4_md(rows) -> str:
+    body = [[str(r["case"]["B"]), str(r["case"]["S"]), *_timed(r["fdc"]["online"]),
+             r["peer"]["name"], *_timed(r["peer"]), _num(r["ratio"], 2),
+             _err(r["check"]["online"])] for r in rows]
+    return _table(["B", "S", "fdc INT4 µs", "fdc GB/s", "fdc % HBM", "peer",
+                   "peer µs", "peer GB/s", "peer % HBM", "speedup", "fdc rel err"],
+                  body)
+
+
+def sparse_md(rows) -> str:
+    body = []
+    for r in rows:
+        c, peers = r["case"], r["peers"]
+        sp, dense = peers["cuSPARSE (torch CSR)"], peers["cuBLAS dense"]
+        body.append([f"{c['N']}×{c['K']}", f"{c['sparsity']:.0%}", str(c["batch"]),
+                     r["fdc"].get("status", "–"), *_timed(sp), *_timed(dense),
+                     _num(sp["us"] / dense["us"], 1)])
+    return _table(["W [N×K] fp16", "sparsity", "batch", "fdc", "cuSPARSE µs",
+                   "cuSPARSE GB/s", "cuSPARSE % HBM", "cuBLAS dense µs",
+                   "dense GB/s", "dense % HBM", "cuSPARSE / dense time"], body)
+
+
+def step_md(rows) -> str:
+    body = []
+    for r in rows:
+        fdc = r["fdc_graph"]["us"]
+
+        def versus(m):
+            return _num(m["us"] / fdc, 2) if m and "us" in m else "–"
+        body.append([str(r["case"]["B"]), str(r["case"]["context"]),
+                     _num(r["floor"]["us"], 0), *_timed(r["fdc_graph"])[0::2],
+                     _num(r["fdc_runtime"]["us"], 0), _timed(r["hf_eager"])[0],
+                     _timed(r.get("hf_compiled"))[0], versus(r["hf_eager"]),
+                     versus(r.get("hf_compiled")), _err(r["check"])])
+    return _table(["B", "context", "floor µs", "fdc step µs (graph)",
+                   "fdc % HBM", "fdc runtime µs/token", "HF eager µs/token",
+                   "HF static+compile µs/token", "speedup vs HF eager",
+                   "speedup vs HF compiled", "fdc vs HF rel err"], body)
+
+
+def step_kernels_md(rows) -> str:
+    """The step's kernel times summed by op (kernel name without its index)."""
+    ops: dict[str, list[float]] = {}
+    for i, r in enumerate(rows):
+        for name, us in r.get("kernels_us", {}).items():
+            ops.setdefault(name.rsplit("_", 1)[0], [0.0] * len(rows))[i] += us
+    if not ops:
+        return ""
+    body = [[op, *(_num(t) for t in times)] for op, times in
+            sorted(ops.items(), key=lambda item: -item[1][-1])]
+    body.append(["sum of kernels", *(_num(sum(t[i] for t in ops.values()))
+                                     for i in range(len(rows)))])
+    body.append(["whole step (graph)", *(_num(r["fdc_graph"]["us"]) for r in rows)])
+    return _table(["op (µs per step, each kernel timed alone)",
+                   *(f"B={r['case']['B']}" for r in rows)], body)
+
+
+SECTIONS = (
+    ("ceilings", "HBM ceilings", ceilings_md,
+     "Large tensors (4 GiB), timed between CUDA events."),
+    ("linear", "Linear (flat GEMM / GEMV), bf16, y = x·Wᵀ", linear_md,
+     "Bytes = W + x + y. Peer: torch.matmul (cuBLAS). Weights rotated over "
+     "> 3× L2; CUDA-graph replay, 20 calls per replay."),
+    ("attention", "Decode attention, bf16 KV cache, D = 128", attention_md,
+     "Bytes = K + V of S positions + q + out. fdc: each softmax scheme "
+     "(attention_partial + attention_reduce). Peer: the fastest of torch "
+     "SDPA's flash / efficient / cuDNN (/ math for caches ≤ 1 GiB) backends "
+     "that runs. Caches rotated over > 3× L2; CUDA-graph replay."),
+    ("int4", "INT4 KV-cache GQA (Hq = 8, Hkv = 1, D = 128)", int4_md,
+     "fdc reads the INT4 cache (4 (scale, min) fp16 pairs + 64 bytes per "
+     "row); the peer reads a bf16 cache of the same shape. GB/s of each "
+     "one's own bytes."),
+    ("sparse", "Unstructured-sparse linear, fp16", sparse_md,
+     "cuSPARSE: torch CSR × dense (timed between events; its workspace "
+     "allocation prevents graph capture). Dense: torch.mm, graph replay."),
+    ("step", "Whole decode step, 7B-wide Llama (2 layers, random bf16 "
+             "weights), context 1024", step_md,
+     "Floor = (weights but the embedding table + KV cache read) / measured "
+     "read ceiling. fdc step (graph): the step's kernels replayed as a CUDA "
+     "graph. fdc runtime: the C runtime's batched generate (eager "
+     "launches), per token. HF: LlamaForCausalLM.generate, per token after "
+     "a 1024-token prompt. rel err: fdc's logits at position 0 vs "
+     "transformers bf16."),
+)
+
+
+def markdown(results: dict) -> str:
+    parts = [f"Measured {results['date']} on {results['gpu']} "
+             f"({results['sms']} SMs, L2 {results['l2_bytes'] >> 20} MiB), "
+             f"torch {results['torch']}, CUDA {results['cuda']}"
+             + (" — **quick run**" if results.get("quick") else "") + ".",
+             f"Command: `{results['command']}`"]
+    for family, title, render, note in SECTIONS:
+        rows, error = _rows(results, family)
+        if rows is None and error is None:
+            continue
+        parts.append(f"### {title}\n\n{note}\n")
+        parts.append(f"Family failed: `{error}`" if error else render(rows))
+        if family == "step" and rows and step_kernels_md(rows):
+            parts.append(step_kernels_md(rows))
+    return "\n\n".join(parts) + "\n"
+
+
+def failed_checks(results: dict) -> list[str]:
+    bad = []
+    for family, data in results["families"].items():
+        for row in data.get("rows", []):
+            checks = row.get("check")
+            if not checks:
+                continue
+            if "ok" in checks:
+                checks = {"": checks}
+            for scheme, result in checks.items():
+                if not result["ok"]:
+                    bad.append(f"{family} {row['case']} {scheme} rel err "
+                               f"{result['rel_err']:.2e} > {result['tol']:.0e}")
+    return bad
+
+
+def plots(results: dict, out: Path) -> list[Path]:
+    """One PNG per family; [] without matplotlib."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return []
+    ceiling = None
+    rows, _ = _rows(results, "ceilings")
+    if rows:
+        ceiling = rows[0]["gbps"]
+    written = []
+
+    def save(fig, name):
+        path = Path(out) / f"{name}.png"
+        fig.tight_layout()
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        written.append(path)
+
+    def ceiling_line(ax):
+        if ceiling:
+            ax.axhline(ceiling, color="gray", ls=":", label="HBM read ceiling")
+
+    rows, _ = _rows(results, "linear")
+    if rows:
+        fig, ax = plt.subplots(figsize=(8, 5))
+        for shape in dict.fromkeys(r["case"]["shape"] for r in rows):
+            sel = [r for r in rows if r["case"]["shape"] == shape]
+            m = [r["case"]["M"] for r in sel]
+            line, = ax.plot(m, [r["fdc"]["gbps"] for r in sel], "o-",
+                            label=f"fdc {shape}")
+            ax.plot(m, [r["peer"]["gbps"] for r in sel], "x--",
+                    color=line.get_color(), label=f"cuBLAS {shape}")
+        ceiling_line(ax)
+        ax.set(xscale="log", xlabel="M (batch)", ylabel="GB/s",
+               title="Linear bf16: fdc (solid) vs cuBLAS (dashed)")
+        ax.legend(fontsize=6, ncol=2)
+        save(fig, "linear")
+
+    rows, _ = _rows(results, "attention")
+    if rows:
+        rows = [r for r in rows if "fdc" in r]
+        heads = list(dict.fromkeys((r["case"]["Hq"], r["case"]["Hkv"]) for r in rows))
+        fig, axes = plt.subplots(1, len(heads), figsize=(5 * len(heads), 4.5),
+                                 squeeze=False)
+        for ax, (hq, hkv) in zip(axes[0], heads):
+            for b in dict.fromkeys(r["case"]["B"] for r in rows):
+                sel = [r for r in rows if (r["case"]["Hq"], r["case"]["Hkv"],
+                                           r["case"]["B"]) == (hq, hkv, b)]
+                if not sel:
+                    continue
+                s = [r["case"]["S"] for r in sel]
+                line, = ax.plot(s, [max(v["gbps"] for v in r["fdc"].values())
+                                    for r in sel], "o-", label=f"fdc B={b}")
+                ax.plot(s, [r["peer"]["gbps"] if r.get("peer") else float("nan")
+                            for r in sel], "x--", color=line.get_color(),
+                        label=f"SDPA B={b}")
+            ceiling_line(ax)
+            ax.set(xscale="log", xlabel="S (context)", ylabel="GB/s",
+                   title=f"Attention {hq}/{hkv}: fdc (solid) vs SDPA (dashed)")
+            ax.legend(fontsize=6, ncol=2)
+        save(fig, "attention")
+
+    rows, _ = _rows(results, "int4")
+    if rows:
+        fig, ax = plt.subplots(figsize=(6, 4))
+        b = [r["case"]["B"] for r in rows]
+        ax.plot(b, [r["fdc"]["online"]["us"] for r in rows], "o-", label="fdc INT4")
+        ax.plot(b, [r["peer"]["us"] for r in rows], "x--", label="SDPA flash bf16")
+        ax.set(xscale="log", yscale="log", xlabel="B", ylabel="µs",
+               title="INT4 GQA 8/1, S = 8192")
+        ax.legend()
+        save(fig, "int4")
+
+    rows, _ = _rows(results, "sparse")
+    if rows:
+        fig, ax = plt.subplots(figsize=(7, 4.5))
+        for key in dict.fromkeys((r["case"]["N"], r["case"]["K"], r["case"]["sparsity"])
+                                 for r in rows):
+            sel = [r for r in rows
+                   if (r["case"]["N"], r["case"]["K"], r["case"]["sparsity"]) == key]
+            ax.plot([r["case"]["batch"] for r in sel],
+                    [r["peers"]["cuSPARSE (torch CSR)"]["us"] for r in sel], "o-",
+                    label=f"cuSPARSE {key[0]}×{key[1]} {key[2]:.0%}")
+        for key in dict.fromkeys((r["case"]["N"], r["case"]["K"]) for r in rows):
+            sel = [r for r in rows if (r["case"]["N"], r["case"]["K"]) == key
+                   and r["case"]["sparsity"] == rows[0]["case"]["sparsity"]]
+            ax.plot([r["case"]["batch"] for r in sel],
+                    [r["peers"]["cuBLAS dense"]["us"] for r in sel], "k--",
+                    label=f"cuBLAS dense {key[0]}×{key[1]}")
+        ax.set(yscale="log", xlabel="batch", ylabel="µs",
+               title="Sparse fp16 linear: cuSPARSE vs dense (fdc: not implemented)")
+        ax.legend(fontsize=6)
+        save(fig, "sparse")
+
+    rows, _ = _rows(results, "step")
+    if rows:
+        fig, ax = plt.subplots(figsize=(7, 4.5))
+        series = (("floor", "floor"), ("fdc_graph", "fdc (graph)"),
+                  ("fdc_runtime", "fdc runtime"), ("hf_eager", "HF eager"),
+                  ("hf_compiled", "HF static+compile"))
+        width = 0.8 / len(series)
+        for i, (key, label) in enumerate(series):
+            ax.bar([j + i * width for j in range(len(rows))],
+                   [(r.get(key) or {}).get("us", float("nan")) / 1000 for r in rows],
+                   width, label=label)
+        ax.set_xticks([j + 0.4 - width / 2 for j in range(len(rows))],
+                      [f"B={r['case']['B']}" for r in rows])
+        ax.set(ylabel="ms per token", title="Decode step, 7B-wide (2 layers), ctx 1024")
+        ax.legend()
+        save(fig, "step")
+    return written
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("results", type=Path)
+    ap.add_argument("--plots", type=Path, help="directory for the PNG plots")
+    args = ap.parse_args(argv)
+    try:
+        results = json.loads(args.results.read_text())
+    except (OSError, ValueError) as err:
+        print(f"error: {args.results}: {err}", file=sys.stderr)
+        return 1
+    print(markdown(results), end="")
+    if args.plots:
+        args.plots.mkdir(parents=True, exist_ok=True)
+        written = plots(results, args.plots)
+        if not written:
+            print("no plots: matplotlib is not installed", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

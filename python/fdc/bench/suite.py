@@ -1,0 +1,684 @@
+"""The benchmark suite, run on a GPU machine (torch + transformers, no MLIR):
+
+    python -m fdc.bench.suite --artifacts .bench-artifacts --out DIR
+
+Families (``--families``, default all): ceilings, linear, attention, int4,
+sparse, step. Every fdc kernel is first run as a full step and checked
+against a float64 reference on fresh random data; then it and its peer are
+timed the same way (fdc.bench.timing). Writes DIR/results.json, DIR/perf.md
+and DIR/<family>.png, and prints the tables last.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import math
+import os
+import statistics
+import sys
+import time
+import traceback
+import warnings
+from pathlib import Path
+
+import torch
+
+from . import models, report
+from .launcher import CudaLauncher, ModelLibrary, step_args
+from .timing import CALLS, event_time_us, graph_time_us, rotation, wall_time_s
+
+FAMILIES = ("ceilings", "linear", "attention", "int4", "sparse", "step")
+M_VALUES = (1, 2, 4, 8, 16, 32, 64, 128)
+ATTENTION_BATCHES = (1, 8, 32, 64, 128)
+ATTENTION_CONTEXTS = (1024, 2048, 4096, 8192, 16384, 32768)
+INT4_BATCHES = (1, 8, 32, 64, 128, 256)
+SPARSE_SHAPES = ((36864, 9216), (21504, 7168))
+SPARSITIES = (0.7, 0.8, 0.9)
+SPARSE_BATCHES = (8, 16, 32, 64)
+STEP_BATCHES = (1, 8, 32)
+STEP_CONTEXT = 1024
+LINEAR_TOLERANCE = 1e-2
+ATTENTION_TOLERANCE = 1e-2
+STEP_TOLERANCE = 6e-2  # fdc bf16 vs transformers bf16 (each ~3e-2 from f64)
+
+
+def rel_err(got: torch.Tensor, ref: torch.Tensor) -> float:
+    got, ref = got.double(), ref.double()
+    if not torch.isfinite(got).all():
+        return math.inf
+    return float((got - ref).norm() / ref.norm())
+
+
+def check(err: float, tol: float) -> dict:
+    return {"rel_err": err, "tol": tol, "ok": bool(err <= tol)}
+
+
+class Bench:
+    def __init__(self, artifacts: Path, out: Path, quick: bool,
+                 budget_s: float = math.inf):
+        self.artifacts, self.out, self.quick = artifacts, out, quick
+        self.start, self.budget_s = time.perf_counter(), budget_s
+        props = torch.cuda.get_device_properties(0)
+        self.gpu = props.name
+        self.l2 = int(getattr(props, "L2_cache_size", 50 << 20))
+        self.sms = props.multi_processor_count
+        self.results: dict = {
+            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(
+                timespec="seconds"),
+            "gpu": self.gpu, "sms": self.sms, "l2_bytes": self.l2,
+            "torch": torch.__version__, "cuda": torch.version.cuda,
+            "quick": quick, "command": "python -m fdc.bench.suite "
+            + " ".join(sys.argv[1:]), "families": {}}
+        self.read_gbps = None
+        self.gen = torch.Generator(device="cuda")
+        self.gen.manual_seed(int.from_bytes(os.urandom(4), "little"))
+
+    def save(self) -> None:
+        """Writes results.json and perf.md as they stand."""
+        (self.out / "results.json").write_text(json.dumps(self.results, indent=1))
+        (self.out / "perf.md").write_text(report.markdown(self.results))
+
+    def remaining_s(self) -> float:
+        """Seconds left of the run's time budget (--budget-s)."""
+        return self.budget_s - (time.perf_counter() - self.start)
+
+    def library(self, name: str) -> ModelLibrary:
+        return ModelLibrary(self.artifacts / "models" / f"{name}.so")
+
+    def randn(self, shape, dtype=torch.bfloat16, std=1.0):
+        return (torch.randn(shape, device="cuda", generator=self.gen) * std).to(dtype)
+
+    def hbm(self, nbytes: int, us: float) -> dict:
+        gbps = nbytes / us / 1e3
+        pct = 100.0 * gbps / self.read_gbps if self.read_gbps else None
+        return {"us": us, "bytes": nbytes, "gbps": gbps, "hbm_pct": pct}
+
+
+# ---------------------------------------------------------------------------
+# Helpers shared by the kernel families.
+# ---------------------------------------------------------------------------
+
+class Arena:
+    """A model library's weight arena on the GPU, with views of its weights."""
+
+    def __init__(self, library: ModelLibrary):
+        self.library = library
+        self.data = torch.empty(library.weights_bytes, dtype=torch.uint8,
+                                device="cuda")
+
+    def view(self, name: str, dtype=torch.bfloat16) -> torch.Tensor:
+        entry = self.library.weight(name)
+        raw = self.data[entry["offset"]:entry["offset"] + entry["bytes"]]
+        return raw.view(dtype).view(entry["shape"])
+
+    def clone(self) -> "Arena":
+        copy = Arena.__new__(Arena)
+        copy.library, copy.data = self.library, self.data.clone()
+        return copy
+
+
+class StepBuffers:
+    """The per-step inputs and outputs of a step of batch M (device)."""
+
+    def __init__(self, bench: Bench, library: ModelLibrary, batch: int,
+                 num_slots: int, max_context: int, positions, slots, tokens):
+        vocab = library.manifest["config"]["vocab_size"]
+        cuda = dict(device="cuda")
+        self.batch, self.num_slots, self.max_context = batch, num_slots, max_context
+        self.tokens = tokens.to(torch.int32)
+        self.positions = positions.to(torch.int32)
+        self.slots = slots.to(torch.int32)
+        self.temperature = torch.zeros(batch, dtype=torch.float32, **cuda)
+        self.top_k = torch.zeros(batch, dtype=torch.int32, **cuda)
+        self.top_p = torch.ones(batch, dtype=torch.float32, **cuda)
+        self.uniform = torch.full((batch,), 0.5, dtype=torch.float32, **cuda)
+        self.logits = torch.full((batch, vocab), math.nan, dtype=torch.float32,
+                                 **cuda)
+        self.next_tokens = torch.full((batch,), -1, dtype=torch.int32, **cuda)
+        # Scratch holds the skipped kernels' outputs: random, never zeros.
+        scratch = library.scratch_bytes(batch)
+        self.scratch = bench.randn(scratch // 2).view(torch.uint8)
+
+    def args(self, arena: Arena, cache: torch.Tensor):
+        return step_args(
+            batch=self.batch, num_slots=self.num_slots,
+            max_context=self.max_context, weights=arena.data.data_ptr(),
+            kv_cache=cache.data_ptr(), tokens=self.tokens.data_ptr(),
+            positions=self.positions.data_ptr(), slots=self.slots.data_ptr(),
+            temperature=self.temperature.data_ptr(),
+            top_k=self.top_k.data_ptr(), top_p=self.top_p.data_ptr(),
+            uniform=self.uniform.data_ptr(), logits=self.logits.data_ptr(),
+            next_tokens=self.next_tokens.data_ptr(),
+            scratch=self.scratch.data_ptr())
+
+
+def kernels_named(library: ModelLibrary, *prefixes: str) -> set[str]:
+    return {k for k in library.kernels if k.startswith(prefixes)}
+
+
+def time_fdc(launcher: CudaLauncher, args_list, only: set[str],
+             calls: int = CALLS) -> dict:
+    def enqueue(i):
+        launcher.step(args_list[i % len(args_list)], only=only)
+    return graph_time_us(enqueue, calls=calls)
+
+
+# ---------------------------------------------------------------------------
+# Families.
+# ---------------------------------------------------------------------------
+
+def ceilings(bench: Bench) -> list[dict]:
+    n = (1 << 30) if not bench.quick else (1 << 28)  # f32 elements: 4 GiB
+    x = bench.randn(n, torch.float32)
+    rows = []
+    read = event_time_us(lambda: torch.sum(x))
+    bench.read_gbps = x.numel() * 4 / read["us"] / 1e3
+    rows.append({"case": {"what": "streaming read (torch.sum)",
+                          "bytes": x.numel() * 4},
+                 "us": read["us"], "gbps": bench.read_gbps,
+                 "spread": read["spread"]})
+    half = x[: n // 2]
+    dst = torch.empty_like(half)
+    copy = event_time_us(lambda: dst.copy_(half))
+    rows.append({"case": {"what": "device-to-device copy (read + write)",
+                          "bytes": 2 * half.numel() * 4},
+                 "us": copy["us"], "gbps": 2 * half.numel() * 4 / copy["us"] / 1e3,
+                 "spread": copy["spread"]})
+    return rows
+
+
+def linear(bench: Bench) -> list[dict]:
+    rows = []
+    shapes = list(models.LINEAR_SHAPES.items())
+    ms = M_VALUES if not bench.quick else (1, 16, 128)
+    if bench.quick:
+        shapes = shapes[:2]
+    for label, (n, k) in shapes:
+        library = bench.library(models.linear_name(n, k))
+        launcher = CudaLauncher(library)
+        measured = kernels_named(library, "linear_")
+        measured = {sorted(measured, key=library.kernels.index)[0]}
+        base = Arena(library)
+        base.view("table").copy_(bench.randn((models.TABLE_ROWS, k)))
+        base.view("w").copy_(bench.randn((n, k), std=k ** -0.5))
+        base.view("head").copy_(bench.randn((models.HEAD_ROWS, n), std=n ** -0.5))
+        arenas = [base] + [base.clone() for _ in
+                           range(rotation(n * k * 2, bench.l2) - 1)]
+        cache = torch.empty(max(library.kv_cache_bytes(max(ms), 1), 256),
+                            dtype=torch.uint8, device="cuda")
+        for m in ms:
+            tokens = torch.randint(0, models.TABLE_ROWS, (m,), device="cuda",
+                                   generator=bench.gen)
+            buffers = StepBuffers(bench, library, m, m, 1,
+                                  torch.zeros(m, device="cuda"),
+                                  torch.arange(m, device="cuda"), tokens)
+            args = [buffers.args(a, cache) for a in arenas]
+            launcher.step(args[0])
+            torch.cuda.synchronize()
+            x = base.view("table")[tokens.long()].double()
+            y = (x @ base.view("w").double().T).to(torch.bfloat16).double()
+            ref = y @ base.view("head").double().T
+            result = check(rel_err(buffers.logits, ref), LINEAR_TOLERANCE)
+            nbytes = n * k * 2 + m * k * 2 + m * n * 2
+            fdc = time_fdc(launcher, args, measured)
+            xin = bench.randn((m, k))
+            out = torch.empty((m, n), dtype=torch.bfloat16, device="cuda")
+            weights = [a.view("w") for a in arenas]
+            peer = graph_time_us(lambda i: torch.matmul(
+                xin, weights[i % len(weights)].T, out=out))
+            rows.append({
+                "case": {"shape": label, "N": n, "K": k, "M": m},
+                "fdc": {"kernel": sorted(measured), **bench.hbm(nbytes, fdc["us"]),
+                        "spread": fdc["spread"]},
+                "peer": {"name": "cuBLAS (torch.matmul)",
+                         **bench.hbm(nbytes, peer["us"]), "spread": peer["spread"]},
+                "ratio": peer["us"] / fdc["us"], "check": result})
+            print(f"linear {label} M={m}: fdc {fdc['us']:.1f} us, cuBLAS "
+                  f"{peer['us']:.1f} us, err {result['rel_err']:.1e}", flush=True)
+        del arenas, base, launcher
+        torch.cuda.empty_cache()
+    return rows
+
+
+def fill_int4_cache(bench: Bench, cache: torch.Tensor, groups: int,
+                    head_dim: int) -> None:
+    """Random INT4 rows: G (scale, min) f16 pairs, then head_dim/2 bytes of
+    nibbles (docs/model-library.md), values of about unit scale."""
+    rows = cache.view(-1, groups * 4 + head_dim // 2)
+    count = rows.shape[0]
+    scale = torch.rand((count, groups), device="cuda", generator=bench.gen) * 0.1 + 0.1
+    minimum = -7.5 * scale + 0.1 * torch.randn((count, groups), device="cuda",
+                                               generator=bench.gen)
+    pairs = torch.stack([scale, minimum], dim=-1).to(torch.float16)
+    rows[:, :groups * 4] = pairs.view(count, groups * 2).view(torch.uint8)
+    rows[:, groups * 4:] = torch.randint(0, 256, (count, head_dim // 2),
+                                         device="cuda", generator=bench.gen,
+                                         dtype=torch.uint8)
+
+
+def int4_rows_to_float(rows: torch.Tensor, groups: int, head_dim: int) -> torch.Tensor:
+    """Dequantised [..., head_dim] float64 values of INT4 cache rows."""
+    shape = rows.shape[:-1]
+    flat = rows.reshape(-1, rows.shape[-1])
+    pairs = flat[:, :groups * 4].contiguous().view(torch.float16).double()
+    scale, minimum = pairs[:, 0::2], pairs[:, 1::2]
+    nibbles = flat[:, groups * 4:].long()
+    q = torch.stack([nibbles & 15, nibbles >> 4], dim=-1).reshape(-1, head_dim)
+    group = head_dim // groups
+    values = (minimum.repeat_interleave(group, 1)
+              + scale.repeat_interleave(group, 1) * q.double())
+    return values.view(*shape, head_dim)
+
+
+def attention_reference(q, keys, values, scale):
+    """q [Hq, D], keys/values [Hkv, S, D] (float64) -> [Hq, D]."""
+    group = q.shape[0] // keys.shape[0]
+    keys = keys.repeat_interleave(group, 0)
+    values = values.repeat_interleave(group, 0)
+    scores = torch.einsum("hd,hsd->hs", q, keys) * scale
+    return torch.einsum("hs,hsd->hd", torch.softmax(scores, -1), values)
+
+
+def sdpa_backends(small: bool):
+    from torch.nn.attention import SDPBackend
+    backends = [("flash", SDPBackend.FLASH_ATTENTION),
+                ("efficient", SDPBackend.EFFICIENT_ATTENTION),
+                ("cudnn", SDPBackend.CUDNN_ATTENTION)]
+    if small:  # the math backend materialises expanded K/V; small cases only
+        backends.append(("math", SDPBackend.MATH))
+    return backends
+
+
+def time_sdpa(bench: Bench, q, caches, backend, gqa: bool):
+    from torch.nn.attention import sdpa_kernel
+    import torch.nn.functional as F
+
+    def enqueue(i):
+        cache = caches[i % len(caches)]
+        with sdpa_kernel(backend):
+            F.scaled_dot_product_attention(q, cache[:, 0, 0], cache[:, 0, 1],
+                                           enable_gqa=gqa)
+    return graph_time_us(enqueue)
+
+
+def attention_cases(bench: Bench, heads, batches, contexts, cap_bytes, kv_row):
+    for hq, hkv in heads:
+        for b in batches:
+            for s in contexts:
+                nbytes = b * s * hkv * 2 * kv_row
+                yield hq, hkv, b, s, nbytes, nbytes <= cap_bytes
+
+
+def run_attention_case(bench: Bench, libraries: dict, hq: int, hkv: int,
+                       b: int, s: int, kv: str, groups: int = 4) -> dict:
+    d = models.HEAD_DIM
+    first = next(iter(libraries.values()))
+    cache_bytes = first.kv_cache_bytes(b, s)
+    caches = []
+    for _ in range(rotation(cache_bytes, bench.l2)):
+        if kv == "bf16":
+            caches.append(bench.randn((b, 1, 2, hkv, s, d)))
+        else:
+            raw = torch.empty(cache_bytes, dtype=torch.uint8, device="cuda")
+            fill_int4_cache(bench, raw, groups, d)
+            caches.append(raw.view(b, 1, 2, hkv, s, -1))
+    tokens = torch.randint(0, models.TABLE_ROWS, (b,), device="cuda",
+                           generator=bench.gen)
+    slots = torch.randperm(b, device="cuda", generator=bench.gen)
+    positions = torch.full((b,), s - 1, device="cuda")
+    width = hq * d
+    nbytes = cache_bytes + 2 * b * width * 2
+    entry = {"case": {"Hq": hq, "Hkv": hkv, "B": b, "S": s, "kv": kv},
+             "fdc": {}, "check": {}}
+    for scheme, library in libraries.items():
+        launcher = CudaLauncher(library)
+        arena = Arena(library)
+        arena.view("table").copy_(bench.randn((models.TABLE_ROWS, width)))
+        arena.view("head").copy_(bench.randn((models.HEAD_ROWS, width),
+                                             std=width ** -0.5))
+        buffers = StepBuffers(bench, library, b, b, s, positions, slots, tokens)
+        args = [buffers.args(arena, c) for c in caches]
+        launcher.step(args[0])
+        torch.cuda.synchronize()
+        table, head = arena.view("table").double(), arena.view("head").double()
+        ref_rows = []
+        for i in range(b):
+            slot = int(slots[i])
+            rows = caches[0][slot, 0]
+            if kv == "bf16":
+                keys, values = rows[0].double(), rows[1].double()
+            else:
+                keys = int4_rows_to_float(rows[0], groups, d)
+                values = int4_rows_to_float(rows[1], groups, d)
+            q = table[int(tokens[i])].view(hq, d)
+            out = attention_reference(q, keys, values, d ** -0.5)
+            ref_rows.append(out.to(torch.bfloat16).double().reshape(-1) @ head.T)
+        result = check(rel_err(buffers.logits, torch.stack(ref_rows)),
+                       ATTENTION_TOLERANCE)
+        timed = time_fdc(launcher, args, kernels_named(library, "attention_"))
+        entry["fdc"][scheme] = {**bench.hbm(nbytes, timed["us"]),
+                                "spread": timed["spread"]}
+        entry["check"][scheme] = result
+        del launcher, arena, buffers
+    return entry, caches, nbytes
+
+
+def attention(bench: Bench) -> list[dict]:
+    rows = []
+    d = models.HEAD_DIM
+    contexts = ATTENTION_CONTEXTS if not bench.quick else (1024, 8192)
+    batches = ATTENTION_BATCHES if not bench.quick else (1, 32)
+    cap = 8 << 30
+    for hq, hkv, b, s, nbytes, fits in attention_cases(
+            bench, models.ATTENTION_HEADS, batches, contexts, cap, d * 2):
+        if not fits:
+            rows.append({"case": {"Hq": hq, "Hkv": hkv, "B": b, "S": s, "kv": "bf16"},
+                         "skipped": f"KV cache {nbytes / 2**30:.0f} GiB > "
+                                    f"{cap >> 30} GiB cap"})
+            continue
+        libraries = {scheme: bench.library(models.attention_name(hq, hkv, scheme))
+                     for scheme in models.SOFTMAX}
+        entry, caches, nbytes = run_attention_case(bench, libraries, hq, hkv, b, s,
+                                                   "bf16")
+        q = bench.randn((b, hq, 1, d))
+        peers = {}
+        for name, backend in sdpa_backends(nbytes <= (1 << 30)):
+            try:
+                peers[name] = bench.hbm(nbytes, time_sdpa(bench, q, caches, backend,
+                                                          hq != hkv)["us"])
+            except RuntimeError as err:
+                peers[name] = {"error": str(err).splitlines()[0][:120]}
+            torch.cuda.synchronize()
+        timed = {k: v for k, v in peers.items() if "us" in v}
+        best = min(timed, key=lambda k: timed[k]["us"]) if timed else None
+        entry["peers"] = peers
+        if best:
+            entry["peer"] = {"name": f"torch SDPA {best}", **timed[best]}
+            fastest = min(v["us"] for v in entry["fdc"].values())
+            entry["ratio"] = timed[best]["us"] / fastest
+        rows.append(entry)
+        print(f"attention {hq}/{hkv} B={b} S={s}: " + ", ".join(
+            f"fdc {k} {v['us']:.1f} us" for k, v in entry["fdc"].items())
+            + (f", SDPA {best} {timed[best]['us']:.1f} us" if best else ""),
+            flush=True)
+        del caches
+        torch.cuda.empty_cache()
+    return rows
+
+
+def int4(bench: Bench) -> list[dict]:
+    """INT4 KV-cache GQA (the INT4 seed's Hq=8, Hkv=1, D=128, S=8192) vs
+    bf16 SDPA flash on a bf16 cache of the same shape."""
+    rows = []
+    d, groups, s = models.HEAD_DIM, 4, 8192
+    batches = INT4_BATCHES if not bench.quick else (1, 64)
+    library = bench.library(models.attention_name(8, 1, "online", "int4"))
+    for b in batches:
+        entry, caches, nbytes = run_attention_case(bench, {"online": library}, 8, 1,
+                                                   b, s, "int4", groups)
+        del caches
+        dense = [bench.randn((b, 1, 2, 1, s, d))
+                 for _ in range(rotation(b * s * 2 * d * 2, bench.l2))]
+        dense_bytes = b * s * 2 * d * 2 + 2 * b * 8 * d * 2
+        q = bench.randn((b, 8, 1, d))
+        from torch.nn.attention import SDPBackend
+        peer = time_sdpa(bench, q, dense, SDPBackend.FLASH_ATTENTION, True)
+        entry["peer"] = {"name": "torch SDPA flash, bf16 cache",
+                         **bench.hbm(dense_bytes, peer["us"])}
+        entry["ratio"] = peer["us"] / entry["fdc"]["online"]["us"]
+        rows.append(entry)
+        print(f"int4 attention B={b}: fdc {entry['fdc']['online']['us']:.1f} us, "
+              f"SDPA bf16 {peer['us']:.1f} us", flush=True)
+        del dense
+        torch.cuda.empty_cache()
+    return rows
+
+
+def sparse(bench: Bench) -> list[dict]:
+    """Unstructured-sparse fp16 weights: cuSPARSE (torch CSR) and dense
+    cuBLAS. fdc's Tiled-CSL kernel is not measured yet (see NOT_MEASURED)."""
+    rows = []
+    shapes = SPARSE_SHAPES if not bench.quick else SPARSE_SHAPES[1:]
+    batches = SPARSE_BATCHES if not bench.quick else (8, 64)
+    for n, k in shapes:
+        for sparsity in SPARSITIES:
+            w = bench.randn((n, k), torch.float16, std=k ** -0.5)
+            w *= torch.rand((n, k), device="cuda", generator=bench.gen) >= sparsity
+            csr = w.to_sparse_csr()
+            nnz = csr.values().numel()
+            for batch in batches:
+                x = bench.randn((k, batch), torch.float16)
+                # cuSPARSE allocates its workspace per call, which graph
+                # capture forbids; its calls take milliseconds, so eager
+                # timing between events adds no launch gap worth counting.
+                sparse_us = event_time_us(lambda: torch.mm(csr, x))
+                dense_us = graph_time_us(lambda i: torch.mm(w, x), calls=CALLS)
+                csr_bytes = nnz * (2 + csr.col_indices().element_size()) + \
+                    (n + 1) * csr.crow_indices().element_size()
+                rows.append({
+                    "case": {"N": n, "K": k, "sparsity": sparsity, "batch": batch},
+                    "fdc": {"status": report.NOT_MEASURED["sparse"]},
+                    "peers": {"cuSPARSE (torch CSR)": bench.hbm(
+                                  csr_bytes + k * batch * 2 + n * batch * 2,
+                                  sparse_us["us"]),
+                              "cuBLAS dense": bench.hbm(
+                                  n * k * 2 + k * batch * 2 + n * batch * 2,
+                                  dense_us["us"])}})
+                print(f"sparse {n}x{k} {sparsity:.0%} N={batch}: cuSPARSE "
+                      f"{sparse_us['us']:.0f} us, dense {dense_us['us']:.0f} us",
+                      flush=True)
+    return rows
+
+
+def step(bench: Bench) -> list[dict]:
+    """The whole decode step of the 7B-wide Llama at context 1024."""
+    import tempfile
+    from fdc.testing import wide_model
+    from fdc.runtime import Model
+
+    rows = []
+    library = bench.library("wide-bf16-online")
+    config_path = bench.artifacts / "models" / "wide-config.json"
+    cfg = json.loads(config_path.read_text())
+    batches = STEP_BATCHES if not bench.quick else (1, 8)
+    with tempfile.TemporaryDirectory() as tmp:
+        hf = wide_model.build(tmp, str(config_path),
+                              seed=int.from_bytes(os.urandom(2), "little"))
+        hf.eval()
+        state = hf.state_dict()
+        arena = Arena(library)
+        for entry in library.manifest["weights"]:
+            parts = [state[source] for source in entry["sources"]]
+            arena.view(entry["name"]).copy_(torch.cat(parts, 0))
+        layers, hkv = cfg["num_hidden_layers"], cfg["num_key_value_heads"]
+        d, hidden = cfg["head_dim"], cfg["hidden_size"]
+        embed_bytes = arena.library.weight("model.embed_tokens.weight")["bytes"]
+        runtime = Model(bench.artifacts / "models" / "wide-bf16-online.so", tmp,
+                        max_context=STEP_CONTEXT + 64, num_slots=max(batches))
+        launcher = CudaLauncher(library)
+        for b in batches:
+            tokens = torch.randint(0, cfg["vocab_size"], (b,), device="cuda",
+                                   generator=bench.gen)
+            slots = torch.randperm(b, device="cuda", generator=bench.gen)
+            # Check: position 0 (the cache holds only the token itself).
+            cache = torch.zeros(library.kv_cache_bytes(b, STEP_CONTEXT),
+                                dtype=torch.uint8, device="cuda")
+            buffers = StepBuffers(bench, library, b, b, STEP_CONTEXT,
+                                  torch.zeros(b, device="cuda"), slots, tokens)
+            launcher.step(buffers.args(arena, cache))
+            torch.cuda.synchronize()
+            with torch.no_grad():
+                ref = hf(tokens.long()[:, None]).logits[:, 0].float()
+            result = check(rel_err(buffers.logits, ref), STEP_TOLERANCE)
+            # Timing: every sequence at position 1023 of a random cache.
+            cache.view(torch.bfloat16).copy_(bench.randn(cache.numel() // 2))
+            buffers.positions.fill_(STEP_CONTEXT - 1)
+            args = [buffers.args(arena, cache)]
+            graph = time_fdc(launcher, args, None, calls=5)
+            # Where the step's time goes: each kernel alone, 20 calls per
+            # replay (weights under ~50 MB then stay in L2: a lower bound).
+            kernels = {k: time_fdc(launcher, args, {k})["us"]
+                       for k in library.kernels}
+            kv_bytes = b * STEP_CONTEXT * layers * 2 * hkv * d * 2
+            floor_bytes = library.weights_bytes - embed_bytes + b * hidden * 2 + \
+                kv_bytes
+            entry = {"case": {"B": b, "context": STEP_CONTEXT},
+                     "floor": bench.hbm(floor_bytes, floor_bytes /
+                                        (bench.read_gbps * 1e3)),
+                     "fdc_graph": bench.hbm(floor_bytes, graph["us"]),
+                     "kernels_us": kernels, "check": result}
+            entry["fdc_runtime"] = bench.hbm(
+                floor_bytes, runtime_token_us(runtime, cfg, b))
+            entry["hf_eager"] = bench.hbm(floor_bytes, hf_token_us(hf, cfg, b))
+            rows.append(entry)
+            print(f"step B={b}: fdc graph {graph['us']:.0f} us, fdc runtime "
+                  f"{entry['fdc_runtime']['us']:.0f} us, HF eager "
+                  f"{entry['hf_eager']['us']:.0f} us, floor "
+                  f"{entry['floor']['us']:.0f} us, err {result['rel_err']:.1e}",
+                  flush=True)
+            del cache, buffers
+        runtime.close()
+        # Compiling may take minutes: keep what is measured so far on disk.
+        bench.results["families"]["step"] = {"rows": rows, "partial": True}
+        bench.save()
+        compiled = hf_compiled(hf, cfg, batches, bench,
+                               budget_s=min(240.0, bench.remaining_s() - 90))
+        for entry in rows:
+            entry["hf_compiled"] = compiled.get(entry["case"]["B"])
+            if isinstance(entry["hf_compiled"], dict) and "us" in entry["hf_compiled"]:
+                entry["hf_compiled"] = bench.hbm(entry["floor"]["bytes"],
+                                                 entry["hf_compiled"]["us"])
+        del hf, state, arena
+    torch.cuda.empty_cache()
+    return rows
+
+
+def _prompts(cfg, b: int, length: int) -> torch.Tensor:
+    return torch.randint(0, cfg["vocab_size"], (b, length))
+
+
+def runtime_token_us(runtime, cfg, b: int, new: int = 24) -> float:
+    """Per-token latency of the fdc runtime (eager launches from C): the
+    median interval between consecutive tokens of one request while all b
+    requests decode at contexts ~1000..1024 (host clock at each token)."""
+    prompts = _prompts(cfg, b, STEP_CONTEXT - new).tolist()
+    stamps: list[float] = []
+
+    def on_token(_step, _token):
+        stamps.append(time.perf_counter())
+    runtime.generate_batch(
+        [{"prompt_ids": p, "max_new_tokens": new,
+          **({"on_token": on_token} if i == 0 else {})}
+         for i, p in enumerate(prompts)])
+    gaps = [after - before for before, after in zip(stamps, stamps[1:])]
+    return statistics.median(gaps) * 1e6
+
+
+def hf_token_us(hf, cfg, b: int, new: int = 33) -> float:
+    """Per-token latency of transformers' generate after a prompt of 1024:
+    (time of `new` tokens - time of 1) / (new - 1), after a warm-up."""
+    prompt = _prompts(cfg, b, STEP_CONTEXT).cuda()
+
+    def run(tokens):
+        def go():
+            with torch.no_grad():
+                hf.generate(prompt, max_new_tokens=tokens, min_new_tokens=tokens,
+                            do_sample=False, pad_token_id=0)
+        return go
+    run(new)()  # warm-up (and, with torch.compile, the compilation)
+    return (wall_time_s(run(new), 2) - wall_time_s(run(1), 2)) / (new - 1) * 1e6
+
+
+def hf_compiled(hf, cfg, batches, bench: Bench, budget_s: float = 240.0) -> dict:
+    """transformers with its static cache, whose decode steps generate()
+    runs through torch.compile, if that runs within the budget;
+    {batch: {"us"} or {"error"}}."""
+    out = {}
+    start = time.perf_counter()
+    if budget_s < 60:
+        return {b: {"error": "skipped: the run's time budget is spent"}
+                for b in batches}
+    try:
+        # generate() compiles the decode forward itself for a static cache
+        # (and marks its CUDA-graph steps, which wrapping forward in
+        # torch.compile by hand does not: that fails on replay).
+        from transformers import CompileConfig
+        hf.generation_config.cache_implementation = "static"
+        hf.generation_config.compile_config = CompileConfig(
+            fullgraph=True, mode="reduce-overhead")
+    except Exception as err:
+        return {b: {"error": f"{type(err).__name__}: {err}"[:160]} for b in batches}
+    for b in batches:
+        if time.perf_counter() - start > budget_s:
+            out[b] = {"error": f"skipped: compile budget of {budget_s:.0f} s spent"}
+            continue
+        try:
+            out[b] = {"us": hf_token_us(hf, cfg, b)}
+        except Exception as err:
+            out[b] = {"error": f"{type(err).__name__}: {str(err).splitlines()[0]}"[:160]}
+        print(f"step B={b}: HF static+compile {out[b]}", flush=True)
+    return out
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--artifacts", type=Path, default=Path(".bench-artifacts"))
+    ap.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", "out")))
+    ap.add_argument("--families", default=",".join(FAMILIES))
+    ap.add_argument("--quick", action="store_true",
+                    help="a few sizes per family (a smoke run)")
+    ap.add_argument("--budget-s", type=float, default=540.0,
+                    help="wall-time budget; the optional transformers "
+                         "torch.compile measurement gets what is left of it")
+    args = ap.parse_args(argv)
+    families = [f for f in args.families.split(",") if f]
+    unknown = set(families) - set(FAMILIES)
+    if unknown:
+        ap.error(f"unknown families {sorted(unknown)}; choose from {FAMILIES}")
+    if not torch.cuda.is_available():
+        print("SKIP: no CUDA GPU (the benchmark suite needs one)")
+        return 0
+    if not (args.artifacts / "models").is_dir():
+        print(f"error: {args.artifacts}/models is missing: run "
+              "`python -m fdc.bench.prepare` where fdc is built", file=sys.stderr)
+        return 1
+    args.out.mkdir(parents=True, exist_ok=True)
+    os.environ.setdefault("FDC_RUNTIME_LIB",
+                          str(args.artifacts / "lib" / "libfdc_runtime.so"))
+    # torch's SDPA and sparse warnings would bury the tables.
+    warnings.filterwarnings("ignore", category=UserWarning)
+    bench = Bench(args.artifacts, args.out, args.quick, args.budget_s)
+    if "ceilings" not in families:
+        families.insert(0, "ceilings")  # every row needs the read ceiling
+    failed = []
+    for family in families:
+        start = time.perf_counter()
+        try:
+            rows = globals()[family](bench)
+            bench.results["families"][family] = {
+                "rows": rows, "seconds": time.perf_counter() - start}
+            print(f"{family}: {time.perf_counter() - start:.0f} s", flush=True)
+        except Exception:
+            failed.append(family)
+            bench.results["families"][family] = {"error": traceback.format_exc()}
+            traceback.print_exc()
+        torch.cuda.empty_cache()
+        bench.save()
+    markdown = report.markdown(bench.results)
+    plots = report.plots(bench.results, args.out)
+    print(f"\nwrote {args.out / 'results.json'}, {args.out / 'perf.md'}"
+          + (f", {len(plots)} plots" if plots else " (no plots: matplotlib missing)"))
+    print(markdown)
+    bad = report.failed_checks(bench.results)
+    if bad:
+        print("FAILED CHECKS: " + "; ".join(bad))
+    if failed:
+        print("FAILED FAMILIES: " + ", ".join(failed))
+    return 1 if bad or failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,87 @@
+"""Timing on the GPU, the same way for fdc and for its peers (the method of
+shared/design/ANCHORS.md): the calls are captured in a CUDA graph, CALLS per
+graph, each call on the next of a rotation of input sets (so that inputs
+come from HBM, not L2); the graph is replayed after a warm-up, each replay
+between two CUDA events, and the median replay time divided by CALLS is the
+time of one call."""
+
+from __future__ import annotations
+
+import math
+import statistics
+import time
+from typing import Callable
+
+import torch
+
+CALLS = 20
+
+
+def rotation(bytes_per_set: int, l2_bytes: int, cap: int = CALLS) -> int:
+    """How many input sets to rotate over so that they span 3x L2 (one set
+    that large already streams from HBM on every call)."""
+    return max(1, min(cap, math.ceil(3 * l2_bytes / max(bytes_per_set, 1))))
+
+
+def graph_time_us(enqueue: Callable[[int], None], calls: int = CALLS,
+                  budget_s: float = 0.25, min_replays: int = 5,
+                  max_replays: int = 50) -> dict:
+    """Median µs of one enqueue(i) (i = 0..calls-1) under graph replay.
+
+    Returns {"us", "spread"}: spread is (max - min) / median over the timed
+    replays."""
+    for i in range(min(calls, 3)):  # loads modules, sets up handles
+        enqueue(i)
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for i in range(calls):
+            enqueue(i)
+    graph.replay()
+    torch.cuda.synchronize()
+    start = time.perf_counter()
+    graph.replay()
+    torch.cuda.synchronize()
+    once = time.perf_counter() - start
+    replays = int(min(max_replays, max(min_replays, budget_s / max(once, 1e-6))))
+    events = [(torch.cuda.Event(enable_timing=True),
+               torch.cuda.Event(enable_timing=True)) for _ in range(replays)]
+    for begin, end in events:
+        begin.record()
+        graph.replay()
+        end.record()
+    torch.cuda.synchronize()
+    times = [begin.elapsed_time(end) * 1000.0 / calls for begin, end in events]
+    median = statistics.median(times)
+    del graph
+    return {"us": median, "spread": (max(times) - min(times)) / median}
+
+
+def event_time_us(run: Callable[[], None], repeats: int = 10) -> dict:
+    """Median µs of run() timed eagerly between events (large operations
+    whose launch cost is negligible)."""
+    run()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(repeats):
+        begin, end = (torch.cuda.Event(enable_timing=True),
+                      torch.cuda.Event(enable_timing=True))
+        begin.record()
+        run()
+        end.record()
+        end.synchronize()
+        times.append(begin.elapsed_time(end) * 1000.0)
+    median = statistics.median(times)
+    return {"us": median, "spread": (max(times) - min(times)) / median}
+
+
+def wall_time_s(run: Callable[[], None], repeats: int = 3) -> float:
+    """Median host wall time of run() (whole generate calls)."""
+    times = []
+    for _ in range(repeats):
+        torch.cuda.synchronize()
+        start = time.perf_counter()
+        run()
+        torch.cuda.synchronize()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
