@@ -291,7 +291,7 @@ def sdpa_backends(small: bool):
     return backends
 
 
-def time_sdpa(bench: Bench, q, caches, backend, gqa: bool):
+def time_sdpa(q, caches, backend, gqa: bool):
     from torch.nn.attention import sdpa_kernel
     import torch.nn.functional as F
 
@@ -386,8 +386,8 @@ def attention(bench: Bench) -> list[dict]:
         peers = {}
         for name, backend in sdpa_backends(nbytes <= (1 << 30)):
             try:
-                peers[name] = bench.hbm(nbytes, time_sdpa(bench, q, caches, backend,
-                                                          hq != hkv)["us"])
+                us = time_sdpa(q, caches, backend, hq != hkv)["us"]
+                peers[name] = bench.hbm(nbytes, us)
             except RuntimeError as err:
                 peers[name] = {"error": str(err).splitlines()[0][:120]}
             torch.cuda.synchronize()
@@ -424,7 +424,7 @@ def int4(bench: Bench) -> list[dict]:
         dense_bytes = b * s * 2 * d * 2 + 2 * b * 8 * d * 2
         q = bench.randn((b, 8, 1, d))
         from torch.nn.attention import SDPBackend
-        peer = time_sdpa(bench, q, dense, SDPBackend.FLASH_ATTENTION, True)
+        peer = time_sdpa(q, dense, SDPBackend.FLASH_ATTENTION, True)
         entry["peer"] = {"name": "torch SDPA flash, bf16 cache",
                          **bench.hbm(dense_bytes, peer["us"])}
         entry["ratio"] = peer["us"] / entry["fdc"]["online"]["us"]
