@@ -19,6 +19,7 @@ import pytest
 from fdc.bench import models, report
 from fdc.bench.launcher import (LaunchRecorder, LibraryError, ModelLibrary,
                                 step_args)
+from fdc.reference.llama import attention
 from fdc.safetensors import bf16_bits_to_f32, f32_to_bf16_bits
 
 REPO = Path(__file__).resolve().parents[2]
@@ -140,11 +141,10 @@ def test_attention_model_on_host_matches_numpy(tmp_path):
     ref = []
     for i in range(m):
         q = table[tokens[i]].reshape(hq, d).astype(np.float64)
+        # [k|v, Hkv, T, D] -> [T, Hkv, D] each, as the reference takes them.
         kv = cache[slots[i], 0, :, :, :positions[i] + 1].astype(np.float64)
-        keys, values = (np.repeat(kv[j], hq // hkv, axis=0) for j in (0, 1))
-        scores = np.einsum("hd,hsd->hs", q, keys) / math.sqrt(d)
-        p = np.exp(scores - scores.max(-1, keepdims=True))
-        out = np.einsum("hs,hsd->hd", p / p.sum(-1, keepdims=True), values)
+        keys, values = kv.transpose(0, 2, 1, 3)
+        out = attention(q, keys, values, 1 / math.sqrt(d))
         ref.append(bf16(out).reshape(-1).astype(np.float64) @ head.T)
     ref = np.stack(ref)
     assert np.linalg.norm(logits - ref) / np.linalg.norm(ref) < 1e-2
