@@ -41,10 +41,10 @@ TEST_F(CApiTest, LoadAndProperties) {
 TEST_F(CApiTest, LoadErrors) {
   char *error = nullptr;
   EXPECT_EQ(
-      fdc_model_load(FDC_TEST_MODEL_ABI2, dir.path().c_str(), 0, 1, &error),
+      fdc_model_load(FDC_TEST_MODEL_OLD_ABI, dir.path().c_str(), 0, 1, &error),
       nullptr);
   ASSERT_NE(error, nullptr);
-  EXPECT_NE(std::string(error).find("was built for ABI version 2"),
+  EXPECT_NE(std::string(error).find("was built for ABI version 1"),
             std::string::npos);
   EXPECT_STREQ(fdc_last_error(), error);
   fdc_string_free(error);
