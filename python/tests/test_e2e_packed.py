@@ -442,13 +442,18 @@ def test_library_with_untileable_tiled_csl_weight(libs, tmp_path):
     entry["shape"] = [256, 500]
     entry["bytes"] = (2 * 7 + 1) * 4 + 256 * 500 * 4  # the capacity formula, tiles rounded down
     manifest["config"]["intermediate_size"] = 500
-    data = json.dumps(manifest).encode() + b"\0"
+    text = json.dumps(manifest).encode()
+    data = text + b"\0"
+    manifest_hash = 14695981039346656037  # FNV-1a, as fdc_manifest_hash_of
+    for byte in text:
+        manifest_hash = ((manifest_hash ^ byte) * 1099511628211) & (2**64 - 1)
     source = tmp_path / "fake.c"
     source.write_text(
         "#include <stdint.h>\n"
-        "const uint32_t fdc_abi_version = 1;\n"
+        "const uint32_t fdc_abi_version = 2;\n"
         'const char fdc_target[] = "host";\n'
         f"const char fdc_manifest[] = {{{','.join(map(str, data))}}};\n"
+        f"const uint64_t fdc_manifest_hash = {manifest_hash}ULL;\n"
         "void fdc_model_step(const void *args) { (void)args; }\n")
     fake = tmp_path / "fake.so"
     subprocess.run(["cc", "-shared", "-fPIC", "-o", str(fake), str(source)], check=True)

@@ -1,4 +1,4 @@
-/*===- fdc_model_abi.h - Model library ABI, version 1 -------------*- C -*-===*\
+/*===- fdc_model_abi.h - Model library ABI, version 2 -------------*- C -*-===*\
 |*                                                                            *|
 |* The C-level contract between a model library (`fdc compile ... -o m.so`)   *|
 |* and the runtime; docs/model-library.md is the reference. A model library   *|
@@ -6,6 +6,7 @@
 |*   const uint32_t fdc_abi_version;   FDC_MODEL_ABI_VERSION                  *|
 |*   const char fdc_target[];          "host" or "cuda:sm_90[,sm_80...]"      *|
 |*   const char fdc_manifest[];        JSON: config, weights, kv_cache, ...   *|
+|*   const uint64_t fdc_manifest_hash; fdc_manifest_hash_of(the manifest)     *|
 |*   void fdc_model_step(const FdcStepArgs *args);                            *|
 |* and, for a cuda target, the kernel images:                                 *|
 |*   const char fdc_ptx[];             PTX of every kernel (JIT fallback)     *|
@@ -23,7 +24,23 @@
 extern "C" {
 #endif
 
-#define FDC_MODEL_ABI_VERSION 1
+/* Version 2 added fdc_manifest_hash. */
+#define FDC_MODEL_ABI_VERSION 2
+
+/* The 64-bit FNV-1a hash of the `length` bytes at `bytes`. A library's
+ * fdc_manifest_hash is this hash of its manifest (without the NUL); the
+ * runtime refuses a library whose manifest does not match it (the manifest
+ * was edited after compilation, while the code still has the compiled
+ * shapes). */
+static inline uint64_t fdc_manifest_hash_of(const char *bytes,
+                                            uint64_t length) {
+  uint64_t hash = UINT64_C(14695981039346656037);
+  for (uint64_t i = 0; i < length; ++i) {
+    hash ^= (uint8_t)bytes[i];
+    hash *= UINT64_C(1099511628211);
+  }
+  return hash;
+}
 
 /* How the step of a GPU library launches its kernels (the runtime's). */
 typedef struct FdcDeviceApi {

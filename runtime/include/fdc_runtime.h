@@ -5,8 +5,19 @@
 |*                                                                            *|
 |* Conventions: functions that can fail return 0 on success and non-zero on   *|
 |* failure, or NULL for a handle; fdc_last_error() then describes the latest  *|
-|* failure of the calling thread. A model handle must not be used by two      *|
-|* threads at once.                                                           *|
+|* failure of the calling thread.                                             *|
+|*                                                                            *|
+|* Threads: fdc_model_load, fdc_sampling_params_default, fdc_last_error (per  *|
+|* thread) and fdc_string_free may be called from any thread at any time, and *|
+|* different models may be used from different threads at once. One model     *|
+|* runs one generate call at a time: fdc_generate or fdc_generate_batch on a  *|
+|* model that is already generating (from a token callback, or another        *|
+|* thread) fails with "the model is already generating ..." and changes       *|
+|* nothing. The fdc_model_* queries may be called at any time while the model *|
+|* is alive. fdc_model_free called from a token callback of that model does   *|
+|* nothing (fdc_last_error says so); calling it from another thread while a   *|
+|* call on that model runs, or using a model after it was freed, is undefined *|
+|* behaviour: the caller must serialise freeing with every other use.         *|
 |*                                                                            *|
 \*===----------------------------------------------------------------------===*/
 
@@ -68,19 +79,22 @@ typedef struct fdc_request {
 /* Greedy decoding, no EOS, seed 0. */
 fdc_sampling_params fdc_sampling_params_default(void);
 
-/* Loads `library_path` (a model library of ABI version 1 for a target this
+/* Loads `library_path` (a model library of ABI version 2 for a target this
  * runtime runs: "host", or "cuda:sm_XX" with the CUDA backend, on GPU
  * $FDC_CUDA_DEVICE or 0) and its weights from `weights_path` (a checkpoint
  * directory or one .safetensors file), and allocates a KV cache of
  * `num_slots` slots of `max_context` tokens (0 = the model's
  * max_position_embeddings, at most 2048), in GPU memory for a cuda library.
+ * num_slots must be in [1, 2^31) and max_context in [0, 2^31); a KV cache
+ * whose size overflows or cannot be allocated is refused by name.
  * Returns NULL on failure; then, if `error_out` is not NULL, *error_out
  * receives a message to release with fdc_string_free. */
 fdc_model *fdc_model_load(const char *library_path, const char *weights_path,
                           int64_t max_context, int64_t num_slots,
                           char **error_out);
 
-/* Releases a model; NULL is ignored. */
+/* Releases a model; NULL is ignored. Does nothing when called from a token
+ * callback of this model (see Threads above). */
 void fdc_model_free(fdc_model *model);
 
 /* Properties of a loaded model. */

@@ -5,6 +5,7 @@
 #include "fdc/runtime/Engine.h"
 #include "fdc/runtime/Model.h"
 
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
@@ -15,6 +16,10 @@ using namespace fdc::runtime;
 
 struct fdc_model {
   std::unique_ptr<Model> model;
+  /// Set while fdc_generate or fdc_generate_batch runs on this model: a
+  /// second call (from a token callback, or another thread) is refused
+  /// instead of corrupting the KV-cache slots and step buffers.
+  std::atomic<bool> busy{false};
 };
 
 namespace {
@@ -150,6 +155,27 @@ int64_t generateBatch(Model &model, fdc_request *requests, int64_t count) {
   return failures;
 }
 
+/// Marks a model busy for the scope of a generate call.
+class BusyScope {
+public:
+  explicit BusyScope(fdc_model &model) : model(model) {
+    acquired = !model.busy.exchange(true);
+  }
+  ~BusyScope() {
+    if (acquired)
+      model.busy.store(false);
+  }
+  bool acquired;
+
+private:
+  fdc_model &model;
+};
+
+constexpr const char *kBusyMessage =
+    "the model is already generating (a token callback or another thread "
+    "called into it); one fdc_generate or fdc_generate_batch at a time per "
+    "model";
+
 template <typename Fn> auto guarded(Fn fn, decltype(fn()) onException) {
   try {
     return fn();
@@ -195,13 +221,23 @@ fdc_model *fdc_model_load(const char *library_path, const char *weights_path,
     if (!model)
       return fail(model.error().message());
     setLastError("");
-    return new fdc_model{std::move(*model)};
+    fdc_model *handle = new fdc_model();
+    handle->model = std::move(*model);
+    return handle;
   } catch (const std::exception &e) {
     return fail(concat("fdc runtime: ", e.what()));
   }
 }
 
-void fdc_model_free(fdc_model *model) { delete model; }
+void fdc_model_free(fdc_model *model) {
+  if (model && model->busy.load()) {
+    // Freeing it would pull the model out from under the running call.
+    setLastError(
+        concat("fdc_model_free: ", kBusyMessage, "; the model was not freed"));
+    return;
+  }
+  delete model;
+}
 
 int64_t fdc_model_vocab_size(const fdc_model *model) {
   return model ? model->model->vocabSize() : 0;
@@ -226,6 +262,11 @@ int fdc_generate(fdc_model *model, const int32_t *prompt, int64_t prompt_len,
     *out_len = 0;
   if (!model) {
     setLastError("fdc_generate: model is NULL");
+    return 1;
+  }
+  BusyScope busy(*model);
+  if (!busy.acquired) {
+    setLastError(concat("fdc_generate: ", kBusyMessage));
     return 1;
   }
   fdc_request request = {};
@@ -253,6 +294,11 @@ int64_t fdc_generate_batch(fdc_model *model, fdc_request *requests,
                            int64_t count) {
   if (!model || count < 0 || (count > 0 && !requests)) {
     setLastError("fdc_generate_batch: invalid arguments");
+    return -1;
+  }
+  BusyScope busy(*model);
+  if (!busy.acquired) {
+    setLastError(concat("fdc_generate_batch: ", kBusyMessage));
     return -1;
   }
   int64_t failures =

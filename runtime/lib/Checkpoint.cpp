@@ -3,13 +3,12 @@
 #include "fdc/runtime/Checkpoint.h"
 
 #include "fdc/runtime/Json.h"
+#include "fdc/runtime/MappedFile.h"
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <dirent.h>
-#include <fstream>
-#include <sstream>
 #include <sys/stat.h>
 
 using namespace fdc::runtime;
@@ -26,20 +25,15 @@ bool isRegularFile(const std::string &path) {
   return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
 }
 
+/// Whether something (of any type) is at `path`.
+bool exists(const std::string &path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0;
+}
+
 bool endsWith(std::string_view s, std::string_view suffix) {
   return s.size() >= suffix.size() &&
          s.substr(s.size() - suffix.size()) == suffix;
-}
-
-Expected<std::string> readTextFile(const std::string &path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    return createError("cannot open '", path, "': ", std::strerror(errno));
-  std::ostringstream contents;
-  contents << in.rdbuf();
-  if (in.bad())
-    return createError("cannot read '", path, "'");
-  return contents.str();
 }
 
 Expected<std::vector<std::string>>
@@ -91,9 +85,11 @@ Checkpoint::open(const std::string &path) {
     return createError("checkpoint '", path,
                        "' is neither a directory nor a file");
 
+  // A well-known name that is not a regular file (a FIFO, a directory) is
+  // refused rather than skipped.
   std::string indexPath = path + "/model.safetensors.index.json";
-  if (isRegularFile(indexPath)) {
-    Expected<std::string> text = readTextFile(indexPath);
+  if (exists(indexPath)) {
+    Expected<std::string> text = readRegularFile(indexPath);
     if (!text)
       return text.takeError();
     Expected<json::Value> index = json::parse(*text);
@@ -130,7 +126,7 @@ Checkpoint::open(const std::string &path) {
   }
 
   std::string singlePath = path + "/model.safetensors";
-  if (isRegularFile(singlePath)) {
+  if (exists(singlePath)) {
     if (Error err = checkpoint->addFile(singlePath))
       return err;
     return checkpoint;

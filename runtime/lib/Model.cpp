@@ -5,6 +5,7 @@
 #include "fdc/runtime/WeightLoader.h"
 
 #include <algorithm>
+#include <cmath>
 
 using namespace fdc::runtime;
 
@@ -50,13 +51,14 @@ Model::create(std::unique_ptr<ModelLibrary> library,
     backend = std::move(*created);
   }
 
-  Expected<HostBuffer> weights = loadWeights(manifest, checkpoint);
-  if (!weights)
-    return weights.takeError();
+  // The KV cache first: absurd sizes fail before the weights are read.
   Expected<KVCache> cache = KVCache::create(
       manifest.kvCache, options.numSlots, maxContext, /*hostStorage=*/!backend);
   if (!cache)
     return cache.takeError();
+  Expected<HostBuffer> weights = loadWeights(manifest, checkpoint);
+  if (!weights)
+    return weights.takeError();
   if (backend) {
     if (Error err = backend->uploadWeights(*weights))
       return err;
@@ -71,7 +73,67 @@ Model::create(std::unique_ptr<ModelLibrary> library,
                 std::move(backend)));
 }
 
+Error Model::checkStepInputs(const FdcStepArgs &args) const {
+  int64_t batch = args.batch;
+  int64_t slotCount = cache.numSlots();
+  int64_t contextLength = cache.maxContext();
+  int64_t vocab = vocabSize();
+  if (batch < 1 || batch > slotCount)
+    return createError("model step: batch ", batch,
+                       " is outside [1, num_slots = ", slotCount, "]");
+  struct Array {
+    const void *pointer;
+    const char *name;
+  };
+  for (Array array :
+       {Array{args.tokens, "tokens"}, Array{args.positions, "positions"},
+        Array{args.slots, "slots"}, Array{args.temperature, "temperature"},
+        Array{args.top_k, "top_k"}, Array{args.top_p, "top_p"},
+        Array{args.uniform, "uniform"}, Array{args.logits, "logits"},
+        Array{args.next_tokens, "next_tokens"}})
+    if (!array.pointer)
+      return createError("model step: '", array.name, "' is NULL");
+  std::vector<int32_t> sortedSlots(args.slots, args.slots + batch);
+  for (int64_t i = 0; i < batch; ++i) {
+    int32_t token = args.tokens[i];
+    if (token < 0 || token >= vocab)
+      return createError("model step: row ", i, ": token ", token,
+                         " is outside the vocabulary [0, ", vocab, ")");
+    int32_t slot = args.slots[i];
+    if (slot < 0 || slot >= slotCount)
+      return createError("model step: row ", i, ": slot ", slot,
+                         " is outside [0, num_slots = ", slotCount, ")");
+    int32_t position = args.positions[i];
+    if (position < 0 || position >= contextLength)
+      return createError("model step: row ", i, ": position ", position,
+                         " is outside [0, max_context = ", contextLength, ")");
+    float temperature = args.temperature[i];
+    if (!std::isfinite(temperature) || temperature < 0)
+      return createError("model step: row ", i, ": temperature ", temperature,
+                         " is not a finite number >= 0");
+    if (args.top_k[i] < 0)
+      return createError("model step: row ", i, ": top_k ", args.top_k[i],
+                         " is negative");
+    float topP = args.top_p[i];
+    if (!(topP > 0 && topP <= 1))
+      return createError("model step: row ", i, ": top_p ", topP,
+                         " is outside (0, 1]");
+    float uniform = args.uniform[i];
+    if (!(uniform >= 0 && uniform < 1))
+      return createError("model step: row ", i, ": uniform draw ", uniform,
+                         " is outside [0, 1)");
+  }
+  std::sort(sortedSlots.begin(), sortedSlots.end());
+  auto repeated = std::adjacent_find(sortedSlots.begin(), sortedSlots.end());
+  if (repeated != sortedSlots.end())
+    return createError("model step: slot ", *repeated,
+                       " appears in more than one row");
+  return Error::success();
+}
+
 Error Model::step(FdcStepArgs &args) {
+  if (Error err = checkStepInputs(args))
+    return err;
   args.num_slots = cache.numSlots();
   args.max_context = cache.maxContext();
   if (backend)

@@ -2,11 +2,16 @@
 
 #include "fdc/runtime/ModelLibrary.h"
 
+#include "fdc/runtime/MappedFile.h"
 #include "fdc/runtime/cuda/CudaBackend.h"
 #include "fdc/runtime/cuda/CudaTarget.h"
 
+#include <cerrno>
 #include <cstring>
 #include <dlfcn.h>
+#include <elf.h>
+#include <link.h>
+#include <unistd.h>
 
 using namespace fdc::runtime;
 
@@ -38,6 +43,15 @@ const void *ModelLibrary::symbol(const char *name) const {
 }
 
 namespace {
+/// The size of the dynamic symbol at `address`, or 0 when unknown.
+size_t symbolSize(const void *address) {
+  Dl_info info;
+  void *entry = nullptr;
+  if (::dladdr1(address, &info, &entry, RTLD_DL_SYMENT) == 0 || !entry)
+    return 0;
+  return static_cast<size_t>(static_cast<const ElfW(Sym) *>(entry)->st_size);
+}
+
 std::string joinTargets() {
   std::string joined;
   for (const std::string &target : supportedTargets())
@@ -47,12 +61,122 @@ std::string joinTargets() {
 
 /// A bounded strlen: a target name longer than this is garbage.
 constexpr size_t kMaxTargetLength = 256;
+
+#if defined(__x86_64__)
+constexpr uint16_t kHostMachine = EM_X86_64;
+#elif defined(__aarch64__)
+constexpr uint16_t kHostMachine = EM_AARCH64;
+#elif defined(__powerpc64__)
+constexpr uint16_t kHostMachine = EM_PPC64;
+#elif defined(__riscv) && __riscv_xlen == 64
+constexpr uint16_t kHostMachine = EM_RISCV;
+#else
+#error "unknown host ELF machine"
+#endif
+
+/// Reads exactly `size` bytes at `offset`; false on a short read.
+bool readAt(int fd, void *buffer, size_t size, uint64_t offset) {
+  auto *bytes = static_cast<uint8_t *>(buffer);
+  while (size > 0) {
+    ssize_t n = ::pread(fd, bytes, size, static_cast<off_t>(offset));
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      return false;
+    bytes += n;
+    size -= static_cast<size_t>(n);
+    offset += static_cast<uint64_t>(n);
+  }
+  return true;
+}
+
+/// Whether [offset, offset + count * entrySize) lies inside `fileSize`
+/// bytes, without overflow.
+bool fits(uint64_t offset, uint64_t count, uint64_t entrySize,
+          uint64_t fileSize) {
+  if (entrySize != 0 && count > UINT64_MAX / entrySize)
+    return false;
+  uint64_t bytes = count * entrySize;
+  return offset <= fileSize && bytes <= fileSize - offset;
+}
 } // namespace
+
+Error fdc::runtime::checkSharedObject(const std::string &path) {
+  Expected<RegularFile> file = openRegularFile(path);
+  if (!file)
+    return file.takeError();
+  uint64_t size = file->size;
+  int fd = file->fd.get();
+  auto truncated = [&](const auto &what, uint64_t offset, uint64_t bytes) {
+    return createError("the file is truncated: ", what, " at byte ", offset,
+                       " needs ", bytes, " bytes but the file has ", size,
+                       " bytes");
+  };
+  unsigned char magic[SELFMAG];
+  if (size < SELFMAG || !readAt(fd, magic, SELFMAG, 0) ||
+      std::memcmp(magic, ELFMAG, SELFMAG) != 0)
+    return createError("not an ELF file (bad magic)");
+  Elf64_Ehdr header;
+  if (size < sizeof(header))
+    return truncated("the ELF header", 0, sizeof(header));
+  if (!readAt(fd, &header, sizeof(header), 0))
+    return createError("cannot read the ELF header: ", std::strerror(errno));
+  if (header.e_ident[EI_CLASS] != ELFCLASS64)
+    return createError("not a 64-bit ELF file (class ",
+                       int(header.e_ident[EI_CLASS]), ")");
+  uint16_t one = 1;
+  bool littleEndian = *reinterpret_cast<uint8_t *>(&one) == 1;
+  if (header.e_ident[EI_DATA] != (littleEndian ? ELFDATA2LSB : ELFDATA2MSB))
+    return createError("the ELF file is not ", littleEndian ? "little" : "big",
+                       " endian like this host");
+  if (header.e_type != ET_DYN)
+    return createError("not a shared object (ELF type ", header.e_type, ")");
+  if (header.e_machine != kHostMachine)
+    return createError("built for ELF machine ", header.e_machine,
+                       ", this host is ", kHostMachine);
+  if (header.e_phnum == 0 || header.e_phentsize != sizeof(Elf64_Phdr))
+    return createError("the ELF program header table is malformed (",
+                       header.e_phnum, " entries of ", header.e_phentsize,
+                       " bytes)");
+  if (!fits(header.e_phoff, header.e_phnum, sizeof(Elf64_Phdr), size))
+    return truncated("the program header table", header.e_phoff,
+                     header.e_phnum * sizeof(Elf64_Phdr));
+  if (header.e_shoff != 0) {
+    // e_shnum 0 with a table means more than 0xff00 sections; the table then
+    // has at least its entry 0.
+    uint64_t sections = header.e_shnum == 0 ? 1 : header.e_shnum;
+    if (header.e_shentsize != sizeof(Elf64_Shdr))
+      return createError("the ELF section header table is malformed (",
+                         "entries of ", header.e_shentsize, " bytes)");
+    if (!fits(header.e_shoff, sections, sizeof(Elf64_Shdr), size))
+      return truncated("the section header table", header.e_shoff,
+                       sections * sizeof(Elf64_Shdr));
+  }
+  std::vector<Elf64_Phdr> segments(header.e_phnum);
+  if (!readAt(fd, segments.data(), segments.size() * sizeof(Elf64_Phdr),
+              header.e_phoff))
+    return createError("cannot read the ELF program headers");
+  for (size_t i = 0; i < segments.size(); ++i) {
+    const Elf64_Phdr &segment = segments[i];
+    if (segment.p_type != PT_LOAD && segment.p_type != PT_DYNAMIC)
+      continue;
+    if (!fits(segment.p_offset, 1, segment.p_filesz, size))
+      return truncated(
+          concat(segment.p_type == PT_LOAD ? "loadable" : "dynamic",
+                 " segment ", i),
+          segment.p_offset, segment.p_filesz);
+  }
+  return Error::success();
+}
 
 Expected<std::unique_ptr<ModelLibrary>>
 ModelLibrary::open(const std::string &path) {
   std::unique_ptr<ModelLibrary> library(new ModelLibrary());
   library->libraryPath = path;
+  // dlopen maps what the ELF headers describe: a truncated file would fault
+  // (SIGBUS) inside the loader, and a FIFO would hang it.
+  if (Error err = checkSharedObject(path))
+    return createError("cannot load model library ", path, ": ", err.message());
   // Without a '/', dlopen would search the library path instead of the file.
   std::string openPath =
       path.find('/') == std::string::npos ? "./" + path : path;
@@ -109,8 +233,19 @@ ModelLibrary::open(const std::string &path) {
   if (!manifest)
     return manifest.takeError();
   library->rawManifest = static_cast<const char *>(*manifest);
+  // Read no further than the symbol's own size, when the loader knows it.
+  size_t manifestLength;
+  if (size_t symbolBytes = symbolSize(library->rawManifest)) {
+    manifestLength = ::strnlen(library->rawManifest, symbolBytes);
+    if (manifestLength == symbolBytes)
+      return createError("model library ", path,
+                         ": fdc_manifest is not NUL-terminated");
+  } else {
+    manifestLength = std::strlen(library->rawManifest);
+  }
+  std::string_view manifestText(library->rawManifest, manifestLength);
   Expected<Manifest> parsed =
-      Manifest::parse(library->rawManifest, "model library " + path);
+      Manifest::parse(manifestText, "model library " + path);
   if (!parsed)
     return parsed.takeError();
   library->parsedManifest = std::move(*parsed);
@@ -122,6 +257,14 @@ ModelLibrary::open(const std::string &path) {
     return createError("model library ", path, ": manifest says target '",
                        m.target, "' but fdc_target is '", library->targetName,
                        "'");
+  Expected<void *> hash = lookup("fdc_manifest_hash");
+  if (!hash)
+    return hash.takeError();
+  if (*static_cast<const uint64_t *>(*hash) !=
+      fdc_manifest_hash_of(manifestText.data(), manifestText.size()))
+    return createError("model library ", path,
+                       ": the manifest does not match the library (it was "
+                       "edited after compilation)");
 
   Expected<void *> step = lookup("fdc_model_step");
   if (!step)

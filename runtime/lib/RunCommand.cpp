@@ -7,6 +7,7 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -62,16 +63,23 @@ bool parseInt(const std::string &text, int64_t &out) {
   return true;
 }
 
-bool parseFloat(const std::string &text, float &out) {
-  if (text.empty())
-    return false;
+/// Parses a finite float. A value too small for a float (it underflows to a
+/// denormal or 0, strtof's ERANGE) is fine; NaN, infinity and values too
+/// large for a float are refused with a message saying which.
+Error parseFloat(const std::string &name, const std::string &text, float &out) {
   errno = 0;
   char *end = nullptr;
   float value = std::strtof(text.c_str(), &end);
-  if (errno != 0 || *end != '\0')
-    return false;
+  if (text.empty() || end == text.c_str() || *end != '\0')
+    return createError("option ", name, ": '", text, "' is not a number");
+  if (std::isnan(value) || (std::isinf(value) && errno != ERANGE))
+    return createError("option ", name, ": '", text,
+                       "' is not a finite number");
+  if (std::isinf(value))
+    return createError("option ", name, ": '", text,
+                       "' is too large for a float");
   out = value;
-  return true;
+  return Error::success();
 }
 
 Error parseIdList(const std::string &text, std::vector<int32_t> &out) {
@@ -157,12 +165,11 @@ Expected<RunOptions> parseArguments(int argc, char **argv, bool &wantsHelp) {
         return err;
       options.maxContext = integer;
     } else if (name == "--temperature") {
-      if (!parseFloat(value, options.sampling.temperature))
-        return createError("option --temperature: '", value,
-                           "' is not a number");
+      if (Error err = parseFloat(name, value, options.sampling.temperature))
+        return err;
     } else if (name == "--top-p") {
-      if (!parseFloat(value, options.sampling.topP))
-        return createError("option --top-p: '", value, "' is not a number");
+      if (Error err = parseFloat(name, value, options.sampling.topP))
+        return err;
     } else if (name == "--dump-logits") {
       options.dumpLogits = value;
     } else {

@@ -41,10 +41,10 @@ TEST_F(CApiTest, LoadAndProperties) {
 TEST_F(CApiTest, LoadErrors) {
   char *error = nullptr;
   EXPECT_EQ(
-      fdc_model_load(FDC_TEST_MODEL_ABI2, dir.path().c_str(), 0, 1, &error),
+      fdc_model_load(FDC_TEST_MODEL_OLD_ABI, dir.path().c_str(), 0, 1, &error),
       nullptr);
   ASSERT_NE(error, nullptr);
-  EXPECT_NE(std::string(error).find("was built for ABI version 2"),
+  EXPECT_NE(std::string(error).find("was built for ABI version 1"),
             std::string::npos);
   EXPECT_STREQ(fdc_last_error(), error);
   fdc_string_free(error);
@@ -148,6 +148,96 @@ TEST_F(CApiTest, BatchInvalidCall) {
   EXPECT_EQ(fdc_generate_batch(model, nullptr, 2), -1);
   EXPECT_EQ(fdc_generate_batch(nullptr, nullptr, 0), -1);
   EXPECT_EQ(fdc_generate_batch(model, nullptr, 0), 0);
+}
+
+TEST_F(CApiTest, AbsurdSizesAreRefused) {
+  char *error = nullptr;
+  EXPECT_EQ(fdc_model_load(FDC_TEST_MODEL_GOOD, dir.path().c_str(), 0,
+                           INT64_MAX, &error),
+            nullptr);
+  ASSERT_NE(error, nullptr);
+  EXPECT_STREQ(error,
+               "num_slots must be in [1, 2^31), got 9223372036854775807");
+  fdc_string_free(error);
+  EXPECT_EQ(fdc_model_load(FDC_TEST_MODEL_GOOD, dir.path().c_str(), 0,
+                           INT64_MIN, nullptr),
+            nullptr);
+  EXPECT_STREQ(fdc_last_error(),
+               "num_slots must be in [1, 2^31), got -9223372036854775808");
+  EXPECT_EQ(fdc_model_load(FDC_TEST_MODEL_GOOD, dir.path().c_str(), INT64_MAX,
+                           1, nullptr),
+            nullptr);
+  EXPECT_STREQ(fdc_last_error(), "max_context 9223372036854775807 exceeds "
+                                 "the model's max_position_embeddings 64");
+  EXPECT_EQ(
+      fdc_model_load(FDC_TEST_MODEL_GOOD, dir.path().c_str(), -5, 1, nullptr),
+      nullptr);
+  EXPECT_STREQ(fdc_last_error(), "max_context must be positive, got -5");
+}
+
+struct ReentryLog {
+  fdc_model *model = nullptr;
+  int generateStatus = 0;
+  int64_t batchStatus = 0;
+  std::string generateError, batchError, freeError;
+};
+
+void reenter(void *userData, int64_t, int32_t, const float *, int64_t) {
+  auto *log = static_cast<ReentryLog *>(userData);
+  int32_t prompt[] = {1};
+  int32_t ids[1];
+  int64_t n;
+  log->generateStatus =
+      fdc_generate(log->model, prompt, 1, 1, nullptr, ids, &n, nullptr);
+  log->generateError = fdc_last_error();
+  fdc_request request = {};
+  request.prompt = prompt;
+  request.prompt_len = 1;
+  request.max_new_tokens = 1;
+  request.params = fdc_sampling_params_default();
+  request.out_ids = ids;
+  log->batchStatus = fdc_generate_batch(log->model, &request, 1);
+  log->batchError = fdc_last_error();
+  fdc_model_free(log->model); // Must not free it under the running call.
+  log->freeError = fdc_last_error();
+}
+
+TEST_F(CApiTest, ReentryFromACallbackIsRefused) {
+  load(16, 2);
+  ReentryLog log;
+  log.model = model;
+  int32_t prompt[] = {3};
+  int32_t ids[2] = {-1, -1};
+  fdc_request request = {};
+  request.prompt = prompt;
+  request.prompt_len = 1;
+  request.max_new_tokens = 2;
+  request.params = fdc_sampling_params_default();
+  request.out_ids = ids;
+  request.callback = reenter;
+  request.user_data = &log;
+  EXPECT_EQ(fdc_generate_batch(model, &request, 1), 0) << request.error;
+  EXPECT_EQ(ids[0], 4);
+  EXPECT_EQ(ids[1], 5);
+  EXPECT_EQ(log.generateStatus, 1);
+  EXPECT_EQ(log.generateError,
+            "fdc_generate: the model is already generating (a token callback "
+            "or another thread called into it); one fdc_generate or "
+            "fdc_generate_batch at a time per model");
+  EXPECT_EQ(log.batchStatus, -1);
+  EXPECT_EQ(log.batchError,
+            "fdc_generate_batch: the model is already generating (a token "
+            "callback or another thread called into it); one fdc_generate or "
+            "fdc_generate_batch at a time per model");
+  EXPECT_EQ(log.freeError,
+            "fdc_model_free: the model is already generating (a token "
+            "callback or another thread called into it); one fdc_generate or "
+            "fdc_generate_batch at a time per model; the model was not freed");
+  // Still usable afterwards.
+  int64_t n = 0;
+  EXPECT_EQ(fdc_generate(model, prompt, 1, 2, nullptr, ids, &n, nullptr), 0)
+      << fdc_last_error();
+  EXPECT_EQ(n, 2);
 }
 
 } // namespace

@@ -5,6 +5,8 @@
 #include "TestUtil.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 using namespace fdc::runtime;
 using namespace fdc::runtime::test;
@@ -130,6 +132,47 @@ TEST(CheckpointTest, BrokenFileIsNamed) {
   std::string message = openError(dir.path());
   EXPECT_NE(message.find(dir.file("model.safetensors")), std::string::npos)
       << message;
+}
+
+TEST(CheckpointTest, NonRegularFilesAreRefused) {
+  // Opening a FIFO for reading would wait for a writer forever: every file
+  // is opened without blocking and refused unless it is a regular file.
+  {
+    TempDir dir;
+    std::string fifo = dir.file("model.safetensors");
+    ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+    EXPECT_EQ(openError(dir.path()), "'" + fifo + "' is not a regular file");
+  }
+  {
+    TempDir dir;
+    writeTestCheckpoint(dir.path());
+    std::string fifo = dir.file("model.safetensors.index.json");
+    ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+    EXPECT_EQ(openError(dir.path()), "'" + fifo + "' is not a regular file");
+  }
+  {
+    TempDir dir;
+    writeFile(dir.file("model.safetensors.index.json"),
+              std::string(R"({"weight_map": {"a": "s.safetensors"}})"));
+    std::string fifo = dir.file("s.safetensors");
+    ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+    EXPECT_EQ(openError(dir.path()), "'" + fifo + "' is not a regular file");
+  }
+  {
+    TempDir dir;
+    std::vector<TestTensor> tensors = testModelTensors();
+    writeFile(dir.file("x.safetensors"), makeSafetensors({tensors[0]}));
+    std::string fifo = dir.file("y.safetensors");
+    ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+    EXPECT_EQ(openError(dir.path()), "'" + fifo + "' is not a regular file");
+  }
+  {
+    TempDir dir;
+    std::string sub = dir.file("model.safetensors");
+    ASSERT_EQ(::mkdir(sub.c_str(), 0700), 0);
+    EXPECT_EQ(openError(dir.path()), "'" + sub + "' is not a regular file");
+    ::rmdir(sub.c_str());
+  }
 }
 
 } // namespace

@@ -9,6 +9,7 @@
 
 #include "TestUtil.h"
 
+#include <cmath>
 #include <gtest/gtest.h>
 #include <set>
 
@@ -286,6 +287,111 @@ TEST_F(EngineTest, MaxContextDefaultsAndLimits) {
   m = Model::load(FDC_TEST_MODEL_GOOD, dir.path(), options);
   ASSERT_FALSE(m);
   EXPECT_NE(m.error().message().find("num_slots"), std::string::npos);
+}
+
+/// One row of step inputs for Model::step, valid for a model of 2 slots of
+/// 16 tokens; tests break one field at a time.
+struct StepInputs {
+  std::vector<int32_t> tokens{3, 4}, positions{0, 0}, slots{0, 1}, topK{0, 0};
+  std::vector<float> temperature{0, 0}, topP{1, 1}, uniform{0, 0};
+  std::vector<float> logits = std::vector<float>(2 * kVocab);
+  std::vector<int32_t> next{-1, -1};
+
+  FdcStepArgs args(int64_t batch = 2) {
+    FdcStepArgs a = {};
+    a.batch = batch;
+    a.tokens = tokens.data();
+    a.positions = positions.data();
+    a.slots = slots.data();
+    a.temperature = temperature.data();
+    a.top_k = topK.data();
+    a.top_p = topP.data();
+    a.uniform = uniform.data();
+    a.logits = logits.data();
+    a.next_tokens = next.data();
+    return a;
+  }
+};
+
+TEST_F(EngineTest, StepRefusesInputsOutsideTheBuffers) {
+  loadModel(/*numSlots=*/2, /*maxContext=*/16);
+  {
+    StepInputs good;
+    FdcStepArgs args = good.args();
+    ASSERT_FALSE(static_cast<bool>(model->step(args)));
+    EXPECT_EQ(good.next, (std::vector<int32_t>{4, 5}));
+  }
+  auto refusal = [&](StepInputs inputs, int64_t batch = 2) {
+    FdcStepArgs args = inputs.args(batch);
+    Error err = model->step(args);
+    EXPECT_TRUE(static_cast<bool>(err));
+    // Nothing ran.
+    EXPECT_EQ(inputs.next, (std::vector<int32_t>{-1, -1}));
+    return err ? err.message() : std::string("(no error)");
+  };
+  StepInputs in;
+  EXPECT_EQ(refusal(in, 3),
+            "model step: batch 3 is outside [1, num_slots = 2]");
+  EXPECT_EQ(refusal(in, 0),
+            "model step: batch 0 is outside [1, num_slots = 2]");
+  EXPECT_EQ(refusal(in, -1),
+            "model step: batch -1 is outside [1, num_slots = 2]");
+
+  in = StepInputs();
+  in.tokens[1] = kVocab;
+  EXPECT_EQ(refusal(in),
+            "model step: row 1: token 32 is outside the vocabulary [0, 32)");
+  in.tokens[1] = -1;
+  EXPECT_EQ(refusal(in),
+            "model step: row 1: token -1 is outside the vocabulary [0, 32)");
+
+  in = StepInputs();
+  in.slots[0] = 2;
+  EXPECT_EQ(refusal(in),
+            "model step: row 0: slot 2 is outside [0, num_slots = 2)");
+  in.slots[0] = -5;
+  EXPECT_EQ(refusal(in),
+            "model step: row 0: slot -5 is outside [0, num_slots = 2)");
+  in.slots[0] = 1;
+  EXPECT_EQ(refusal(in), "model step: slot 1 appears in more than one row");
+
+  in = StepInputs();
+  in.positions[1] = 16;
+  EXPECT_EQ(refusal(in),
+            "model step: row 1: position 16 is outside [0, max_context = 16)");
+  in.positions[1] = -1;
+  EXPECT_EQ(refusal(in),
+            "model step: row 1: position -1 is outside [0, max_context = 16)");
+
+  in = StepInputs();
+  in.temperature[0] = std::nanf("");
+  EXPECT_EQ(refusal(in),
+            "model step: row 0: temperature nan is not a finite number >= 0");
+  in.temperature[0] = INFINITY;
+  EXPECT_EQ(refusal(in),
+            "model step: row 0: temperature inf is not a finite number >= 0");
+  in.temperature[0] = -1;
+  EXPECT_EQ(refusal(in),
+            "model step: row 0: temperature -1 is not a finite number >= 0");
+
+  in = StepInputs();
+  in.topK[1] = -3;
+  EXPECT_EQ(refusal(in), "model step: row 1: top_k -3 is negative");
+  in = StepInputs();
+  in.topP[1] = 0;
+  EXPECT_EQ(refusal(in), "model step: row 1: top_p 0 is outside (0, 1]");
+  in.topP[1] = std::nanf("");
+  EXPECT_EQ(refusal(in), "model step: row 1: top_p nan is outside (0, 1]");
+  in = StepInputs();
+  in.uniform[0] = 1;
+  EXPECT_EQ(refusal(in), "model step: row 0: uniform draw 1 is outside [0, 1)");
+
+  in = StepInputs();
+  FdcStepArgs args = in.args();
+  args.slots = nullptr;
+  Error err = model->step(args);
+  ASSERT_TRUE(static_cast<bool>(err));
+  EXPECT_EQ(err.message(), "model step: 'slots' is NULL");
 }
 
 } // namespace

@@ -3,9 +3,16 @@
 #include "fdc/runtime/ModelLibrary.h"
 #include "fdc/runtime/cuda/CudaBackend.h"
 
+#include "TestUtil.h"
+
+#include <cstring>
+#include <elf.h>
+#include <fstream>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 using namespace fdc::runtime;
+using namespace fdc::runtime::test;
 
 namespace {
 
@@ -20,7 +27,7 @@ TEST(ModelLibraryTest, LoadsGoodLibrary) {
   ASSERT_TRUE(library) << library.error().message();
   const Manifest &m = (*library)->manifest();
   EXPECT_EQ((*library)->target(), "host");
-  EXPECT_EQ(m.abiVersion, 1);
+  EXPECT_EQ(m.abiVersion, 2);
   EXPECT_EQ(m.model, "test_model");
   EXPECT_EQ(m.vocabSize, 32);
   EXPECT_EQ(m.maxPositionEmbeddings, 64);
@@ -39,9 +46,133 @@ TEST(ModelLibraryTest, LoadsGoodLibrary) {
 }
 
 TEST(ModelLibraryTest, RefusesOtherAbiVersion) {
-  EXPECT_EQ(openError(FDC_TEST_MODEL_ABI2),
-            std::string("model library ") + FDC_TEST_MODEL_ABI2 +
-                " was built for ABI version 2, this runtime supports 1");
+  EXPECT_EQ(openError(FDC_TEST_MODEL_OLD_ABI),
+            std::string("model library ") + FDC_TEST_MODEL_OLD_ABI +
+                " was built for ABI version 1, this runtime supports 2");
+}
+
+TEST(ModelLibraryTest, RefusesEditedManifest) {
+  EXPECT_EQ(openError(FDC_TEST_MODEL_BADHASH),
+            std::string("model library ") + FDC_TEST_MODEL_BADHASH +
+                ": the manifest does not match the library (it was edited "
+                "after compilation)");
+}
+
+std::vector<uint8_t> readBytes(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::vector<uint8_t>((std::istreambuf_iterator<char>(in)),
+                              std::istreambuf_iterator<char>());
+}
+
+/// `path` written with `bytes`, then opened as a model library.
+std::string openBytes(const std::string &path,
+                      const std::vector<uint8_t> &bytes) {
+  writeFile(path, bytes);
+  return openError(path);
+}
+
+TEST(ModelLibraryTest, RefusesTruncatedLibraries) {
+  // dlopen of a cut-short library faults (SIGBUS) inside the loader; the
+  // ELF headers are checked first.
+  TempDir dir;
+  std::vector<uint8_t> good = readBytes(FDC_TEST_MODEL_GOOD);
+  ASSERT_GT(good.size(), 5000u);
+  std::string path = dir.file("t.so");
+  auto cut = [&](size_t size) {
+    return openBytes(path,
+                     std::vector<uint8_t>(good.begin(), good.begin() + size));
+  };
+  EXPECT_EQ(cut(0), "cannot load model library " + path +
+                        ": not an ELF file (bad magic)");
+  EXPECT_EQ(cut(40), "cannot load model library " + path +
+                         ": the file is truncated: the ELF header at byte 0 "
+                         "needs 64 bytes but the file has 40 bytes");
+  std::string message = cut(5000);
+  EXPECT_EQ(message.rfind("cannot load model library " + path +
+                              ": the file is truncated: ",
+                          0),
+            0u)
+      << message;
+  EXPECT_NE(message.find("but the file has 5000 bytes"), std::string::npos)
+      << message;
+
+  // Only the section header table is cut off; then only the last bytes of
+  // the last loadable segment.
+  Elf64_Ehdr header;
+  std::memcpy(&header, good.data(), sizeof(header));
+  ASSERT_EQ(header.e_shoff + header.e_shnum * sizeof(Elf64_Shdr), good.size());
+  EXPECT_EQ(cut(good.size() - 1),
+            concat("cannot load model library ", path,
+                   ": the file is truncated: the section header table at "
+                   "byte ",
+                   header.e_shoff, " needs ",
+                   header.e_shnum * sizeof(Elf64_Shdr),
+                   " bytes but the file has ", good.size() - 1, " bytes"));
+  std::vector<uint8_t> noSections = good;
+  Elf64_Ehdr *edited = reinterpret_cast<Elf64_Ehdr *>(noSections.data());
+  edited->e_shoff = 0;
+  edited->e_shnum = 0;
+  uint64_t loadEnd = 0;
+  Elf64_Phdr last = {};
+  size_t lastLoad = 0;
+  for (size_t i = 0; i < header.e_phnum; ++i) {
+    Elf64_Phdr segment;
+    std::memcpy(&segment, good.data() + header.e_phoff + i * sizeof(Elf64_Phdr),
+                sizeof(segment));
+    if (segment.p_type == PT_LOAD &&
+        segment.p_offset + segment.p_filesz >= loadEnd) {
+      loadEnd = segment.p_offset + segment.p_filesz;
+      last = segment;
+      lastLoad = i;
+    }
+  }
+  noSections.resize(loadEnd - 1);
+  EXPECT_EQ(openBytes(path, noSections),
+            concat("cannot load model library ", path,
+                   ": the file is truncated: loadable segment ", lastLoad,
+                   " at byte ", last.p_offset, " needs ", last.p_filesz,
+                   " bytes but the file has ", loadEnd - 1, " bytes"));
+}
+
+TEST(ModelLibraryTest, RefusesOtherElfFiles) {
+  TempDir dir;
+  std::vector<uint8_t> good = readBytes(FDC_TEST_MODEL_GOOD);
+  std::string path = dir.file("e.so");
+  auto edited = [&](auto edit) {
+    std::vector<uint8_t> bytes = good;
+    edit(*reinterpret_cast<Elf64_Ehdr *>(bytes.data()));
+    return openBytes(path, bytes);
+  };
+  std::string prefix = "cannot load model library " + path + ": ";
+  EXPECT_EQ(edited([](Elf64_Ehdr &h) { h.e_ident[EI_CLASS] = ELFCLASS32; }),
+            prefix + "not a 64-bit ELF file (class 1)");
+  EXPECT_EQ(edited([](Elf64_Ehdr &h) { h.e_ident[EI_DATA] = ELFDATA2MSB; }),
+            prefix + "the ELF file is not little endian like this host");
+  EXPECT_EQ(edited([](Elf64_Ehdr &h) { h.e_type = ET_EXEC; }),
+            prefix + "not a shared object (ELF type 2)");
+  EXPECT_EQ(edited([](Elf64_Ehdr &h) { h.e_machine = EM_SPARC; }),
+            prefix +
+                concat("built for ELF machine 2, this host is ",
+                       reinterpret_cast<Elf64_Ehdr *>(good.data())->e_machine));
+  uint16_t phnum = reinterpret_cast<Elf64_Ehdr *>(good.data())->e_phnum;
+  EXPECT_EQ(edited([](Elf64_Ehdr &h) { h.e_phoff = UINT64_MAX - 8; }),
+            prefix + concat("the file is truncated: the program header table "
+                            "at byte ",
+                            UINT64_MAX - 8, " needs ",
+                            phnum * sizeof(Elf64_Phdr),
+                            " bytes but the file has ", good.size(), " bytes"));
+}
+
+TEST(ModelLibraryTest, RefusesNonRegularFiles) {
+  TempDir dir;
+  std::string fifo = dir.file("fifo.so");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  // Opening a FIFO for reading would wait for a writer forever.
+  EXPECT_EQ(openError(fifo), "cannot load model library " + fifo + ": '" +
+                                 fifo + "' is not a regular file");
+  EXPECT_EQ(openError(dir.path()), "cannot load model library " + dir.path() +
+                                       ": '" + dir.path() +
+                                       "' is not a regular file");
 }
 
 TEST(ModelLibraryTest, CudaTargetNeedsTheCudaBackend) {

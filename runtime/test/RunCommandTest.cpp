@@ -76,4 +76,40 @@ TEST(RunCommandTest, Errors) {
             std::string::npos);
 }
 
+TEST(RunCommandTest, SamplingNumbers) {
+  TempDir dir;
+  writeTestCheckpoint(dir.path());
+  // 1e-45 underflows to a denormal (strtof says ERANGE): still a number.
+  testing::internal::CaptureStdout();
+  EXPECT_EQ(runCommand({FDC_TEST_MODEL_GOOD, "--weights", dir.path(),
+                        "--prompt-ids", "3", "--max-new-tokens", "2",
+                        "--temperature", "1e-45", "--top-p", "0.5"}),
+            0);
+  testing::internal::GetCapturedStdout();
+  auto refusal = [&](const std::string &option, const std::string &value) {
+    testing::internal::CaptureStderr();
+    int rc = runCommand({FDC_TEST_MODEL_GOOD, "--weights", dir.path(),
+                         "--prompt-ids", "3", option, value});
+    EXPECT_EQ(rc, 1);
+    // The first line (a command-line error is followed by the usage).
+    std::string err = testing::internal::GetCapturedStderr();
+    return err.substr(0, err.find('\n') + 1);
+  };
+  EXPECT_EQ(refusal("--temperature", "nan"),
+            "fdc-run: error: option --temperature: 'nan' is not a finite "
+            "number\n");
+  EXPECT_EQ(refusal("--temperature", "-inf"),
+            "fdc-run: error: option --temperature: '-inf' is not a finite "
+            "number\n");
+  EXPECT_EQ(refusal("--temperature", "1e39"),
+            "fdc-run: error: option --temperature: '1e39' is too large for a "
+            "float\n");
+  EXPECT_EQ(refusal("--temperature", "0.5x"),
+            "fdc-run: error: option --temperature: '0.5x' is not a number\n");
+  EXPECT_EQ(refusal("--top-p", ""),
+            "fdc-run: error: option --top-p: '' is not a number\n");
+  EXPECT_EQ(refusal("--top-p", "1e-50"),
+            "fdc-run: error: top_p must be in (0, 1], got 0\n");
+}
+
 } // namespace

@@ -8,14 +8,15 @@
 |* next, plus w[0] at index 30 and the sum of the slot's K rows 0..pos at 31, *|
 |* so tests can see the weights and whether slots and positions line up.      *|
 |*                                                                            *|
-|* TEST_ABI_VERSION, TEST_TARGET and TEST_NO_STEP build the broken variants.  *|
+|* TEST_ABI_VERSION, TEST_TARGET, TEST_NO_STEP and TEST_BAD_HASH (a           *|
+|* fdc_manifest_hash that does not match) build the broken variants.          *|
 |*                                                                            *|
 \*===----------------------------------------------------------------------===*/
 
 #include "fdc_model_abi.h"
 
 #ifndef TEST_ABI_VERSION
-#define TEST_ABI_VERSION 1
+#define TEST_ABI_VERSION FDC_MODEL_ABI_VERSION
 #endif
 #ifndef TEST_TARGET
 #define TEST_TARGET "host"
@@ -51,6 +52,17 @@ EXPORT const char fdc_manifest[] = "{\"abi_version\": " STRINGIFY(
                       "   \"sources\": [\"n\"]}],"
                       " \"kernels\": [{\"name\": \"step\", \"op\": "
                       "\"test.step\"}]}";
+
+/* C has no constant expressions over a string: the hash is computed when
+ * the library is loaded, before the runtime reads it. */
+EXPORT uint64_t fdc_manifest_hash;
+__attribute__((constructor)) static void computeManifestHash(void) {
+  fdc_manifest_hash =
+      fdc_manifest_hash_of(fdc_manifest, sizeof(fdc_manifest) - 1);
+#ifdef TEST_BAD_HASH
+  fdc_manifest_hash += 1;
+#endif
+}
 
 #ifndef TEST_NO_STEP
 EXPORT void fdc_model_step(const FdcStepArgs *args) {

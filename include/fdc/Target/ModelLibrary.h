@@ -16,16 +16,17 @@
 
 namespace fdc::target {
 
-/// The model-library ABI version this compiler emits.
-constexpr uint32_t kAbiVersion = 1;
+/// The model-library ABI version this compiler emits; FDC_MODEL_ABI_VERSION
+/// of runtime/include/fdc_model_abi.h (a static_assert checks they agree).
+constexpr uint32_t kAbiVersion = 2;
 
 /// The manifest JSON of a model whose weights have arena offsets
 /// (decode-assign-weight-layout).
 mlir::FailureOr<std::string> buildManifest(decode::ModelOp model,
                                            llvm::StringRef target);
 
-/// Adds `fdc_abi_version`, `fdc_target` and `fdc_manifest` to a module in
-/// the LLVM dialect.
+/// Adds `fdc_abi_version`, `fdc_target`, `fdc_manifest` and
+/// `fdc_manifest_hash` to a module in the LLVM dialect.
 void addLibraryGlobals(mlir::ModuleOp module, llvm::StringRef target,
                        llvm::StringRef manifest);
 

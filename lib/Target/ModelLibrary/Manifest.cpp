@@ -2,6 +2,7 @@
 
 #include "fdc/Dialect/Decode/Transforms/Passes.h"
 #include "fdc/Target/ModelLibrary.h"
+#include "fdc_model_abi.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/Builders.h"
@@ -10,6 +11,10 @@
 
 using namespace mlir;
 using namespace fdc;
+
+static_assert(target::kAbiVersion == FDC_MODEL_ABI_VERSION,
+              "the compiler and runtime/include/fdc_model_abi.h must agree on "
+              "the model-library ABI version");
 
 namespace {
 std::string dtypeName(Type type) {
@@ -156,4 +161,10 @@ void target::addLibraryGlobals(ModuleOp module, StringRef targetName,
                          b.getI32IntegerAttr(kAbiVersion));
   addString("fdc_target", targetName);
   addString("fdc_manifest", manifest);
+  // The runtime recomputes this and refuses a manifest edited after
+  // compilation (the code keeps the compiled shapes).
+  uint64_t hash = fdc_manifest_hash_of(manifest.data(), manifest.size());
+  LLVM::GlobalOp::create(b, loc, b.getI64Type(), /*isConstant=*/true,
+                         LLVM::Linkage::External, "fdc_manifest_hash",
+                         b.getI64IntegerAttr(static_cast<int64_t>(hash)));
 }

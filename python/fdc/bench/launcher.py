@@ -17,7 +17,7 @@ import json
 import os
 from dataclasses import dataclass
 
-ABI_VERSION = 1
+ABI_VERSION = 2
 
 _FIELDS = ("batch", "num_slots", "max_context", "weights", "kv_cache",
            "tokens", "positions", "slots", "temperature", "top_k", "top_p",

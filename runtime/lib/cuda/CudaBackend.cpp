@@ -366,8 +366,17 @@ Error CudaBackend::uploadWeights(const HostBuffer &arena) {
 Error CudaBackend::allocateState(uint64_t kvCacheBytes, int64_t maxBatch,
                                  int64_t vocabSize) {
   Impl &s = *impl;
-  if (maxBatch < 1 || vocabSize < 1)
-    return createError("CUDA backend: max_batch and vocab_size must be >= 1");
+  if (maxBatch < 1 || maxBatch > INT32_MAX)
+    return createError("CUDA backend: max_batch must be in [1, 2^31), got ",
+                       maxBatch);
+  if (vocabSize < 1 || vocabSize > INT32_MAX)
+    return createError("CUDA backend: vocab_size must be in [1, 2^31), got ",
+                       vocabSize);
+  // Every size is rounded up to 256 bytes below: refuse what would wrap.
+  constexpr uint64_t kMaxBytes = uint64_t(1) << 62;
+  if (kvCacheBytes > kMaxBytes)
+    return createError("CUDA backend: a KV cache of ", kvCacheBytes,
+                       " bytes is too large");
   if (Error err = s.makeCurrent())
     return err;
   Expected<ScratchSpec> spec = parseScratch(
@@ -377,9 +386,12 @@ Error CudaBackend::allocateState(uint64_t kvCacheBytes, int64_t maxBatch,
   Expected<uint64_t> scratch = scratchBytes(*spec, maxBatch);
   if (!scratch)
     return scratch.takeError();
+  if (*scratch > kMaxBytes)
+    return createError("CUDA backend: a scratch buffer of ", *scratch,
+                       " bytes is too large");
   uint64_t batch = static_cast<uint64_t>(maxBatch);
   uint64_t vocab = static_cast<uint64_t>(vocabSize);
-  if (vocab > UINT64_MAX / 4 / batch)
+  if (vocab > kMaxBytes / 4 / batch)
     return createError("logits of ", maxBatch, " x ", vocabSize,
                        " floats overflow 64 bits");
   s.inputStride = alignUp(batch * 4, 256);

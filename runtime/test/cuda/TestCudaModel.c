@@ -38,10 +38,14 @@
 #define VOCAB 32
 #define EXPORT __attribute__((visibility("default")))
 
-EXPORT const uint32_t fdc_abi_version = 1;
+#define STRINGIFY_(x) #x
+#define STRINGIFY(x) STRINGIFY_(x)
+#define ABI_VERSION_TEXT STRINGIFY(FDC_MODEL_ABI_VERSION)
+
+EXPORT const uint32_t fdc_abi_version = FDC_MODEL_ABI_VERSION;
 EXPORT const char fdc_target[] = TEST_TARGET;
 EXPORT const char fdc_manifest[] =
-    "{\"abi_version\": 1, \"target\": \"" TEST_TARGET "\","
+    "{\"abi_version\": " ABI_VERSION_TEXT ", \"target\": \"" TEST_TARGET "\","
     " \"model\": \"test_cuda_model\","
     " \"config\": {\"vocab_size\": 32, \"max_position_embeddings\": 64},"
     " \"kv_cache\": {\"layers\": 1, \"kv_heads\": 1, \"head_dim\": 1,"
@@ -58,6 +62,13 @@ EXPORT const char fdc_manifest[] =
     " \"kernels\": [{\"name\": \"fdc_test_store_kv\", \"op\": \"test.kv\"},"
     "   {\"name\": \"fdc_test_next_token\", \"op\": \"test.next\"}" EXTRA_KERNEL
     "]}";
+
+/* Computed at load time, before the runtime reads it (see ../TestModel.c). */
+EXPORT uint64_t fdc_manifest_hash;
+__attribute__((constructor)) static void computeManifestHash(void) {
+  fdc_manifest_hash =
+      fdc_manifest_hash_of(fdc_manifest, sizeof(fdc_manifest) - 1);
+}
 
 #ifdef TEST_WITH_PTX
 EXPORT const char fdc_ptx[] = {

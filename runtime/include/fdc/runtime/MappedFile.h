@@ -12,7 +12,45 @@
 
 namespace fdc::runtime {
 
-/// A whole file mapped read-only; unmapped on destruction.
+/// A file descriptor, closed on destruction.
+class FileDescriptor {
+public:
+  FileDescriptor() = default;
+  explicit FileDescriptor(int fd) : fd(fd) {}
+  FileDescriptor(FileDescriptor &&other) noexcept : fd(other.release()) {}
+  FileDescriptor &operator=(FileDescriptor &&other) noexcept;
+  FileDescriptor(const FileDescriptor &) = delete;
+  FileDescriptor &operator=(const FileDescriptor &) = delete;
+  ~FileDescriptor();
+
+  int get() const { return fd; }
+  int release() {
+    int result = fd;
+    fd = -1;
+    return result;
+  }
+
+private:
+  int fd = -1;
+};
+
+/// A regular file opened for reading, and its size.
+struct RegularFile {
+  FileDescriptor fd;
+  uint64_t size = 0;
+};
+
+/// Opens `path` read-only with O_NONBLOCK (so that opening a FIFO cannot
+/// hang) and O_CLOEXEC, and refuses anything but a regular file with
+/// "'PATH' is not a regular file". Every file the runtime reads is opened
+/// through this.
+Expected<RegularFile> openRegularFile(const std::string &path);
+
+/// The whole contents of the regular file at `path` (openRegularFile).
+Expected<std::string> readRegularFile(const std::string &path);
+
+/// A whole regular file (openRegularFile) mapped read-only; unmapped on
+/// destruction.
 class MappedFile {
 public:
   static Expected<std::unique_ptr<MappedFile>> open(const std::string &path);

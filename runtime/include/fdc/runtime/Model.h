@@ -51,12 +51,20 @@ public:
   /// The device side of a cuda library, else nullptr.
   const cuda::CudaBackend *cudaBackend() const { return backend.get(); }
 
-  /// Fills in batch-independent fields (num_slots, max_context, and for a
-  /// host library weights and kv_cache) and runs one step. `args` holds host
-  /// arrays either way; for a cuda library the backend copies them to and
-  /// from the device (weights and kv_cache stay null here). The caller has
-  /// validated the inputs. Fails only for a cuda library (a failed launch or
-  /// copy, or a fault found at the end of the step).
+  /// Checks the step inputs the generated code indexes with, refusing by
+  /// row and value: 1 <= batch <= num_slots; no NULL array; token ids in
+  /// [0, vocab_size); slots in [0, num_slots), distinct; positions in
+  /// [0, max_context); a finite temperature >= 0, top_k >= 0, top_p in
+  /// (0, 1] and uniform in [0, 1).
+  Error checkStepInputs(const FdcStepArgs &args) const;
+
+  /// Checks the inputs (checkStepInputs), fills in batch-independent fields
+  /// (num_slots, max_context, and for a host library weights and kv_cache)
+  /// and runs one step. `args` holds host arrays either way; for a cuda
+  /// library the backend copies them to and from the device (weights and
+  /// kv_cache stay null here). Fails for invalid inputs (nothing runs), or for
+  /// a cuda library a failed launch or copy, or a fault found at the end of
+  /// the step.
   Error step(FdcStepArgs &args);
 
 private:

@@ -1,7 +1,9 @@
 //===- ModelLibrary.h - Loading a compiled model library --------*- C++ -*-===//
 //
-// dlopen()s a model library and checks, in this order, fdc_abi_version,
-// fdc_target, fdc_manifest and fdc_model_step (docs/model-library.md). A
+// Checks that the file is a complete ELF shared object for this host,
+// dlopen()s it and checks, in this order, fdc_abi_version, fdc_target,
+// fdc_manifest, fdc_manifest_hash and fdc_model_step
+// (docs/model-library.md). A
 // "cuda:..." target is accepted when the runtime has the CUDA backend; its
 // kernel images are looked up later, by the backend.
 //
@@ -30,6 +32,12 @@ const std::vector<std::string> &supportedTargets();
 /// Whether this runtime runs libraries for `target` (a well-formed cuda
 /// target counts when the CUDA backend is built in).
 bool isSupportedTarget(const std::string &target);
+
+/// Checks, before anything maps it, that `path` is a regular file holding a
+/// 64-bit ELF shared object of this host's byte order and machine whose
+/// header, program and section header tables and loadable segments all lie
+/// inside the file (dlopen of a truncated one faults in the loader).
+Error checkSharedObject(const std::string &path);
 
 class ModelLibrary {
 public:
