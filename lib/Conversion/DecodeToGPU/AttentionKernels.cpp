@@ -74,7 +74,9 @@ Value mulI(ImplicitLocOpBuilder &b, Value x, Value y) {
 /// never produces NaN.
 Value scaleFactor(GpuEmitter &e, Value x, Value max) {
   Value empty = e.cmpf(CmpFPredicate::OEQ, x, e.f32(-INFINITY));
-  return e.select(empty, e.f32(0), e.exp(e.sub(x, max)));
+  Value zero = e.f32(0);
+  Value factor = e.exp(e.sub(x, max));
+  return e.select(empty, zero, factor);
 }
 
 /// Cache vector of `vecLen` elements at dims [d0, d0 + vecLen) as f32.
@@ -164,11 +166,13 @@ LogicalResult fdc::gpu::buildAttention(
     Value work =
         arith::MulIOp::create(host, ctx.batch, ctx.hostI64(queryHeads));
     Value wanted = ctx.ceilDiv(ctx.hostI64(config.targetBlocks), work);
-    Value cap = arith::MinSIOp::create(
-        host, ctx.hostI64(config.maxSplits),
-        ctx.ceilDiv(ctx.maxContext, ctx.hostI64(config.minSplitLength)));
+    Value maxSplits = ctx.hostI64(config.maxSplits);
+    Value splitsOfMinLength =
+        ctx.ceilDiv(ctx.maxContext, ctx.hostI64(config.minSplitLength));
+    Value cap = arith::MinSIOp::create(host, maxSplits, splitsOfMinLength);
+    Value one = ctx.hostI64(1);
     numSplits = arith::MaxSIOp::create(
-        host, ctx.hostI64(1), arith::MinSIOp::create(host, wanted, cap));
+        host, one, arith::MinSIOp::create(host, wanted, cap));
   }
   Value chunk = ctx.ceilDiv(ctx.maxContext, numSplits);
 
@@ -196,7 +200,8 @@ LogicalResult fdc::gpu::buildAttention(
         Value d0 = mulI(b, groupLane, e.index(vecLen));
         Value kvHead = arith::DivUIOp::create(b, h, e.index(group));
         Value slot = e.loadIndex(v[2], i);
-        Value length = addI(b, e.loadIndex(v[3], i), e.index(1));
+        Value lastPosition = e.loadIndex(v[3], i);
+        Value length = addI(b, lastPosition, e.index(1));
         Value start = mulI(b, s, idx(b, v[6]));
         Value end =
             arith::MinUIOp::create(b, addI(b, start, idx(b, v[6])), length);
@@ -228,20 +233,22 @@ LogicalResult fdc::gpu::buildAttention(
         // State per lane: (max or flag, sum, acc).
         SmallVector<Value> state;
         if (!unified) {
+          Value strideIndex = e.index(stride);
           state = e.reduce(
-              first, end, e.index(stride),
-              {e.f32(-INFINITY), e.f32(0), zeros()},
+              first, end, strideIndex, {e.f32(-INFINITY), e.f32(0), zeros()},
               [&](Value base, ValueRange c) {
                 auto [t, valid] = position(base);
-                Value sc = e.select(valid, score(t), e.f32(-INFINITY));
+                Value rawScore = score(t);
+                Value sc = e.select(valid, rawScore, e.f32(-INFINITY));
                 Value newMax = arith::MaximumFOp::create(b, c[0], sc);
                 Value correction = scaleFactor(e, c[0], newMax);
                 Value p = scaleFactor(e, sc, newMax);
-                Value acc = arith::AddFOp::create(
-                    b,
-                    arith::MulFOp::create(b, c[2],
-                                          splat(e, correction, vecLen)),
-                    arith::MulFOp::create(b, value(t), splat(e, p, vecLen)));
+                Value kept = arith::MulFOp::create(
+                    b, c[2], splat(e, correction, vecLen));
+                Value valueT = value(t);
+                Value added =
+                    arith::MulFOp::create(b, valueT, splat(e, p, vecLen));
+                Value acc = arith::AddFOp::create(b, kept, added);
                 return SmallVector<Value>{
                     newMax, e.add(e.mul(c[1], correction), p), acc};
               });
@@ -253,28 +260,34 @@ LogicalResult fdc::gpu::buildAttention(
             Value newMax = arith::MaximumFOp::create(b, state[0], otherMax);
             Value c1 = scaleFactor(e, state[0], newMax);
             Value c2 = scaleFactor(e, otherMax, newMax);
-            state = {
-                newMax, e.add(e.mul(state[1], c1), e.mul(otherSum, c2)),
-                arith::AddFOp::create(
-                    b, arith::MulFOp::create(b, state[2], splat(e, c1, vecLen)),
-                    arith::MulFOp::create(b, otherAcc, splat(e, c2, vecLen)))};
+            Value sum1 = e.mul(state[1], c1);
+            Value sum2 = e.mul(otherSum, c2);
+            Value sum = e.add(sum1, sum2);
+            Value acc1 =
+                arith::MulFOp::create(b, state[2], splat(e, c1, vecLen));
+            Value acc2 =
+                arith::MulFOp::create(b, otherAcc, splat(e, c2, vecLen));
+            state = {newMax, sum, arith::AddFOp::create(b, acc1, acc2)};
           }
         } else {
+          Value strideIndex = e.index(stride);
           state = e.reduce(
-              first, end, e.index(stride), {e.f32(0), e.f32(0), zeros()},
+              first, end, strideIndex, {e.f32(0), e.f32(0), zeros()},
               [&](Value base, ValueRange c) {
                 auto [t, valid] = position(base);
-                Value x = e.sub(score(t), e.f32(phi));
+                Value rawScore = score(t);
+                Value x = e.sub(rawScore, e.f32(phi));
+                Value below = e.cmpf(CmpFPredicate::OLT, x, e.f32(lo));
+                Value above = e.cmpf(CmpFPredicate::OGT, x, e.f32(hi));
                 Value outside = arith::AndIOp::create(
-                    b, valid,
-                    arith::OrIOp::create(
-                        b, e.cmpf(CmpFPredicate::OLT, x, e.f32(lo)),
-                        e.cmpf(CmpFPredicate::OGT, x, e.f32(hi))));
+                    b, valid, arith::OrIOp::create(b, below, above));
                 Value flag = e.select(outside, e.f32(1), c[0]);
-                Value p = e.select(valid, e.exp(x), e.f32(0));
+                Value weight = e.exp(x);
+                Value p = e.select(valid, weight, e.f32(0));
+                Value valueT = value(t);
                 Value acc = arith::AddFOp::create(
                     b, c[2],
-                    arith::MulFOp::create(b, value(t), splat(e, p, vecLen)));
+                    arith::MulFOp::create(b, valueT, splat(e, p, vecLen)));
                 return SmallVector<Value>{flag, e.add(c[1], p), acc};
               });
           for (int32_t offset = g; offset < kWarpSize; offset *= 2) {
@@ -288,10 +301,11 @@ LogicalResult fdc::gpu::buildAttention(
         // Lanes of position group 0 hold the warp's result: to shared.
         Value warpBase = mulI(b, warp, e.index(rowFloats));
         e.ifThenElse(e.cmpi(CmpIPredicate::ult, lane, e.index(g)), [&] {
-          for (int64_t c = 0; c < vecLen; ++c)
-            memref::StoreOp::create(
-                b, e.extract(state[2], c), shared,
-                ValueRange{addI(b, warpBase, addI(b, d0, e.index(c)))});
+          for (int64_t c = 0; c < vecLen; ++c) {
+            Value element = e.extract(state[2], c);
+            Value at = addI(b, warpBase, addI(b, d0, e.index(c)));
+            memref::StoreOp::create(b, element, shared, ValueRange{at});
+          }
           e.ifThenElse(e.cmpi(CmpIPredicate::eq, lane, e.index(0)), [&] {
             memref::StoreOp::create(b, state[0], shared,
                                     ValueRange{addI(b, warpBase, e.index(d))});
@@ -302,13 +316,9 @@ LogicalResult fdc::gpu::buildAttention(
         });
         e.barrier();
         // Combine the warps; thread j writes dimension j of the partial.
-        Value out =
-            mulI(b,
-                 addI(b,
-                      mulI(b, addI(b, mulI(b, i, e.index(queryHeads)), h),
-                           idx(b, v[5])),
-                      s),
-                 e.index(rowFloats));
+        Value rowIndex = addI(b, mulI(b, i, e.index(queryHeads)), h);
+        Value splitRow = addI(b, mulI(b, rowIndex, idx(b, v[5])), s);
+        Value out = mulI(b, splitRow, e.index(rowFloats));
         auto sharedAt = [&](int64_t w, Value offset) -> Value {
           return memref::LoadOp::create(
               b, shared, ValueRange{addI(b, e.index(w * rowFloats), offset)});
@@ -321,18 +331,25 @@ LogicalResult fdc::gpu::buildAttention(
           return unified ? e.f32(1)
                          : scaleFactor(e, sharedAt(w, e.index(d)), globalMax);
         };
-        e.loop(e.threadId(), e.index(d), e.index(warps * kWarpSize),
-               [&](Value j) {
-                 Value acc = e.f32(0);
-                 for (int64_t w = 0; w < warps; ++w)
-                   acc = e.add(acc, e.mul(sharedAt(w, j), weight(w)));
-                 memref::StoreOp::create(b, acc, v[4],
-                                         ValueRange{addI(b, out, j)});
-               });
-        e.ifThenElse(e.cmpi(CmpIPredicate::eq, e.threadId(), e.index(0)), [&] {
+        Value thread = e.threadId();
+        Value dims = e.index(d);
+        Value blockThreads = e.index(warps * kWarpSize);
+        e.loop(thread, dims, blockThreads, [&](Value j) {
+          Value acc = e.f32(0);
+          for (int64_t w = 0; w < warps; ++w) {
+            Value partial = sharedAt(w, j);
+            acc = e.add(acc, e.mul(partial, weight(w)));
+          }
+          memref::StoreOp::create(b, acc, v[4], ValueRange{addI(b, out, j)});
+        });
+        Value threadForSum = e.threadId();
+        Value isFirst = e.cmpi(CmpIPredicate::eq, threadForSum, e.index(0));
+        e.ifThenElse(isFirst, [&] {
           Value sum = e.f32(0);
-          for (int64_t w = 0; w < warps; ++w)
-            sum = e.add(sum, e.mul(sharedAt(w, e.index(d + 1)), weight(w)));
+          for (int64_t w = 0; w < warps; ++w) {
+            Value partial = sharedAt(w, e.index(d + 1));
+            sum = e.add(sum, e.mul(partial, weight(w)));
+          }
           memref::StoreOp::create(b, globalMax, v[4],
                                   ValueRange{addI(b, out, e.index(d))});
           memref::StoreOp::create(b, sum, v[4],
@@ -353,10 +370,9 @@ LogicalResult fdc::gpu::buildAttention(
         ImplicitLocOpBuilder &b = e.builder();
         Value h = e.blockId(Dimension::x), i = e.blockId(Dimension::y);
         Value numSplitsIndex = idx(b, v[5]);
-        Value base = mulI(b,
-                          mulI(b, addI(b, mulI(b, i, e.index(queryHeads)), h),
-                               numSplitsIndex),
-                          e.index(rowFloats));
+        Value rowIndex = addI(b, mulI(b, i, e.index(queryHeads)), h);
+        Value firstSplit = mulI(b, rowIndex, numSplitsIndex);
+        Value base = mulI(b, firstSplit, e.index(rowFloats));
         auto partialAt = [&](Value split, Value offset) -> Value {
           Value at = addI(b, base,
                           addI(b, mulI(b, split, e.index(rowFloats)), offset));
@@ -364,21 +380,24 @@ LogicalResult fdc::gpu::buildAttention(
         };
         Value kvHead = arith::DivUIOp::create(b, h, e.index(group));
         Value slot = e.loadIndex(v[2], i);
-        Value length = addI(b, e.loadIndex(v[3], i), e.index(1));
+        Value position = e.loadIndex(v[3], i);
+        Value length = addI(b, position, e.index(1));
         // Single-thread-per-dimension online softmax over the whole row.
         auto recompute = [&](Value j) {
+          Value zeroIndex = e.index(0);
+          Value oneIndex = e.index(1);
           SmallVector<Value> st = e.reduce(
-              e.index(0), length, e.index(1),
+              zeroIndex, length, oneIndex,
               {e.f32(-INFINITY), e.f32(0), e.f32(0)},
               [&](Value t, ValueRange c) {
-                Value dot =
-                    e.reduce1(e.index(d), e.f32(0), [&](Value dd, Value sum) {
-                      Value k =
-                          loadCacheVector(e, v[1], cacheType,
-                                          row(e, slot, 0, kvHead, t), dd, 1);
-                      return e.add(sum, e.mul(e.load(v[0], {i, h, dd}),
-                                              e.extract(k, 0)));
-                    });
+                Value dims = e.index(d);
+                Value zero = e.f32(0);
+                Value dot = e.reduce1(dims, zero, [&](Value dd, Value sum) {
+                  Value k = loadCacheVector(e, v[1], cacheType,
+                                            row(e, slot, 0, kvHead, t), dd, 1);
+                  Value q = e.load(v[0], {i, h, dd});
+                  return e.add(sum, e.mul(q, e.extract(k, 0)));
+                });
                 Value sc = e.mul(dot, e.f32(scale));
                 Value newMax = arith::MaximumFOp::create(b, c[0], sc);
                 Value correction = scaleFactor(e, c[0], newMax);
@@ -387,21 +406,27 @@ LogicalResult fdc::gpu::buildAttention(
                     e.extract(loadCacheVector(e, v[1], cacheType,
                                               row(e, slot, 1, kvHead, t), j, 1),
                               0);
-                return SmallVector<Value>{
-                    newMax, e.add(e.mul(c[1], correction), p),
-                    e.add(e.mul(c[2], correction), e.mul(p, vj))};
+                Value sum = e.add(e.mul(c[1], correction), p);
+                Value kept = e.mul(c[2], correction);
+                Value added = e.mul(p, vj);
+                return SmallVector<Value>{newMax, sum, e.add(kept, added)};
               });
           e.store(e.div(st[2], st[1]), v[6], {i, h, j});
         };
-        e.loop(e.threadId(), e.index(d), e.index(threads), [&](Value j) {
+        Value thread = e.threadId();
+        Value dims = e.index(d);
+        Value blockThreads = e.index(threads);
+        e.loop(thread, dims, blockThreads, [&](Value j) {
           if (!unified) {
             Value globalMax = e.reduce1(numSplitsIndex, e.f32(-INFINITY),
                                         [&](Value sp, Value m) {
                                           return arith::MaximumFOp::create(
                                               b, m, partialAt(sp, e.index(d)));
                                         });
+            Value zeroIndex = e.index(0);
+            Value oneIndex = e.index(1);
             SmallVector<Value> sums = e.reduce(
-                e.index(0), numSplitsIndex, e.index(1), {e.f32(0), e.f32(0)},
+                zeroIndex, numSplitsIndex, oneIndex, {e.f32(0), e.f32(0)},
                 [&](Value sp, ValueRange c) {
                   Value factor =
                       scaleFactor(e, partialAt(sp, e.index(d)), globalMax);
@@ -412,8 +437,10 @@ LogicalResult fdc::gpu::buildAttention(
             e.store(e.div(sums[1], sums[0]), v[6], {i, h, j});
             return;
           }
+          Value zeroIndex = e.index(0);
+          Value oneIndex = e.index(1);
           SmallVector<Value> sums = e.reduce(
-              e.index(0), numSplitsIndex, e.index(1),
+              zeroIndex, numSplitsIndex, oneIndex,
               {e.f32(0), e.f32(0), e.f32(0)}, [&](Value sp, ValueRange c) {
                 return SmallVector<Value>{
                     arith::MaximumFOp::create(b, c[0],
@@ -425,14 +452,14 @@ LogicalResult fdc::gpu::buildAttention(
           // Each thread checks its own dimension's accumulator; a row can
           // mix recomputed and unified dimensions, both exact.
           Value maxFloat = e.f32(std::numeric_limits<float>::max());
-          Value overflow = arith::OrIOp::create(
-              b, e.cmpf(CmpFPredicate::UGT, sums[1], maxFloat),
-              e.cmpf(CmpFPredicate::UGT, math::AbsFOp::create(b, sums[2]),
-                     maxFloat));
-          Value unusable = arith::OrIOp::create(
-              b, e.cmpf(CmpFPredicate::OEQ, sums[1], e.f32(0)), overflow);
-          Value flagged = arith::OrIOp::create(
-              b, e.cmpf(CmpFPredicate::OGT, sums[0], e.f32(0)), unusable);
+          Value sumOverflow = e.cmpf(CmpFPredicate::UGT, sums[1], maxFloat);
+          Value accOverflow = e.cmpf(
+              CmpFPredicate::UGT, math::AbsFOp::create(b, sums[2]), maxFloat);
+          Value overflow = arith::OrIOp::create(b, sumOverflow, accOverflow);
+          Value underflow = e.cmpf(CmpFPredicate::OEQ, sums[1], e.f32(0));
+          Value unusable = arith::OrIOp::create(b, underflow, overflow);
+          Value anyFlag = e.cmpf(CmpFPredicate::OGT, sums[0], e.f32(0));
+          Value flagged = arith::OrIOp::create(b, anyFlag, unusable);
           e.ifThenElse(
               flagged, [&] { recompute(j); },
               [&] {

@@ -26,8 +26,9 @@ Value mul(ImplicitLocOpBuilder &b, Value x, Value y) {
 /// blockIdx.x * threads + threadIdx.x
 Value globalX(GpuEmitter &e, int64_t threads) {
   ImplicitLocOpBuilder &b = e.builder();
-  return add(b, mul(b, e.blockId(Dimension::x), e.index(threads)),
-             e.threadId());
+  Value block = e.blockId(Dimension::x);
+  Value blockStart = mul(b, block, e.index(threads));
+  return add(b, blockStart, e.threadId());
 }
 } // namespace
 
@@ -48,7 +49,8 @@ void fdc::gpu::buildEmbedding(KernelContext &ctx,
       config.threads, 0, [&](GpuEmitter &e, ArrayRef<Value> v) {
         ImplicitLocOpBuilder &b = e.builder();
         Value i = e.blockId(Dimension::y);
-        Value j = mul(b, globalX(e, config.threads), e.index(lanes));
+        Value vectorIndex = globalX(e, config.threads);
+        Value j = mul(b, vectorIndex, e.index(lanes));
         e.ifThenElse(
             e.cmpi(arith::CmpIPredicate::ult, j, e.index(hidden)), [&] {
               Value token = e.loadIndex(v[1], i);
@@ -94,28 +96,31 @@ void fdc::gpu::buildRope(KernelContext &ctx, const ElementwiseConfig &config,
                   [&] {
                     Value position =
                         e.toF32(memref::LoadOp::create(b, v[1], i));
-                    Value exponent =
-                        e.div(e.mul(e.f32(2), e.toF32(j)), e.f32(rotaryDim));
-                    Value invFreq =
-                        e.div(e.f32(1),
-                              math::PowFOp::create(b, e.f32(theta), exponent));
+                    Value two = e.f32(2);
+                    Value twoJ = e.mul(two, e.toF32(j));
+                    Value exponent = e.div(twoJ, e.f32(rotaryDim));
+                    Value one = e.f32(1);
+                    Value invFreq = e.div(
+                        one, math::PowFOp::create(b, e.f32(theta), exponent));
                     Value angle = e.mul(position, invFreq);
                     Value cos = math::CosOp::create(b, angle);
                     Value sin = math::SinOp::create(b, angle);
                     Value j2 = add(b, j, e.index(half));
                     Value x1 = e.load(v[0], {i, h, j});
                     Value x2 = e.load(v[0], {i, h, j2});
-                    e.store(e.sub(e.mul(x1, cos), e.mul(x2, sin)), v[2],
-                            {i, h, j});
-                    e.store(e.add(e.mul(x2, cos), e.mul(x1, sin)), v[2],
-                            {i, h, j2});
+                    Value x1Cos = e.mul(x1, cos);
+                    Value x2Sin = e.mul(x2, sin);
+                    e.store(e.sub(x1Cos, x2Sin), v[2], {i, h, j});
+                    Value x2Cos = e.mul(x2, cos);
+                    Value x1Sin = e.mul(x1, sin);
+                    e.store(e.add(x2Cos, x1Sin), v[2], {i, h, j2});
                   },
                   [&] {
                     // Pairs past rotary_dim / 2 copy two pass-through dims.
-                    Value d =
-                        add(b, e.index(rotaryDim),
-                            mul(b, arith::SubIOp::create(b, j, e.index(half)),
-                                e.index(2)));
+                    Value rotaryEnd = e.index(rotaryDim);
+                    Value pair = arith::SubIOp::create(b, j, e.index(half));
+                    Value pairOffset = mul(b, pair, e.index(2));
+                    Value d = add(b, rotaryEnd, pairOffset);
                     Value d1 = add(b, d, e.index(1));
                     e.store(e.load(v[0], {i, h, d}), v[2], {i, h, d});
                     e.store(e.load(v[0], {i, h, d1}), v[2], {i, h, d1});

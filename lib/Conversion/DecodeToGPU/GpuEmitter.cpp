@@ -12,10 +12,12 @@ Value GpuEmitter::blockId(mlir::gpu::Dimension dimension) {
   return mlir::gpu::BlockIdOp::create(builder(), dimension);
 }
 Value GpuEmitter::laneId() {
-  return arith::RemUIOp::create(builder(), threadId(), index(kWarpSize));
+  Value thread = threadId();
+  return arith::RemUIOp::create(builder(), thread, index(kWarpSize));
 }
 Value GpuEmitter::warpId() {
-  return arith::DivUIOp::create(builder(), threadId(), index(kWarpSize));
+  Value thread = threadId();
+  return arith::DivUIOp::create(builder(), thread, index(kWarpSize));
 }
 void GpuEmitter::barrier() { mlir::gpu::BarrierOp::create(builder()); }
 

@@ -47,7 +47,9 @@ void emitEpilogue(GpuEmitter &e, ArrayRef<Value> v, const OptionalArgs &opt,
   Value result = biased(accJ, j);
   if (activation == decode::Activation::silu_gate_up) {
     Value up = biased(accUp, arith::AddIOp::create(b, j, e.index(n)));
-    Value silu = e.div(result, e.add(e.f32(1), e.exp(e.sub(e.f32(0), result))));
+    Value one = e.f32(1);
+    Value expNegResult = e.exp(e.sub(e.f32(0), result));
+    Value silu = e.div(result, e.add(one, expNegResult));
     result = e.mul(silu, up);
   }
   if (opt.residualIndex >= 0)
@@ -81,10 +83,9 @@ void fdc::gpu::buildLinear(KernelContext &ctx, const GemvConfig &config,
        ctx.hostIndex(1)},
       warps * kWarpSize, 0, [&](GpuEmitter &e, ArrayRef<Value> v) {
         ImplicitLocOpBuilder &b = e.builder();
-        Value row = arith::AddIOp::create(
-            b,
-            arith::MulIOp::create(b, e.blockId(Dimension::x), e.index(warps)),
-            e.warpId());
+        Value block = e.blockId(Dimension::x);
+        Value firstRow = arith::MulIOp::create(b, block, e.index(warps));
+        Value row = arith::AddIOp::create(b, firstRow, e.warpId());
         Value lane = e.laneId();
         Value start = arith::MulIOp::create(b, lane, e.index(lanes));
         Value stride = e.index(kWarpSize * lanes);
@@ -92,9 +93,10 @@ void fdc::gpu::buildLinear(KernelContext &ctx, const GemvConfig &config,
             arith::IndexCastOp::create(b, b.getIndexType(), v[args.size()]);
         auto dot = [&](Value i, Value weightRow) {
           if (quant) {
+            Value end = e.index(k);
+            Value zero = e.f32(0);
             return e.reduce(
-                start, e.index(k), stride, e.f32(0),
-                [&](Value kk, ValueRange acc) {
+                start, end, stride, zero, [&](Value kk, ValueRange acc) {
                   Value w = host::loadInt4Weight(e, v[1], quant, weightRow, kk);
                   Value x = e.load(v[0], {i, kk});
                   return SmallVector<Value>{e.add(acc[0], e.mul(w, x))};
@@ -159,51 +161,47 @@ void fdc::gpu::buildSparseLinear(KernelContext &ctx, const RowConfig &config,
         auto offsetAt = [&](Value tile) {
           Value word = memref::LoadOp::create(b, v[1], tile);
           Value wide = arith::ExtUIOp::create(b, b.getI64Type(), word);
-          return arith::AddIOp::create(
-              b, e.index(tiles + 1),
-              arith::IndexCastOp::create(b, b.getIndexType(), wide));
+          Value valuesBase = e.index(tiles + 1);
+          Value offset = arith::IndexCastOp::create(b, b.getIndexType(), wide);
+          return arith::AddIOp::create(b, valuesBase, offset);
         };
         e.loop(batch, [&](Value i) {
-          Value partial = e.reduce1(
-              e.index(tilesPerRow), e.f32(0), [&](Value tc, Value acc) {
-                Value tile = arith::AddIOp::create(
-                    b, arith::MulIOp::create(b, tileRow, e.index(tilesPerRow)),
-                    tc);
-                Value begin =
-                    arith::AddIOp::create(b, offsetAt(tile), e.threadId());
-                Value end =
-                    offsetAt(arith::AddIOp::create(b, tile, e.index(1)));
-                return e.reduce(
-                    begin, end, e.index(config.threads), acc,
-                    [&](Value w, ValueRange sum) {
-                      Value word = memref::LoadOp::create(b, v[1], w);
-                      Value location = arith::IndexCastOp::create(
-                          b, b.getIndexType(),
-                          arith::ShRUIOp::create(b, word, e.i32(16)));
-                      Value r = arith::DivUIOp::create(b, location,
-                                                       e.index(tileCols));
-                      Value c = arith::RemUIOp::create(b, location,
-                                                       e.index(tileCols));
-                      Value bits =
-                          arith::TruncIOp::create(b, b.getI16Type(), word);
-                      Value narrow =
-                          arith::BitcastOp::create(b, valueType, bits);
-                      Value value =
-                          arith::ExtFOp::create(b, b.getF32Type(), narrow);
-                      Value col = arith::AddIOp::create(
-                          b, arith::MulIOp::create(b, tc, e.index(tileCols)),
-                          c);
-                      Value term = e.mul(value, e.load(v[0], {i, col}));
-                      Value mine = e.cmpi(CmpIPredicate::eq, r, rowInTile);
-                      return SmallVector<Value>{
-                          e.add(sum[0], e.select(mine, term, e.f32(0)))};
-                    })[0];
-              });
+          Value tilesInRow = e.index(tilesPerRow);
+          Value zero = e.f32(0);
+          Value partial = e.reduce1(tilesInRow, zero, [&](Value tc, Value acc) {
+            Value tile = arith::AddIOp::create(
+                b, arith::MulIOp::create(b, tileRow, e.index(tilesPerRow)), tc);
+            Value tileStart = offsetAt(tile);
+            Value begin = arith::AddIOp::create(b, tileStart, e.threadId());
+            Value end = offsetAt(arith::AddIOp::create(b, tile, e.index(1)));
+            return e.reduce(
+                begin, end, e.index(config.threads), acc,
+                [&](Value w, ValueRange sum) {
+                  Value word = memref::LoadOp::create(b, v[1], w);
+                  Value location = arith::IndexCastOp::create(
+                      b, b.getIndexType(),
+                      arith::ShRUIOp::create(b, word, e.i32(16)));
+                  Value r =
+                      arith::DivUIOp::create(b, location, e.index(tileCols));
+                  Value c =
+                      arith::RemUIOp::create(b, location, e.index(tileCols));
+                  Value bits = arith::TruncIOp::create(b, b.getI16Type(), word);
+                  Value narrow = arith::BitcastOp::create(b, valueType, bits);
+                  Value value =
+                      arith::ExtFOp::create(b, b.getF32Type(), narrow);
+                  Value col = arith::AddIOp::create(
+                      b, arith::MulIOp::create(b, tc, e.index(tileCols)), c);
+                  Value term = e.mul(value, e.load(v[0], {i, col}));
+                  Value mine = e.cmpi(CmpIPredicate::eq, r, rowInTile);
+                  return SmallVector<Value>{
+                      e.add(sum[0], e.select(mine, term, e.f32(0)))};
+                })[0];
+          });
           Value total = e.blockSum(partial, v.back(), warps);
-          e.ifThenElse(
-              e.cmpi(CmpIPredicate::eq, e.threadId(), e.index(0)), [&] {
-                memref::StoreOp::create(b, total, v[2], ValueRange{i, row});
-              });
+          Value thread = e.threadId();
+          e.ifThenElse(e.cmpi(CmpIPredicate::eq, thread, e.index(0)), [&] {
+            memref::StoreOp::create(b, total, v[2], ValueRange{i, row});
+          });
         });
       });
 
@@ -218,11 +216,10 @@ void fdc::gpu::buildSparseLinear(KernelContext &ctx, const RowConfig &config,
              config.threads, 0, [&](GpuEmitter &e, ArrayRef<Value> v) {
                ImplicitLocOpBuilder &b = e.builder();
                Value i = e.blockId(Dimension::y);
-               Value j = arith::AddIOp::create(
-                   b,
-                   arith::MulIOp::create(b, e.blockId(Dimension::x),
-                                         e.index(config.threads)),
-                   e.threadId());
+               Value block = e.blockId(Dimension::x);
+               Value blockStart =
+                   arith::MulIOp::create(b, block, e.index(config.threads));
+               Value j = arith::AddIOp::create(b, blockStart, e.threadId());
                e.ifThenElse(e.cmpi(CmpIPredicate::ult, j, e.index(n)), [&] {
                  Value acc = memref::LoadOp::create(b, v[0], ValueRange{i, j});
                  Value up;

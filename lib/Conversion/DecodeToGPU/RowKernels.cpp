@@ -30,16 +30,21 @@ void fdc::gpu::buildRMSNorm(KernelContext &ctx, const RowConfig &config,
                Value i = e.blockId(Dimension::x);
                Value shared = v.back();
                Value step = e.index(config.threads);
-               Value partial = e.reduce(e.threadId(), e.index(hidden), step,
-                                        e.f32(0), [&](Value j, ValueRange acc) {
-                                          Value x = e.load(v[0], {i, j});
-                                          return SmallVector<Value>{
-                                              e.add(acc[0], e.mul(x, x))};
-                                        })[0];
+               Value thread = e.threadId();
+               Value hiddenEnd = e.index(hidden);
+               Value zero = e.f32(0);
+               Value partial = e.reduce(
+                   thread, hiddenEnd, step, zero, [&](Value j, ValueRange acc) {
+                     Value x = e.load(v[0], {i, j});
+                     return SmallVector<Value>{e.add(acc[0], e.mul(x, x))};
+                   })[0];
                Value total = e.blockSum(partial, shared, warps);
-               Value rms = math::RsqrtOp::create(
-                   b, e.add(e.div(total, e.f32(hidden)), e.f32(eps)));
-               e.loop(e.threadId(), e.index(hidden), step, [&](Value j) {
+               Value meanSquare = e.div(total, e.f32(hidden));
+               Value rms =
+                   math::RsqrtOp::create(b, e.add(meanSquare, e.f32(eps)));
+               Value threadForScale = e.threadId();
+               Value hiddenEndForScale = e.index(hidden);
+               e.loop(threadForScale, hiddenEndForScale, step, [&](Value j) {
                  Value normalised =
                      e.roundTo(e.mul(e.load(v[0], {i, j}), rms), storage);
                  e.store(e.mul(normalised, e.load(v[1], j)), v[2], {i, j});
@@ -54,21 +59,27 @@ void emitBlockArgmax(GpuEmitter &e, int64_t threads, Value logits, Value out,
   ImplicitLocOpBuilder &b = e.builder();
   int64_t vocab = cast<MemRefType>(logits.getType()).getDimSize(1);
   int64_t warps = threads / kWarpSize;
-  SmallVector<Value> best = e.reduce(
-      e.threadId(), e.index(vocab), e.index(threads),
-      {e.f32(-INFINITY), e.index(0)}, [&](Value j, ValueRange carried) {
-        Value x = e.load(logits, {i, j});
-        Value greater = e.cmpf(CmpFPredicate::OGT, x, carried[0]);
-        return SmallVector<Value>{e.select(greater, x, carried[0]),
-                                  e.select(greater, j, carried[1])};
-      });
+  Value thread = e.threadId();
+  Value vocabEnd = e.index(vocab);
+  Value step = e.index(threads);
+  SmallVector<Value> best =
+      e.reduce(thread, vocabEnd, step, {e.f32(-INFINITY), e.index(0)},
+               [&](Value j, ValueRange carried) {
+                 Value x = e.load(logits, {i, j});
+                 Value greater = e.cmpf(CmpFPredicate::OGT, x, carried[0]);
+                 return SmallVector<Value>{e.select(greater, x, carried[0]),
+                                           e.select(greater, j, carried[1])};
+               });
   Value maximum = e.blockMax(best[0], shared, warps);
   // The smallest index holding the maximum: indices < 2^24 are exact in f32.
-  Value mine = e.select(e.cmpf(CmpFPredicate::OEQ, best[0], maximum),
-                        e.toF32(best[1]), e.f32(INFINITY));
-  Value first =
-      e.sub(e.f32(0), e.blockMax(e.sub(e.f32(0), mine), shared, warps));
-  e.ifThenElse(e.cmpi(CmpIPredicate::eq, e.threadId(), e.index(0)), [&] {
+  Value isMaximum = e.cmpf(CmpFPredicate::OEQ, best[0], maximum);
+  Value index = e.toF32(best[1]);
+  Value infinity = e.f32(INFINITY);
+  Value mine = e.select(isMaximum, index, infinity);
+  Value zero = e.f32(0);
+  Value first = e.sub(zero, e.blockMax(e.sub(e.f32(0), mine), shared, warps));
+  Value threadForStore = e.threadId();
+  e.ifThenElse(e.cmpi(CmpIPredicate::eq, threadForStore, e.index(0)), [&] {
     Value index = arith::FPToSIOp::create(b, b.getI32Type(), first);
     memref::StoreOp::create(b, index, out, i);
   });
@@ -108,11 +119,10 @@ void fdc::gpu::buildSample(KernelContext &ctx, const RowConfig &config,
             [&] {
               // First version: one thread runs the reference sampling rule
               // (exact top-k / top-p thresholds by bisection).
-              e.ifThenElse(e.cmpi(CmpIPredicate::eq, e.threadId(), e.index(0)),
-                           [&] {
-                             host::emitSampleRow(e, v[0], v[1], v[2], v[3],
-                                                 v[4], v[5], i);
-                           });
+              Value thread = e.threadId();
+              e.ifThenElse(e.cmpi(CmpIPredicate::eq, thread, e.index(0)), [&] {
+                host::emitSampleRow(e, v[0], v[1], v[2], v[3], v[4], v[5], i);
+              });
             });
       });
 }

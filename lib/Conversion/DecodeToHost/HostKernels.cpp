@@ -41,11 +41,12 @@ void fdc::host::emitRMSNorm(HostEmitter &e, Value input, Value weight,
   int64_t hidden = staticDim(input, 1);
   Type storage = elementType(input);
   e.loop(dim(e, input, 0), [&](Value i) {
-    Value sumSquares =
-        e.reduce1(e.index(hidden), e.f32(0), [&](Value j, Value acc) {
-          Value x = e.load(input, {i, j});
-          return e.add(acc, e.mul(x, x));
-        });
+    Value hiddenIndex = e.index(hidden);
+    Value zero = e.f32(0);
+    Value sumSquares = e.reduce1(hiddenIndex, zero, [&](Value j, Value acc) {
+      Value x = e.load(input, {i, j});
+      return e.add(acc, e.mul(x, x));
+    });
     Value meanSquare = e.div(sumSquares, e.f32(hidden));
     Value rms =
         math::RsqrtOp::create(e.builder(), e.add(meanSquare, e.f32(eps)));
@@ -74,7 +75,9 @@ void fdc::host::emitLinearEpilogue(HostEmitter &e, Value batch,
         Value gate = biased(i, j);
         Value up = biased(i, arith::AddIOp::create(e.builder(), j, e.index(n)));
         // silu(g) = g / (1 + exp(-g))
-        Value silu = e.div(gate, e.add(e.f32(1), e.exp(e.sub(e.f32(0), gate))));
+        Value one = e.f32(1);
+        Value expNegGate = e.exp(e.sub(e.f32(0), gate));
+        Value silu = e.div(gate, e.add(one, expNegGate));
         result = e.mul(silu, up);
       } else {
         result = biased(i, j);
@@ -91,8 +94,12 @@ void fdc::host::emitLinear(HostEmitter &e, Value input, WeightReader weight,
                            decode::Activation activation, Value out) {
   int64_t k = staticDim(input, 1);
   auto dot = [&](Value i, Value row) {
-    return e.reduce1(e.index(k), e.f32(0), [&](Value kk, Value acc) {
-      return e.add(acc, e.mul(e.load(input, {i, kk}), weight(row, kk)));
+    Value kIndex = e.index(k);
+    Value zero = e.f32(0);
+    return e.reduce1(kIndex, zero, [&](Value kk, Value acc) {
+      Value x = e.load(input, {i, kk});
+      Value w = weight(row, kk);
+      return e.add(acc, e.mul(x, w));
     });
   };
   emitLinearEpilogue(e, dim(e, input, 0), dot, bias, residual, activation, out);
@@ -108,18 +115,27 @@ void fdc::host::emitRope(HostEmitter &e, Value input, Value positions,
     e.loop(heads, [&](Value h) {
       e.loop(half, [&](Value j) {
         // inv_freq = 1 / theta^(2j / rotary_dim), as Hugging Face computes it.
-        Value exponent = e.div(e.mul(e.f32(2), e.toF32(j)), e.f32(rotaryDim));
+        Value two = e.f32(2);
+        Value twoJ = e.mul(two, e.toF32(j));
+        Value exponent = e.div(twoJ, e.f32(rotaryDim));
+        Value one = e.f32(1);
         Value invFreq =
-            e.div(e.f32(1), math::PowFOp::create(b, e.f32(theta), exponent));
+            e.div(one, math::PowFOp::create(b, e.f32(theta), exponent));
         Value angle = e.mul(position, invFreq);
         Value cos = math::CosOp::create(b, angle);
         Value sin = math::SinOp::create(b, angle);
         Value j2 = arith::AddIOp::create(b, j, e.index(half));
         Value x1 = e.load(input, {i, h, j}), x2 = e.load(input, {i, h, j2});
-        e.store(e.sub(e.mul(x1, cos), e.mul(x2, sin)), out, {i, h, j});
-        e.store(e.add(e.mul(x2, cos), e.mul(x1, sin)), out, {i, h, j2});
+        Value x1Cos = e.mul(x1, cos);
+        Value x2Sin = e.mul(x2, sin);
+        e.store(e.sub(x1Cos, x2Sin), out, {i, h, j});
+        Value x2Cos = e.mul(x2, cos);
+        Value x1Sin = e.mul(x1, sin);
+        e.store(e.add(x2Cos, x1Sin), out, {i, h, j2});
       });
-      e.loop(e.index(rotaryDim), e.index(headDim), [&](Value j) {
+      Value rotaryEnd = e.index(rotaryDim);
+      Value headEnd = e.index(headDim);
+      e.loop(rotaryEnd, headEnd, [&](Value j) {
         e.store(e.load(input, {i, h, j}), out, {i, h, j});
       });
     });
@@ -175,24 +191,26 @@ void fdc::host::emitAttention(HostEmitter &e, Value query, Value cache,
 
   e.loop(dim(e, query, 0), [&](Value i) {
     Value slot = e.loadIndex(slots, i);
-    Value length =
-        arith::AddIOp::create(b, e.loadIndex(positions, i), e.index(1));
+    Value position = e.loadIndex(positions, i);
+    Value length = arith::AddIOp::create(b, position, e.index(1));
     e.loop(queryHeads, [&](Value h) {
       Value kvHead = arith::DivUIOp::create(b, h, e.index(group));
       auto score = [&](Value t) {
-        Value dot =
-            e.reduce1(e.index(headDim), e.f32(0), [&](Value d, Value sum) {
-              Value key = cacheElement(slot, kIndex, kvHead, t, d);
-              return e.add(sum, e.mul(e.load(query, {i, h, d}), key));
-            });
+        Value headDimIndex = e.index(headDim);
+        Value zero = e.f32(0);
+        Value dot = e.reduce1(headDimIndex, zero, [&](Value d, Value sum) {
+          Value key = cacheElement(slot, kIndex, kvHead, t, d);
+          return e.add(sum, e.mul(e.load(query, {i, h, d}), key));
+        });
         return e.mul(dot, e.f32(scale));
       };
       auto accumulate = [&](Value t, Value keep, Value weight) {
         e.loop(headDim, [&](Value d) {
           Value vValue = cacheElement(slot, vIndex, kvHead, t, d);
           Value old = memref::LoadOp::create(b, acc, d);
-          memref::StoreOp::create(
-              b, e.add(e.mul(old, keep), e.mul(weight, vValue)), acc, d);
+          Value kept = e.mul(old, keep);
+          Value added = e.mul(weight, vValue);
+          memref::StoreOp::create(b, e.add(kept, added), acc, d);
         });
       };
       auto clearAcc = [&] {
@@ -208,8 +226,9 @@ void fdc::host::emitAttention(HostEmitter &e, Value query, Value cache,
       // The synchronized scheme: a running maximum rescales the partial sums.
       auto online = [&] {
         clearAcc();
+        Value start = e.index(0);
         SmallVector<Value> state = e.reduce(
-            e.index(0), length, {negInf(e), e.f32(0)},
+            start, length, {negInf(e), e.f32(0)},
             [&](Value t, ValueRange carried) {
               Value s = score(t);
               Value newMax = arith::MaximumFOp::create(b, carried[0], s);
@@ -233,13 +252,14 @@ void fdc::host::emitAttention(HostEmitter &e, Value query, Value cache,
       Value hi = e.f32(softmax.getHi().getValueAsDouble());
       clearAcc();
       Value falseValue = arith::ConstantIntOp::create(b, b.getI1Type(), 0);
+      Value start = e.index(0);
       SmallVector<Value> state =
-          e.reduce(e.index(0), length, {e.f32(0), falseValue},
+          e.reduce(start, length, {e.f32(0), falseValue},
                    [&](Value t, ValueRange carried) {
                      Value x = e.sub(score(t), phi);
-                     Value outside = arith::OrIOp::create(
-                         b, e.cmpf(CmpFPredicate::OLT, x, lo),
-                         e.cmpf(CmpFPredicate::OGT, x, hi));
+                     Value below = e.cmpf(CmpFPredicate::OLT, x, lo);
+                     Value above = e.cmpf(CmpFPredicate::OGT, x, hi);
+                     Value outside = arith::OrIOp::create(b, below, above);
                      Value weight = e.exp(x);
                      accumulate(t, e.f32(1), weight);
                      return SmallVector<Value>{
@@ -258,9 +278,9 @@ void fdc::host::emitAttention(HostEmitter &e, Value query, Value cache,
           });
       Value unusable = arith::OrIOp::create(
           b, e.cmpf(CmpFPredicate::UGT, state[0], maxFloat), accOverflow);
-      Value flagged =
-          arith::OrIOp::create(b, arith::OrIOp::create(b, state[1], unusable),
-                               e.cmpf(CmpFPredicate::OEQ, state[0], e.f32(0)));
+      Value outsideOrUnusable = arith::OrIOp::create(b, state[1], unusable);
+      Value underflowed = e.cmpf(CmpFPredicate::OEQ, state[0], e.f32(0));
+      Value flagged = arith::OrIOp::create(b, outsideOrUnusable, underflowed);
       e.ifThenElse(flagged, online, [&] { writeOut(state[0]); });
     });
   });
@@ -270,14 +290,15 @@ namespace {
 /// Index of the first largest element of logits[i, :], as an index.
 Value emitRowArgmax(HostEmitter &e, Value logits, Value i) {
   int64_t vocab = staticDim(logits, 1);
-  SmallVector<Value> best =
-      e.reduce(e.index(0), e.index(vocab), {negInf(e), e.index(0)},
-               [&](Value j, ValueRange carried) {
-                 Value x = e.load(logits, {i, j});
-                 Value greater = e.cmpf(CmpFPredicate::OGT, x, carried[0]);
-                 return SmallVector<Value>{e.select(greater, x, carried[0]),
-                                           e.select(greater, j, carried[1])};
-               });
+  Value start = e.index(0);
+  Value end = e.index(vocab);
+  SmallVector<Value> best = e.reduce(
+      start, end, {negInf(e), e.index(0)}, [&](Value j, ValueRange carried) {
+        Value x = e.load(logits, {i, j});
+        Value greater = e.cmpf(CmpFPredicate::OGT, x, carried[0]);
+        return SmallVector<Value>{e.select(greater, x, carried[0]),
+                                  e.select(greater, j, carried[1])};
+      });
   return best[1];
 }
 
@@ -296,11 +317,13 @@ Value orderedKey(HostEmitter &e, Value x) {
 Value bisectLargest(HostEmitter &e, Value lo, Value hi,
                     function_ref<Value(Value)> holdsAt) {
   ImplicitLocOpBuilder &b = e.builder();
-  SmallVector<Value> range = e.reduce(
-      e.index(0), e.index(33), {lo, hi}, [&](Value, ValueRange carried) {
+  Value start = e.index(0);
+  Value halvings = e.index(33);
+  SmallVector<Value> range =
+      e.reduce(start, halvings, {lo, hi}, [&](Value, ValueRange carried) {
         Value sum = arith::AddIOp::create(b, carried[0], carried[1]);
-        Value mid = arith::ShRSIOp::create(
-            b, arith::AddIOp::create(b, sum, e.i64(1)), e.i64(1));
+        Value roundUp = arith::AddIOp::create(b, sum, e.i64(1));
+        Value mid = arith::ShRSIOp::create(b, roundUp, e.i64(1));
         Value open = e.cmpi(CmpIPredicate::slt, carried[0], carried[1]);
         Value ok = arith::AndIOp::create(b, open, holdsAt(mid));
         Value below = arith::SubIOp::create(b, mid, e.i64(1));
@@ -342,40 +365,47 @@ void fdc::host::emitSampleRow(HostEmitter &e, Value logits, Value uniform,
   // Top-k: keep z >= the k-th largest z (ties kept).
   Value k = arith::ExtSIOp::create(b, b.getI64Type(),
                                    memref::LoadOp::create(b, topK, i));
-  Value useK =
-      arith::AndIOp::create(b, e.cmpi(CmpIPredicate::sgt, k, e.i64(0)),
-                            e.cmpi(CmpIPredicate::slt, k, e.i64(vocab)));
+  Value kPositive = e.cmpi(CmpIPredicate::sgt, k, e.i64(0));
+  Value kBelowVocab = e.cmpi(CmpIPredicate::slt, k, e.i64(vocab));
+  Value useK = arith::AndIOp::create(b, kPositive, kBelowVocab);
   Value minKey = e.i64(std::numeric_limits<int32_t>::min());
-  Value kthKey = bisectLargest(
-      e, minKey, e.i64(std::numeric_limits<int32_t>::max()), [&](Value key) {
-        Value count = e.reduce1(vocabIndex, e.i64(0), [&](Value j, Value n) {
-          Value ge = e.cmpi(CmpIPredicate::sge, orderedKey(e, z(j)), key);
-          return e.add(n, arith::ExtUIOp::create(b, b.getI64Type(), ge));
-        });
-        return e.cmpi(CmpIPredicate::sge, count, k);
-      });
+  Value maxKey = e.i64(std::numeric_limits<int32_t>::max());
+  Value kthKey = bisectLargest(e, minKey, maxKey, [&](Value key) {
+    Value count = e.reduce1(vocabIndex, e.i64(0), [&](Value j, Value n) {
+      Value ge = e.cmpi(CmpIPredicate::sge, orderedKey(e, z(j)), key);
+      return e.add(n, arith::ExtUIOp::create(b, b.getI64Type(), ge));
+    });
+    return e.cmpi(CmpIPredicate::sge, count, k);
+  });
   Value kThreshold = e.select(useK, kthKey, minKey);
   auto keptByK = [&](Value j) {
     return e.cmpi(CmpIPredicate::sge, orderedKey(e, z(j)), kThreshold);
   };
   Value zMax = e.reduce1(vocabIndex, negInf(e), [&](Value j, Value m) {
-    return e.select(keptByK(j), arith::MaximumFOp::create(b, m, z(j)), m);
+    Value kept = keptByK(j);
+    Value larger = arith::MaximumFOp::create(b, m, z(j));
+    return e.select(kept, larger, m);
   });
   // Unnormalised probabilities of the tokens top-k kept.
   auto prob = [&](Value j) {
-    return e.select(keptByK(j), e.exp(e.sub(z(j), zMax)), e.f32(0));
+    Value kept = keptByK(j);
+    Value unnormalised = e.exp(e.sub(z(j), zMax));
+    return e.select(kept, unnormalised, e.f32(0));
   };
   auto probKey = [&](Value p) {
     Value bits = arith::BitcastOp::create(b, b.getI32Type(), p);
     return arith::ExtSIOp::create(b, b.getI64Type(), bits);
   };
-  Value total = e.reduce1(vocabIndex, e.f32(0),
+  Value zero = e.f32(0);
+  Value total = e.reduce1(vocabIndex, zero,
                           [&](Value j, Value s) { return e.add(s, prob(j)); });
   // Top-p: keep p >= the largest threshold whose mass >= top_p.
   Value p = e.load(topP, i);
   Value useP = e.cmpf(CmpFPredicate::OLT, p, e.f32(1));
   Value target = e.mul(p, total);
-  Value pKey = bisectLargest(e, e.i64(0), e.i64(0x7f800000), [&](Value key) {
+  Value zeroKey = e.i64(0);
+  Value infinityKey = e.i64(0x7f800000);
+  Value pKey = bisectLargest(e, zeroKey, infinityKey, [&](Value key) {
     Value mass = e.reduce1(vocabIndex, e.f32(0), [&](Value j, Value s) {
       Value pj = prob(j);
       Value ge = e.cmpi(CmpIPredicate::sge, probKey(pj), key);
@@ -386,8 +416,9 @@ void fdc::host::emitSampleRow(HostEmitter &e, Value logits, Value uniform,
   Value pThreshold = e.select(useP, pKey, e.i64(0));
   auto keptProb = [&](Value j) {
     Value pj = prob(j);
-    Value kept = arith::AndIOp::create(
-        b, keptByK(j), e.cmpi(CmpIPredicate::sge, probKey(pj), pThreshold));
+    Value byK = keptByK(j);
+    Value byP = e.cmpi(CmpIPredicate::sge, probKey(pj), pThreshold);
+    Value kept = arith::AndIOp::create(b, byK, byP);
     return std::make_pair(kept, e.select(kept, pj, e.f32(0)));
   };
   Value mass = e.reduce1(vocabIndex, e.f32(0), [&](Value j, Value s) {
@@ -395,16 +426,17 @@ void fdc::host::emitSampleRow(HostEmitter &e, Value logits, Value uniform,
   });
   Value draw = e.mul(e.load(uniform, i), mass);
   Value falseValue = arith::ConstantIntOp::create(b, b.getI1Type(), 0);
+  Value start = e.index(0);
   SmallVector<Value> scan = e.reduce(
-      e.index(0), vocabIndex, {e.f32(0), e.index(0), falseValue, e.index(0)},
+      start, vocabIndex, {e.f32(0), e.index(0), falseValue, e.index(0)},
       [&](Value j, ValueRange carried) {
         auto [kept, pj] = keptProb(j);
         Value cumulative = e.add(carried[0], pj);
         Value notFound = arith::XOrIOp::create(
             b, carried[2], arith::ConstantIntOp::create(b, b.getI1Type(), 1));
-        Value hit =
-            arith::AndIOp::create(b, arith::AndIOp::create(b, notFound, kept),
-                                  e.cmpf(CmpFPredicate::OGT, cumulative, draw));
+        Value keptAndNotFound = arith::AndIOp::create(b, notFound, kept);
+        Value passed = e.cmpf(CmpFPredicate::OGT, cumulative, draw);
+        Value hit = arith::AndIOp::create(b, keptAndNotFound, passed);
         return SmallVector<Value>{cumulative, e.select(hit, j, carried[1]),
                                   arith::OrIOp::create(b, carried[2], hit),
                                   e.select(kept, j, carried[3])};

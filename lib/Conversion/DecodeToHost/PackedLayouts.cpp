@@ -67,9 +67,9 @@ Value loadNibble(HostEmitter &e, Value bytes, ValueRange prefix, Value base,
       b, b.getI8Type(), arith::RemUIOp::create(b, k, e.index(2)));
   Value shift = arith::MulIOp::create(
       b, odd, arith::ConstantIntOp::create(b, b.getI8Type(), 4));
-  Value nibble =
-      arith::AndIOp::create(b, arith::ShRUIOp::create(b, byte, shift),
-                            arith::ConstantIntOp::create(b, b.getI8Type(), 15));
+  Value shifted = arith::ShRUIOp::create(b, byte, shift);
+  Value mask = arith::ConstantIntOp::create(b, b.getI8Type(), 15);
+  Value nibble = arith::AndIOp::create(b, shifted, mask);
   return arith::UIToFPOp::create(b, b.getF32Type(), nibble);
 }
 } // namespace
@@ -103,14 +103,15 @@ void fdc::host::storeInt4CacheRow(HostEmitter &e, Value source, Value i,
     Value groupMin = e.reduce1(e.index(groupSize), inf, [&](Value j, Value m) {
       return arith::MinimumFOp::create(b, m, element(j));
     });
-    Value max =
-        e.reduce1(e.index(groupSize), e.f32(-INFINITY), [&](Value j, Value m) {
-          return arith::MaximumFOp::create(b, m, element(j));
-        });
+    Value groupEnd = e.index(groupSize);
+    Value negInf = e.f32(-INFINITY);
+    Value max = e.reduce1(groupEnd, negInf, [&](Value j, Value m) {
+      return arith::MaximumFOp::create(b, m, element(j));
+    });
     // Quantise with the fp16-rounded scale and min the reader will use.
     Value min = e.roundTo(groupMin, b.getF16Type());
-    Value scale =
-        e.roundTo(e.div(e.sub(max, groupMin), e.f32(15)), b.getF16Type());
+    Value range = e.sub(max, groupMin);
+    Value scale = e.roundTo(e.div(range, e.f32(15)), b.getF16Type());
     Value pair = mulIndex(e, g, 4);
     storeF16ToBytes(e, scale, cache, row, pair);
     storeF16ToBytes(e, min, cache, row, addIndex(e, pair, e.index(2)));
@@ -131,9 +132,9 @@ void fdc::host::storeInt4CacheRow(HostEmitter &e, Value source, Value i,
           b, low,
           arith::ShLIOp::create(
               b, high, arith::ConstantIntOp::create(b, b.getI8Type(), 4)));
+      Value nibbleIndex = addIndex(e, first, even);
       Value byteIndex = addIndex(
-          e, nibbleBase,
-          arith::DivUIOp::create(b, addIndex(e, first, even), e.index(2)));
+          e, nibbleBase, arith::DivUIOp::create(b, nibbleIndex, e.index(2)));
       SmallVector<Value> indices(row);
       indices.push_back(byteIndex);
       memref::StoreOp::create(b, byte, cache, indices);
@@ -153,8 +154,8 @@ Value fdc::host::loadInt4Weight(HostEmitter &e, Value bytes,
   Value q = loadNibble(e, bytes, {}, rowBase, k);
   Value group = arith::DivUIOp::create(b, k, e.index(type.getGroupSize()));
   Value pairIndex = addIndex(e, mulIndex(e, n, groups), group);
-  Value pair = addIndex(e, e.index(rows * cols / 2),
-                        mulIndex(e, pairIndex, 2 * scaleBytes));
+  Value scalesBase = e.index(rows * cols / 2);
+  Value pair = addIndex(e, scalesBase, mulIndex(e, pairIndex, 2 * scaleBytes));
   Value scale = loadScalarFromBytes(e, bytes, {}, pair, scaleType);
   Value min = loadScalarFromBytes(
       e, bytes, {}, addIndex(e, pair, e.index(scaleBytes)), scaleType);
