@@ -19,10 +19,15 @@
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
+#include "llvm/MC/MCSubtargetInfo.h"
+#include "llvm/MC/TargetRegistry.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/raw_ostream.h"
+#include "llvm/TargetParser/Host.h"
+#include "llvm/TargetParser/Triple.h"
 
 using namespace mlir;
 namespace cl = llvm::cl;
@@ -39,9 +44,12 @@ struct CompileOptions {
       "target", cl::init("host"),
       cl::desc("Target: host, or cuda:sm_XX[,sm_YY...] (PTX + cubins)"),
       cl::cat(category)};
-  cl::opt<std::string> cpu{"cpu", cl::init("generic"),
-                           cl::desc("Host CPU to tune for (e.g. native)"),
-                           cl::cat(category)};
+  cl::opt<std::string> cpu{
+      "cpu", cl::init("generic"),
+      cl::desc("Host CPU to generate code for: generic (any CPU of the host's "
+               "architecture), native (this machine's), or an LLVM CPU name "
+               "such as x86-64-v3 or znver4"),
+      cl::cat(category)};
   cl::opt<std::string> emitLLVM{"emit-llvm",
                                 cl::desc("Also write the LLVM IR here"),
                                 cl::value_desc("file"), cl::cat(category)};
@@ -72,6 +80,34 @@ LogicalResult writeModule(ModuleOp module, StringRef path) {
   return success();
 }
 
+/// The CPU name for the host target machine: "native" is this machine's CPU;
+/// any other name must be one the host's LLVM target knows (an unknown CPU
+/// makes LLVM abort while creating the target machine).
+FailureOr<std::string> resolveHostCPU(StringRef requested, Location loc) {
+  std::string cpu = requested == "native" ? llvm::sys::getHostCPUName().str()
+                                          : requested.str();
+  llvm::InitializeNativeTarget();
+  llvm::Triple triple(llvm::sys::getDefaultTargetTriple());
+  std::string error;
+  const llvm::Target *target =
+      llvm::TargetRegistry::lookupTarget(triple, error);
+  if (!target)
+    return emitError(loc) << "no LLVM target for " << triple.str() << ": "
+                          << error;
+  std::unique_ptr<llvm::MCSubtargetInfo> subtarget(
+      target->createMCSubtargetInfo(triple, "", ""));
+  if (!subtarget || !subtarget->isCPUStringValid(cpu)) {
+    InFlightDiagnostic diag = emitError(loc) << "unknown CPU '" << cpu << "'";
+    if (requested == "native")
+      diag << " (the host CPU, from --cpu=native)";
+    diag << " for " << triple.str()
+         << "; use --cpu=generic, --cpu=native or a CPU name LLVM knows "
+            "(llc -mcpu=help lists them)";
+    return diag;
+  }
+  return cpu;
+}
+
 LogicalResult compile(MLIRContext &context, const CompileOptions &options) {
   llvm::SourceMgr sourceMgr;
   SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context);
@@ -97,6 +133,10 @@ LogicalResult compile(MLIRContext &context, const CompileOptions &options) {
       return failure();
     cuda = *parsed;
   }
+
+  FailureOr<std::string> cpu = resolveHostCPU(options.cpu, module->getLoc());
+  if (failed(cpu))
+    return failure();
 
   auto models = llvm::to_vector(module->getOps<fdc::decode::ModelOp>());
   if (models.size() != 1)
@@ -154,7 +194,7 @@ LogicalResult compile(MLIRContext &context, const CompileOptions &options) {
 
   fdc::target::HostLibraryOptions libraryOptions;
   libraryOptions.outputPath = options.output;
-  libraryOptions.cpu = options.cpu;
+  libraryOptions.cpu = *cpu;
   libraryOptions.linker = options.linker;
   libraryOptions.llvmIRPath = options.emitLLVM;
   return fdc::target::emitHostLibrary(*module, libraryOptions);

@@ -47,9 +47,21 @@ struct HostLibraryOptions {
 mlir::LogicalResult emitHostLibrary(mlir::ModuleOp module,
                                     const HostLibraryOptions &options);
 
-/// `cuda:sm_90,sm_80` -> {90, 80}.
+/// One arch of a cuda target: sm_90 is {90, false}, sm_90a {90, true}.
+struct CudaArch {
+  unsigned version = 0;
+  /// An architecture-specific ("a") target: PTX and cubins for exactly this
+  /// compute capability.
+  bool archSpecific = false;
+  /// "sm_90" or "sm_90a".
+  std::string name() const {
+    return "sm_" + std::to_string(version) + (archSpecific ? "a" : "");
+  }
+};
+
+/// `cuda:sm_90a,sm_80` -> {{90, a}, {80}}.
 struct CudaTarget {
-  llvm::SmallVector<unsigned> archs;
+  llvm::SmallVector<CudaArch> archs;
 };
 mlir::FailureOr<CudaTarget> parseCudaTarget(llvm::StringRef text,
                                             mlir::Location loc);
@@ -57,7 +69,8 @@ mlir::FailureOr<CudaTarget> parseCudaTarget(llvm::StringRef text,
 /// PTX (for the oldest arch) and one cubin per arch.
 struct CudaImages {
   std::string ptx;
-  llvm::SmallVector<std::pair<unsigned, std::string>> cubins;
+  /// (arch name, e.g. "sm_90a", cubin bytes).
+  llvm::SmallVector<std::pair<std::string, std::string>> cubins;
 };
 
 /// Lowers the module's gpu.module to PTX through NVVM (linking libdevice
@@ -67,7 +80,7 @@ mlir::FailureOr<CudaImages> compileCudaKernels(mlir::ModuleOp module,
                                                const CudaTarget &cuda,
                                                llvm::StringRef cudaPath);
 
-/// Adds `fdc_ptx` and `fdc_cubin_sm_XX` / `fdc_cubin_sm_XX_size`.
+/// Adds `fdc_ptx` and `fdc_cubin_sm_XX[a]` / `fdc_cubin_sm_XX[a]_size`.
 void addCudaImageGlobals(mlir::ModuleOp module, const CudaImages &images);
 
 /// Adds the kernels and scratch that convert-decode-to-gpu recorded on the

@@ -38,13 +38,20 @@ FailureOr<target::CudaTarget> target::parseCudaTarget(StringRef text,
   SmallVector<StringRef> archs;
   text.split(archs, ',');
   for (StringRef arch : archs) {
-    unsigned number;
-    if (!arch.starts_with("sm_") ||
-        arch.drop_front(3).getAsInteger(10, number) || number < 70)
+    CudaArch parsed;
+    StringRef digits = arch;
+    parsed.archSpecific = digits.consume_back("a");
+    if (!digits.consume_front("sm_") ||
+        digits.getAsInteger(10, parsed.version) || parsed.version < 70 ||
+        (parsed.archSpecific && parsed.version < 90))
       return emitError(loc) << "bad CUDA arch '" << arch
-                            << "': expected sm_XX with XX >= 70, e.g. "
-                               "cuda:sm_90,sm_80";
-    result.archs.push_back(number);
+                            << "': expected sm_XX with XX >= 70, or sm_XXa "
+                               "with XX >= 90, e.g. cuda:sm_90a,sm_80";
+    if (llvm::any_of(result.archs, [&](const CudaArch &seen) {
+          return seen.name() == parsed.name();
+        }))
+      return emitError(loc) << "CUDA arch '" << arch << "' is listed twice";
+    result.archs.push_back(parsed);
   }
   if (result.archs.empty())
     return emitError(loc) << "CUDA target lists no arch";
@@ -70,8 +77,14 @@ FailureOr<target::CudaImages> target::compileCudaKernels(ModuleOp module,
 
   // PTX for the oldest requested arch: the driver can JIT it for any newer
   // GPU, and ptxas can compile it for every listed arch.
-  unsigned oldest = *llvm::min_element(cuda.archs);
-  std::string chip = "sm_" + std::to_string(oldest);
+  // An sm_XXa PTX serves only sm_XX(a): with several archs the PTX is the
+  // plain oldest one, which ptxas also compiles for sm_XXa.
+  unsigned oldest =
+      llvm::min_element(cuda.archs, [](const CudaArch &a, const CudaArch &b) {
+        return a.version < b.version;
+      })->version;
+  std::string chip = cuda.archs.size() == 1 ? cuda.archs.front().name()
+                                            : "sm_" + std::to_string(oldest);
   auto moduleOps = llvm::to_vector(module.getOps<gpu::GPUModuleOp>());
   if (moduleOps.size() != 1)
     return emitError(loc) << "expected one gpu.module of kernels";
@@ -121,14 +134,14 @@ FailureOr<target::CudaImages> target::compileCudaKernels(ModuleOp module,
     llvm::raw_fd_ostream os(ptxPath, ec);
     os << images.ptx;
   }
-  for (unsigned arch : cuda.archs) {
+  for (const CudaArch &arch : cuda.archs) {
     SmallString<128> cubinPath;
     if (std::error_code ec = llvm::sys::fs::createTemporaryFile(
             "fdc-kernels", "cubin", cubinPath))
       return emitError(loc)
              << "cannot create a temporary file: " << ec.message();
     llvm::FileRemover removeCubin(cubinPath);
-    std::string archFlag = "-arch=sm_" + std::to_string(arch);
+    std::string archFlag = "-arch=" + arch.name();
     SmallVector<StringRef> argv = {ptxas,   "-O3", archFlag,
                                    ptxPath, "-o",  cubinPath};
     std::string error;
@@ -141,7 +154,7 @@ FailureOr<target::CudaImages> target::compileCudaKernels(ModuleOp module,
     auto buffer = llvm::MemoryBuffer::getFile(cubinPath);
     if (!buffer)
       return emitError(loc) << "cannot read " << cubinPath;
-    images.cubins.push_back({arch, (*buffer)->getBuffer().str()});
+    images.cubins.push_back({arch.name(), (*buffer)->getBuffer().str()});
   }
   return images;
 }
@@ -160,7 +173,7 @@ void target::addCudaImageGlobals(ModuleOp module, const CudaImages &images) {
   };
   addBytes("fdc_ptx", images.ptx, /*terminate=*/true);
   for (const auto &[arch, cubin] : images.cubins) {
-    std::string name = "fdc_cubin_sm_" + std::to_string(arch);
+    std::string name = "fdc_cubin_" + arch;
     addBytes(name, cubin, /*terminate=*/false);
     LLVM::GlobalOp::create(b, loc, b.getI64Type(), /*isConstant=*/true,
                            LLVM::Linkage::External, name + "_size",

@@ -4,6 +4,8 @@
 
 #include "mlir/IR/DialectImplementation.h"
 
+#include <cmath>
+
 using namespace mlir;
 using namespace fdc::decode;
 
@@ -64,13 +66,21 @@ LogicalResult SoftmaxAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   }
   if (!phi || !lo || !hi)
     return emitError() << "#decode.softmax<unified_max> needs phi, lo and hi";
+  const std::pair<StringRef, FloatAttr> fields[] = {
+      {"phi", phi}, {"lo", lo}, {"hi", hi}};
+  for (auto [name, value] : fields) {
+    if (!std::isfinite(value.getValueAsDouble()))
+      return emitError() << "#decode.softmax<unified_max> " << name
+                         << " must be finite, got "
+                         << formatFloat(value.getValueAsDouble());
+  }
   double l = lo.getValueAsDouble(), h = hi.getValueAsDouble();
   if (!(l < h))
     return emitError()
-           << "#decode.softmax<unified_max> needs lo < hi, got lo = " << l
-           << ", hi = " << h;
+           << "#decode.softmax<unified_max> needs lo < hi, got lo = "
+           << formatFloat(l) << ", hi = " << formatFloat(h);
   if (h > 88.0)
-    return emitError() << "#decode.softmax<unified_max> hi = " << h
+    return emitError() << "#decode.softmax<unified_max> hi = " << formatFloat(h)
                        << " overflows exp() in f32 (must be <= 88)";
   return success();
 }

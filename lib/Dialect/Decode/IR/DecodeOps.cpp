@@ -9,6 +9,11 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
+#include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/MathExtras.h"
+
+#include <cmath>
+#include <cstdio>
 
 using namespace mlir;
 using namespace fdc::decode;
@@ -90,7 +95,23 @@ LogicalResult checkBatchDim(Operation *op, StringRef what,
 RankedTensorType vectorType(MLIRContext *ctx, Type elementType) {
   return RankedTensorType::get({ShapedType::kDynamic}, elementType);
 }
+
+/// A positive, finite float attribute (`> bound`); NaN and infinities fail.
+LogicalResult checkFloatAbove(Operation *op, StringRef name, APFloat value,
+                              double bound, StringRef requirement) {
+  double x = value.convertToDouble();
+  if (!(x > bound) || !std::isfinite(x))
+    return op->emitOpError()
+           << name << " must be " << requirement << ", got " << formatFloat(x);
+  return success();
+}
 } // namespace
+
+std::string fdc::decode::formatFloat(double value) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%g", value);
+  return text;
+}
 
 //===----------------------------------------------------------------------===//
 // ModelOp
@@ -99,6 +120,143 @@ RankedTensorType vectorType(MLIRContext *ctx, Type elementType) {
 func::FuncOp ModelOp::getStepFunction() {
   return dyn_cast_or_null<func::FuncOp>(lookupSymbol("step"));
 }
+
+namespace {
+/// Non-finite floats anywhere in the config (they have no JSON spelling),
+/// and the keys the model library and the runtime read: integers in
+/// [1, 2^31 - 1].
+LogicalResult verifyConfigValue(ModelOp model, StringRef key, Attribute value) {
+  if (auto number = dyn_cast<FloatAttr>(value)) {
+    double x = number.getValueAsDouble();
+    if (!std::isfinite(x))
+      return model.emitOpError() << "config " << key << " = " << formatFloat(x)
+                                 << " is not a finite number";
+  } else if (auto array = dyn_cast<ArrayAttr>(value)) {
+    for (auto [index, element] : llvm::enumerate(array))
+      if (failed(verifyConfigValue(
+              model, (key + "[" + Twine(index) + "]").str(), element)))
+        return failure();
+  } else if (auto dict = dyn_cast<DictionaryAttr>(value)) {
+    for (NamedAttribute entry : dict)
+      if (failed(verifyConfigValue(
+              model, (key + "." + entry.getName().getValue()).str(),
+              entry.getValue())))
+        return failure();
+  }
+  return success();
+}
+
+LogicalResult verifyConfig(ModelOp model) {
+  DictionaryAttr config = model.getConfig();
+  for (NamedAttribute entry : config)
+    if (failed(verifyConfigValue(model, entry.getName().getValue(),
+                                 entry.getValue())))
+      return failure();
+  for (StringRef key : {"vocab_size", "max_position_embeddings"}) {
+    Attribute value = config.get(key);
+    if (!value)
+      continue;
+    auto integer = dyn_cast<IntegerAttr>(value);
+    if (!integer || !isa<IntegerType>(integer.getType()) ||
+        integer.getType().isInteger(1))
+      return model.emitOpError()
+             << "config " << key << " must be an integer, got " << value;
+    const APInt &number = integer.getValue();
+    bool isSigned = !integer.getType().isUnsignedInteger();
+    if ((isSigned ? number.isNonPositive() : number.isZero()) ||
+        (isSigned ? number.getSignificantBits() > 32
+                  : number.getActiveBits() > 31))
+      return model.emitOpError()
+             << "config " << key << " must be in [1, 2147483647], got "
+             << (isSigned ? llvm::toString(number, 10, true)
+                          : llvm::toString(number, 10, false));
+  }
+  return success();
+}
+
+/// Names a step operand's origin: "the step argument 'tokens' (#0)", or "a
+/// value computed inside the step".
+std::string describeStepValue(func::FuncOp step, Value value) {
+  auto arg = dyn_cast<BlockArgument>(value);
+  if (!arg || arg.getOwner() != &step.getBody().front())
+    return "a value computed inside the step";
+  unsigned index = arg.getArgNumber();
+  return ("the step argument '" + getStepArgumentNames()[index] + "' (#" +
+          Twine(index) + ")")
+      .str();
+}
+
+/// The index operands the runtime bound-checks must be the step's own
+/// arguments: `operand` (named `what`) must be step argument `index`.
+LogicalResult checkStepArgument(func::FuncOp step, Operation *op,
+                                StringRef what, Value operand, unsigned index) {
+  auto arg = dyn_cast<BlockArgument>(operand);
+  if (arg && arg.getOwner() == &step.getBody().front() &&
+      arg.getArgNumber() == index)
+    return success();
+  return op->emitOpError() << what << " must be the step argument '"
+                           << getStepArgumentNames()[index] << "' (#" << index
+                           << "), got " << describeStepValue(step, operand);
+}
+
+constexpr unsigned kTokensArg = 0, kPositionsArg = 1, kSlotsArg = 2;
+
+/// Every embedding table must hold a row for every token id the runtime
+/// admits, [0, vocab).
+LogicalResult checkEmbeddingTable(EmbeddingOp op, int64_t vocab,
+                                  bool fromConfig) {
+  RankedTensorType table = op.getTable().getType();
+  std::string name = "table";
+  if (auto ref = op.getTable().getDefiningOp<WeightRefOp>())
+    name = ("table @" + ref.getName()).str();
+  StringRef source = fromConfig ? "config vocab_size" : "the logits width";
+  if (table.isDynamicDim(0))
+    return op.emitOpError() << name << " of type " << table
+                            << " must have a static row count of at least "
+                            << vocab << " (" << source << ")";
+  if (table.getDimSize(0) < vocab)
+    return op.emitOpError() << name << " has " << table.getDimSize(0)
+                            << " rows, fewer than the vocabulary's " << vocab
+                            << " tokens (" << source << "); token ids up to "
+                            << vocab - 1 << " would read past it";
+  return success();
+}
+
+LogicalResult verifyStepBody(ModelOp model, func::FuncOp step, int64_t vocab) {
+  bool fromConfig = static_cast<bool>(model.getConfig().get("vocab_size"));
+  WalkResult result = step.walk([&](Operation *op) -> WalkResult {
+    LogicalResult ok =
+        llvm::TypeSwitch<Operation *, LogicalResult>(op)
+            .Case([&](EmbeddingOp embedding) {
+              if (failed(checkStepArgument(step, op, "tokens",
+                                           embedding.getTokens(), kTokensArg)))
+                return failure();
+              return checkEmbeddingTable(embedding, vocab, fromConfig);
+            })
+            .Case([&](KVAppendOp append) {
+              if (failed(checkStepArgument(step, op, "slots", append.getSlots(),
+                                           kSlotsArg)))
+                return failure();
+              return checkStepArgument(step, op, "positions",
+                                       append.getPositions(), kPositionsArg);
+            })
+            .Case([&](AttentionOp attention) {
+              if (failed(checkStepArgument(step, op, "slots",
+                                           attention.getSlots(), kSlotsArg)))
+                return failure();
+              return checkStepArgument(step, op, "positions",
+                                       attention.getPositions(), kPositionsArg);
+            })
+            .Case([&](RopeOp rope) {
+              return checkStepArgument(step, op, "positions",
+                                       rope.getPositions(), kPositionsArg);
+            })
+            .Default([](Operation *) { return success(); });
+    return failed(ok) ? WalkResult::interrupt() : WalkResult::advance();
+  });
+  return failure(result.wasInterrupted());
+}
+} // namespace
 
 LogicalResult ModelOp::verifyRegions() {
   for (Operation &op : getBody().front()) {
@@ -112,6 +270,8 @@ LogicalResult ModelOp::verifyRegions() {
     return emitOpError() << "has no step function ('func.func @step')";
   if (step.isExternal())
     return step.emitOpError() << "step function must have a body";
+  if (failed(verifyConfig(*this)))
+    return failure();
 
   MLIRContext *ctx = getContext();
   Type i32 = IntegerType::get(ctx, 32), f32 = Float32Type::get(ctx);
@@ -163,7 +323,7 @@ LogicalResult ModelOp::verifyRegions() {
              << "logits width " << logits.getDimSize(1)
              << " does not match config vocab_size = " << vocab.getInt();
   }
-  return success();
+  return verifyStepBody(*this, step, logits.getDimSize(1));
 }
 
 //===----------------------------------------------------------------------===//
@@ -187,6 +347,9 @@ LogicalResult WeightOp::verify() {
                             "!decode.tiled_csl, got "
                          << type;
   }
+  if (failed(getWeightBytes(type)))
+    return emitOpError() << "weight @" << getSymName() << " of type " << type
+                         << " takes more than 2^63 - 1 bytes";
   if (std::optional<ArrayAttr> sources = getSources()) {
     if (sources->empty())
       return emitOpError() << "weight @" << getSymName()
@@ -251,10 +414,7 @@ LogicalResult RMSNormOp::verify() {
   if (failed(checkDim(*this, "weight dimension", weight.getDimSize(0),
                       "input hidden dimension", input.getDimSize(1))))
     return failure();
-  if (getEps().convertToFloat() <= 0.0f)
-    return emitOpError() << "eps must be positive, got "
-                         << getEps().convertToFloat();
-  return success();
+  return checkFloatAbove(*this, "eps", getEps(), 0.0, "positive and finite");
 }
 
 //===----------------------------------------------------------------------===//
@@ -358,10 +518,8 @@ LogicalResult RopeOp::verify() {
   if (!ShapedType::isDynamic(headDim) && rotaryDim > headDim)
     return emitOpError() << "rotary_dim " << rotaryDim
                          << " exceeds head dimension " << headDim;
-  if (getTheta().convertToFloat() <= 1.0f)
-    return emitOpError() << "theta must be greater than 1, got "
-                         << getTheta().convertToFloat();
-  return success();
+  return checkFloatAbove(*this, "theta", getTheta(), 1.0,
+                         "finite and greater than 1");
 }
 
 //===----------------------------------------------------------------------===//
@@ -430,9 +588,9 @@ LogicalResult AttentionOp::verify() {
   if (getResult().getType() != getQuery().getType())
     return emitOpError() << "result type " << getResult().getType()
                          << " must equal query type " << getQuery().getType();
-  if (getScale().convertToFloat() <= 0.0f)
-    return emitOpError() << "scale must be positive, got "
-                         << getScale().convertToFloat();
+  if (failed(checkFloatAbove(*this, "scale", getScale(), 0.0,
+                             "positive and finite")))
+    return failure();
   if (static_cast<int64_t>(getSplits()) < 0)
     return emitOpError() << "splits must be 0 (auto) or positive, got "
                          << static_cast<int64_t>(getSplits());

@@ -3,9 +3,79 @@
 #include "fdc/Dialect/Decode/IR/Decode.h"
 
 #include "mlir/IR/DialectImplementation.h"
+#include "llvm/Support/MathExtras.h"
 
 using namespace mlir;
 using namespace fdc::decode;
+
+namespace {
+/// The product of `factors`, or nullopt if it does not fit in int64.
+std::optional<int64_t> checkedProduct(ArrayRef<int64_t> factors) {
+  int64_t product = 1;
+  for (int64_t factor : factors)
+    if (llvm::MulOverflow(product, factor, product))
+      return std::nullopt;
+  return product;
+}
+
+std::optional<int64_t> checkedSum(ArrayRef<int64_t> terms) {
+  int64_t sum = 0;
+  for (int64_t term : terms)
+    if (llvm::AddOverflow(sum, term, sum))
+      return std::nullopt;
+  return sum;
+}
+
+/// Bytes of a !decode.qtensor: packed nibbles, then one (scale, min) pair
+/// per group.
+std::optional<int64_t> quantBytes(ArrayRef<int64_t> shape, int64_t groupSize,
+                                  Type scaleType) {
+  int64_t n = shape[0], k = shape[1];
+  int64_t scaleBytes = scaleType.getIntOrFloatBitWidth() / 8;
+  std::optional<int64_t> elements = checkedProduct({n, k});
+  std::optional<int64_t> scales =
+      checkedProduct({n, k / groupSize, 2, scaleBytes});
+  if (!elements || !scales)
+    return std::nullopt;
+  return checkedSum({*elements / 2 + *elements % 2, *scales});
+}
+
+/// Bytes reserved for a !decode.tiled_csl: TileOffsets and one 4-byte word
+/// per element, enough for a dense matrix (the packed size depends on the
+/// non-zeros).
+std::optional<int64_t> tiledCSLBytes(ArrayRef<int64_t> shape,
+                                     ArrayRef<int64_t> tile) {
+  int64_t n = shape[0], k = shape[1];
+  std::optional<int64_t> tiles = checkedProduct({n / tile[0], k / tile[1]});
+  std::optional<int64_t> words = checkedProduct({n, k, 4});
+  if (!tiles || !words)
+    return std::nullopt;
+  std::optional<int64_t> offsets = checkedProduct({*tiles + 1, 4});
+  if (!offsets)
+    return std::nullopt;
+  return checkedSum({*offsets, *words});
+}
+} // namespace
+
+FailureOr<int64_t> fdc::decode::getWeightBytes(Type type) {
+  std::optional<int64_t> bytes;
+  if (auto tensor = dyn_cast<RankedTensorType>(type)) {
+    unsigned bits = tensor.getElementType().getIntOrFloatBitWidth();
+    if (!tensor.hasStaticShape() || bits % 8 != 0)
+      return failure();
+    SmallVector<int64_t> factors(tensor.getShape());
+    factors.push_back(bits / 8);
+    bytes = checkedProduct(factors);
+  } else if (auto quant = dyn_cast<QuantTensorType>(type)) {
+    bytes = quantBytes(quant.getShape(), quant.getGroupSize(),
+                       quant.getScaleType());
+  } else if (auto sparse = dyn_cast<TiledCSLType>(type)) {
+    bytes = tiledCSLBytes(sparse.getShape(), sparse.getTile());
+  }
+  if (!bytes)
+    return failure();
+  return *bytes;
+}
 
 LogicalResult Int4Type::verify(function_ref<InFlightDiagnostic()> emitError,
                                int64_t groups) {
@@ -36,19 +106,37 @@ LogicalResult KVCacheType::verify(function_ref<InFlightDiagnostic()> emitError,
       return emitError() << "!decode.kv_cache INT4 group size "
                          << headDim / groups
                          << " must be even (two nibbles per byte)";
-    return success();
-  }
-  if (!elementType.isF32() && !elementType.isF16() && !elementType.isBF16())
+  } else if (!elementType.isF32() && !elementType.isF16() &&
+             !elementType.isBF16()) {
     return emitError() << "!decode.kv_cache element type must be f32, f16, "
                           "bf16 or !decode.int4, got "
                        << elementType;
+  }
+  // One token of one slot: every layer's key and value rows. The runtime
+  // multiplies this by the slot count and context length.
+  int64_t rowBytes = 0;
+  if (auto int4 = dyn_cast<Int4Type>(elementType)) {
+    std::optional<int64_t> scales = checkedProduct({int4.getGroups(), 4});
+    rowBytes = scales && *scales <= INT64_MAX - headDim / 2
+                   ? *scales + headDim / 2
+                   : -1;
+  } else if (std::optional<int64_t> bytes = checkedProduct(
+                 {headDim, elementType.getIntOrFloatBitWidth() / 8})) {
+    rowBytes = *bytes;
+  } else {
+    rowBytes = -1;
+  }
+  if (rowBytes < 0 || !checkedProduct({layers, 2, kvHeads, rowBytes}))
+    return emitError() << "!decode.kv_cache of " << layers << " layers, "
+                       << kvHeads << " kv_heads and head_dim " << headDim
+                       << " takes more than 2^63 - 1 bytes per token";
   return success();
 }
 
 int64_t KVCacheType::getRowBytes() const {
   if (auto int4 = dyn_cast<Int4Type>(getElementType()))
     return int4.getGroups() * 4 + getHeadDim() / 2;
-  return getHeadDim() * getElementType().getIntOrFloatBitWidth() / 8;
+  return getHeadDim() * (getElementType().getIntOrFloatBitWidth() / 8);
 }
 
 //===----------------------------------------------------------------------===//
@@ -95,6 +183,9 @@ QuantTensorType::verify(function_ref<InFlightDiagnostic()> emitError,
     return emitError() << "!decode.qtensor scale type must be f16, bf16 or "
                           "f32, got "
                        << scaleType;
+  if (!quantBytes(shape, groupSize, scaleType))
+    return emitError() << "!decode.qtensor of " << shape[0] << "x" << shape[1]
+                       << " takes more than 2^63 - 1 bytes";
   return success();
 }
 
@@ -142,8 +233,12 @@ LogicalResult TiledCSLType::verify(function_ref<InFlightDiagnostic()> emitError,
                          << " does not divide " << dimNames[i] << " = "
                          << shape[i];
   }
-  if (tile[0] * tile[1] > 65536)
-    return emitError() << "!decode.tiled_csl tile of " << tile[0] * tile[1]
-                       << " elements does not fit 16-bit locations";
+  std::optional<int64_t> tileElements = checkedProduct(tile);
+  if (!tileElements || *tileElements > 65536)
+    return emitError() << "!decode.tiled_csl tile of " << tile[0] << "x"
+                       << tile[1] << " elements does not fit 16-bit locations";
+  if (!tiledCSLBytes(shape, tile))
+    return emitError() << "!decode.tiled_csl of " << shape[0] << "x" << shape[1]
+                       << " takes more than 2^63 - 1 bytes";
   return success();
 }

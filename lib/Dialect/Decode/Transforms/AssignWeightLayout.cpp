@@ -13,38 +13,22 @@ namespace fdc::decode {
 using namespace mlir;
 using namespace fdc::decode;
 
-FailureOr<int64_t> fdc::decode::getWeightBytes(Type type) {
-  if (auto tensor = dyn_cast<RankedTensorType>(type))
-    return tensor.getNumElements() *
-           tensor.getElementType().getIntOrFloatBitWidth() / 8;
-  if (auto quant = dyn_cast<QuantTensorType>(type)) {
-    // Packed nibbles, then one (scale, min) pair per group.
-    int64_t n = quant.getShape()[0], k = quant.getShape()[1];
-    int64_t scaleBytes = quant.getScaleType().getIntOrFloatBitWidth() / 8;
-    return n * k / 2 + n * (k / quant.getGroupSize()) * 2 * scaleBytes;
-  }
-  if (auto sparse = dyn_cast<TiledCSLType>(type)) {
-    // The packed size depends on the non-zeros: reserve TileOffsets and one
-    // 4-byte word per element, enough for a dense matrix.
-    int64_t n = sparse.getShape()[0], k = sparse.getShape()[1];
-    int64_t tiles = (n / sparse.getTile()[0]) * (k / sparse.getTile()[1]);
-    return (tiles + 1) * 4 + n * k * 4;
-  }
-  return failure();
-}
-
 namespace {
+/// The largest alignment the pass accepts (1 GiB).
+constexpr int64_t kMaxAlignment = int64_t(1) << 30;
+
 struct AssignWeightLayout
     : public fdc::decode::impl::DecodeAssignWeightLayoutBase<
           AssignWeightLayout> {
   using Base::Base;
 
   void runOnOperation() override {
-    if (alignment <= 0 || !llvm::isPowerOf2_64(alignment)) {
+    if (alignment <= 0 || alignment > kMaxAlignment ||
+        !llvm::isPowerOf2_64(alignment)) {
       getOperation().emitError()
-          << "decode-assign-weight-layout: alignment must be a power of two, "
-             "got "
-          << static_cast<int64_t>(alignment);
+          << "decode-assign-weight-layout: alignment must be a power of two "
+             "between 1 and "
+          << kMaxAlignment << ", got " << static_cast<int64_t>(alignment);
       return signalPassFailure();
     }
     Builder builder(&getContext());
@@ -59,7 +43,17 @@ struct AssignWeightLayout
         return signalPassFailure();
       }
       weight.setOffsetAttr(builder.getI64IntegerAttr(offset));
-      offset = llvm::alignTo(offset + *bytes, alignment);
+      // The next offset, end rounded up to the alignment, must fit in int64.
+      int64_t end, padded;
+      if (llvm::AddOverflow(offset, *bytes, end) ||
+          llvm::AddOverflow(end, alignment - 1, padded)) {
+        weight.emitOpError()
+            << "weight @" << weight.getSymName() << " of " << *bytes
+            << " bytes at offset " << offset
+            << " ends past the largest weight arena (2^63 - 1 bytes)";
+        return signalPassFailure();
+      }
+      offset = padded & ~(alignment - 1);
     }
   }
 };

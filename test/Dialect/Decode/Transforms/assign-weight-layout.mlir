@@ -47,9 +47,9 @@
 // A1-NEXT:    decode.weight @z : tensor<4xf32> {offset = 2798 : i64}
 
 // An alignment that is not a positive power of two is refused.
-// BAD48: error: decode-assign-weight-layout: alignment must be a power of two, got 48
-// BAD0: error: decode-assign-weight-layout: alignment must be a power of two, got 0
-// BADNEG: error: decode-assign-weight-layout: alignment must be a power of two, got -256
+// BAD48: error: decode-assign-weight-layout: alignment must be a power of two between 1 and 1073741824, got 48
+// BAD0: error: decode-assign-weight-layout: alignment must be a power of two between 1 and 1073741824, got 0
+// BADNEG: error: decode-assign-weight-layout: alignment must be a power of two between 1 and 1073741824, got -256
 
 decode.model @layout attributes {config = {vocab_size = 4 : i64}} {
   decode.weight @a : tensor<3xf32> {offset = 12345 : i64}

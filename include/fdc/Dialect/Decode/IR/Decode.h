@@ -33,6 +33,14 @@ namespace fdc::decode {
 /// Names of the step function's arguments, in order (for diagnostics and the
 /// model-library ABI).
 llvm::ArrayRef<llvm::StringRef> getStepArgumentNames();
+
+/// `value` for a diagnostic: "1e-05", "10000", "nan", "inf".
+std::string formatFloat(double value);
+
+/// The bytes a weight of `type` takes in the weight arena (a dense tensor,
+/// !decode.qtensor or !decode.tiled_csl); failure for any other type, a
+/// dynamic shape, or a size that does not fit in int64.
+mlir::FailureOr<int64_t> getWeightBytes(mlir::Type type);
 } // namespace fdc::decode
 
 #endif // FDC_DIALECT_DECODE_IR_DECODE_H

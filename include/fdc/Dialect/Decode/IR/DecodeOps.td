@@ -57,7 +57,17 @@ def Decode_ModelOp : Decode_Op<"model", [
 
     Every sequence is at its own position and owns its own KV-cache slot.
     `config` carries the model hyper-parameters (a Hugging Face config's
-    keys); if it holds `vocab_size` the logits' width must equal it.
+    keys); if it holds `vocab_size` the logits' width must equal it. Its
+    floats must be finite; `vocab_size` and `max_position_embeddings`, when
+    present, must be integers in [1, 2^31 - 1].
+
+    The runtime checks token ids, slots and positions before every step; for
+    those checks to bound every access, the index operands in the step must
+    be the step's arguments in their role: `decode.embedding`'s tokens are
+    `tokens` (#0), `decode.kv_append`'s and `decode.attention`'s slots and
+    positions are `slots` (#2) and `positions` (#1), `decode.rope`'s
+    positions are `positions` (#1). Every `decode.embedding` table has at
+    least as many rows as the vocabulary (`vocab_size`, or the logits width).
   }];
   let arguments = (ins SymbolNameAttr:$sym_name, DictionaryAttr:$config);
   let regions = (region SizedRegion<1>:$body);
@@ -116,7 +126,9 @@ def Decode_EmbeddingOp : Decode_Op<"embedding", [Pure]> {
   let description = [{
     `result[i, :] = table[tokens[i], :]` for every sequence i. The table is
     [V, H]; the result is [M, H] of the table's element type. Token ids are
-    validated by the runtime before the step runs.
+    validated by the runtime before the step runs; inside a model, `tokens`
+    must be the step's `tokens` argument and V at least the vocabulary size
+    (checked by `decode.model`).
   }];
   let arguments = (ins Decode_FloatTensor:$table, TensorOf<[I32]>:$tokens);
   let results = (outs Decode_FloatTensor:$result);

@@ -10,8 +10,6 @@ namespace fdc::decode {
 
 /// Bytes a weight of this type occupies in the arena (for Tiled-CSL, the
 /// capacity reserved for it), or failure for a type that is not a weight.
-mlir::FailureOr<int64_t> getWeightBytes(mlir::Type type);
-
 #define GEN_PASS_DECL
 #include "fdc/Dialect/Decode/Transforms/Passes.h.inc"
 
