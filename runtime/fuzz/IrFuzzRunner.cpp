@@ -102,8 +102,8 @@ template <typename T>
 HostBuffer guarded(const std::vector<T> &values, size_t count,
                    const char *what) {
   Expected<HostBuffer> buffer = HostBuffer::allocate(count * sizeof(T), what);
-  if (!buffer)
-    fail(1, buffer.takeError().message());
+  if (!buffer) // e.g. logits of a huge vocabulary: a refusal, not a bug
+    fail(2, "step refused: " + buffer.takeError().message());
   if (!values.empty())
     std::memcpy(buffer->data(), values.data(), values.size() * sizeof(T));
   return std::move(*buffer);

@@ -49,8 +49,8 @@ import numpy as np
 
 from ..safetensors import save_file
 
-COMPILE_TIMEOUT = 120
-RUN_TIMEOUT = 120
+COMPILE_TIMEOUT = 60
+RUN_TIMEOUT = 60
 INT32_MIN, INT32_MAX = -(2 ** 31), 2 ** 31 - 1
 ST_DTYPE = {"f32": "F32", "bf16": "BF16", "f16": "F16"}
 
@@ -295,9 +295,13 @@ class Builder:
                 f"[{self.index('slots')}, {self.index('positions')}] "
                 f"{{layer = {self.layer_attr(i)} : i64}} : {self.t('?', hkv, hd)}, "
                 f"{self.t('?', hkv, hd)} into {ct}")
-            # Usually attend the cache just written; sometimes the one before
-            # it, or another layer (well-typed, reads zeros or older rows).
-            read = new_cache if rng.random() < 0.9 else cache
+            # Attend the cache just written (reading the one before the
+            # append is a verifier error: a mutation); sometimes another
+            # layer's rows (well-typed, reads zeros or older rows).
+            read = new_cache
+            if self.knobs.get("stale_cache") and rng.random() < 0.7:
+                read = cache
+                self.mutations.append("attention reads the cache before this step's append")
             cache = new_cache
             read_layer = i if rng.random() < 0.9 else rng.randrange(s.layers)
             scale = self.floatattr("scale", rng.choice([1.0 / math.sqrt(hd), 1.0,
@@ -458,6 +462,8 @@ def random_spec(rng: random.Random) -> Spec:
         choices = [g for g in divisors(common) if g % 2 == 0]
         linear_int4 = rng.choice(choices) if choices else 0
     sparse = elem != "f32" and rng.random() < 0.2
+    if sparse:  # the 128x64 tiles must divide every MLP weight
+        hidden, inter = 128, 128
     if rng.random() < 0.3:
         softmax = ("online",)
     else:
@@ -479,6 +485,7 @@ def random_spec(rng: random.Random) -> Spec:
 def _mutate(spec: Spec, knobs: dict, rng: random.Random, mutations: list,
             ckpt_mutations: list) -> None:
     kind = rng.choice(["float_attr", "float_attr", "rotary_dim", "layer", "splits", "swap",
+                       "stale_cache",
                        "computed_index", "embed_rows", "bad_linear", "config", "dims",
                        "group", "checkpoint", "checkpoint"])
     if kind == "float_attr":
@@ -490,6 +497,8 @@ def _mutate(spec: Spec, knobs: dict, rng: random.Random, mutations: list,
                                           2 ** 40, -(2 ** 62)])
     elif kind == "layer":
         knobs["layer"] = rng.choice([-1, spec.layers, spec.layers + 5, 2 ** 31, 2 ** 62])
+    elif kind == "stale_cache":
+        knobs["stale_cache"] = True
     elif kind == "splits":
         knobs["splits"] = rng.choice([-1, 2 ** 31, 2 ** 62, 100000])
     elif kind == "swap":
@@ -617,14 +626,12 @@ def random_steps(rng: random.Random, vocab: int, slots: int, max_ctx: int,
                     top_p = top_p + [1.0] * extra
                     uniform = uniform + [0.5] * extra
             elif what == "dup_slot" and m >= 2:
-                slot_ids[1] = slot_ids[0]
-                valid = True  # the same slot twice is a caller bug, not a hole
+                slot_ids[1] = slot_ids[0]  # run or refused: either is fine
             else:
                 temperature[j] = rng.choice([float("nan"), float("inf"), -1.0, 1e-30, 1e30])
                 top_k[j] = rng.choice([-1, INT32_MIN, INT32_MAX])
                 top_p[j] = rng.choice([float("nan"), 0.0, -1.0, 2.0, float("inf")])
                 uniform[j] = rng.choice([float("nan"), 1.0, -0.5, 7.0])
-                valid = True  # sampling parameters are clamped, never refused
             if what == "dup_slot" and m < 2:
                 valid = True
 
@@ -723,7 +730,7 @@ def fault_buffer(log: str) -> str:
     if best is None or best[0] > 1 << 16:
         return f"address {m.group(1)} (no buffer near)"
     dist, name, off, size = best
-    where = "inside" if dist == 0 else ("before" if off < 0 else "past the end of")
+    where = "before" if off < 0 else ("inside" if off < size else "past the end of")
     return f"address {m.group(1)} {where} {name} (offset {off} of {size} bytes)"
 
 
@@ -868,6 +875,9 @@ def main(argv=None) -> int:
     ap.add_argument("--out", required=True, help="failing cases are saved here")
     ap.add_argument("--only", choices=["valid", "hostile"], default=None,
                     help="generate only unmutated (or only mutated) models")
+    ap.add_argument("--inputs", choices=["all", "valid"], default="all",
+                    help="'valid': drop the hostile steps (to look past the runtime's "
+                         "input checks at the compiler)")
     ap.add_argument("--one", action="store_true", help="run just the case --seed and print it")
     args = ap.parse_args(argv)
 
@@ -893,6 +903,8 @@ def main(argv=None) -> int:
             case_seed = seed + i
             i += 1
             case = generate(case_seed, hostile)
+            if args.inputs == "valid":
+                case.steps = [step for step in case.steps if step[0]]
             scratch = os.path.join(tmp, "case")
             shutil.rmtree(scratch, ignore_errors=True)
             outcome = check(case, scratch, fdc, runner)
