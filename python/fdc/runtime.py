@@ -7,6 +7,9 @@ at ``build/lib/libfdc_runtime.so`` under the repository root.
     with Model("model.so", "checkpoint_dir", max_context=256) as m:
         ids = m.generate([1, 2, 3], max_new_tokens=8)
         ids, logits = m.generate([1, 2, 3], 8, return_logits=True)
+
+Arguments are checked before any C call, and a Model may be shared between
+threads; see the Model docstring and docs/python.md.
 """
 
 from __future__ import annotations
