@@ -121,7 +121,7 @@ def describe(value) -> str:
     if isinstance(value, float):
         return repr(value)
     if isinstance(value, str):
-        return repr(value) if len(value) <= 64 else repr(value[:64]) + "..."
+        return repr(value) if len(value) <= 200 else repr(value[:200]) + "..."
     if isinstance(value, (list, dict)):
         try:
             text = json.dumps(value, allow_nan=True)
