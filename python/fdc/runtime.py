@@ -249,7 +249,7 @@ class Model:
         self._lock = threading.Lock()
         self._owner = None  # ident of the thread inside a runtime call
         library_b, weights_b = _path("library", library), _path("weights_dir", weights_dir)
-        max_context = _integer("Model: ", "max_context", max_context, 0, INT64_MAX,
+        max_context = _integer("Model: ", "max_context", max_context, 0, INT32_MAX,
                                " (0: the model's max_position_embeddings, at most 2048)")
         num_slots = _integer("Model: ", "num_slots", num_slots, 1, INT32_MAX)
         self._lib = _load_library()

@@ -120,9 +120,10 @@ def test_numpy_integers_and_tiny_floats_are_accepted():
 
 @pytest.mark.parametrize("kwargs, error, message", [
     (dict(max_context=2**64 + 16), FdcArgumentError,
-     "Model: max_context must be in [0, 9223372036854775807] (0: the model's "
+     "Model: max_context must be in [0, 2147483647] (0: the model's "
      "max_position_embeddings, at most 2048), got 18446744073709551632"),
     (dict(max_context=-1), FdcArgumentError, "Model: max_context must be in [0, "),
+    (dict(max_context=2**31), FdcArgumentError, "Model: max_context must be in [0, 2147483647]"),
     (dict(max_context=256.0), FdcTypeError, "Model: max_context must be an integer, got float"),
     (dict(num_slots=2**64 + 3), FdcArgumentError,
      "Model: num_slots must be in [1, 2147483647], got 18446744073709551619"),
