@@ -24,15 +24,16 @@ class Checkpoint:
     """The checkpoint in ``directory``; only files of that directory are read.
 
     Every file (config.json, the index, the shards) must be a regular file
-    directly in the directory: a weight_map entry must be a plain file name
-    (no "/", not "." or "..", as the runtime requires), and no file may be a
-    symbolic link resolving outside the directory. A FIFO, device or
-    directory in place of a file is refused without being read.
+    named directly in the directory: a weight_map entry must be a plain file
+    name (no "/", not "." or "..", as the runtime requires). Symbolic links
+    the user placed in the directory are followed, as the runtime follows
+    them (a Hugging Face cache snapshot links its files to ../../blobs). A
+    FIFO, device or directory in place of a file is refused without being
+    read.
     """
 
     def __init__(self, directory: str):
         self.directory = directory
-        self._root = os.path.realpath(directory)
         self.config = _read_json(self._file("config.json"))
         if not isinstance(self.config, dict):
             raise FdcError(f"{directory}/config.json: not a JSON object")
@@ -48,18 +49,9 @@ class Checkpoint:
             self.tensors[name] = info
             self._file_of[name] = path
 
-    def _inside(self, path: str) -> bool:
-        """Whether ``path`` resolves (symbolic links followed) into the directory."""
-        real = os.path.realpath(path)
-        return real != self._root and os.path.commonpath([self._root, real]) == self._root
-
     def _file(self, name: str) -> str:
-        """The path of the checkpoint's file ``name``, refused if it leads out."""
-        path = os.path.join(self.directory, name)
-        if os.path.lexists(path) and not self._inside(path):
-            raise FdcError(f"{path}: not a file of the checkpoint (a symbolic link out of "
-                           f"{self.directory})")
-        return path
+        """The path of the checkpoint's file ``name`` (a plain file name)."""
+        return os.path.join(self.directory, name)
 
     def _tensor_files(self) -> dict[str, str]:
         """Map every tensor name to the file that holds it."""
@@ -75,8 +67,7 @@ class Checkpoint:
                     raise FdcError(f"{index_path}: weight_map entry {describe(name)} is not "
                                    f"a string")
                 path = os.path.join(self.directory, file)
-                if (not file or "/" in file or "\0" in file or file in (".", "..")
-                        or (os.path.lexists(path) and not self._inside(path))):
+                if not file or "/" in file or "\0" in file or file in (".", ".."):
                     raise FdcError(f"{index_path}: weight_map entry {describe(name)} names "
                                    f"{describe(file)}, which is not a file of the checkpoint")
                 files[name] = path
