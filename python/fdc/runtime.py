@@ -7,12 +7,19 @@ at ``build/lib/libfdc_runtime.so`` under the repository root.
     with Model("model.so", "checkpoint_dir", max_context=256) as m:
         ids = m.generate([1, 2, 3], max_new_tokens=8)
         ids, logits = m.generate([1, 2, 3], 8, return_logits=True)
+
+Arguments are checked before any C call, and a Model may be shared between
+threads; see the Model docstring and docs/python.md.
 """
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
+import math
 import os
+import threading
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Sequence
 
@@ -109,35 +116,145 @@ def _load_library() -> ctypes.CDLL:
     return lib
 
 
-def _params(temperature: float, top_k: int, top_p: float, seed: int,
-            eos_id: int | None) -> SamplingParams:
-    return SamplingParams(float(temperature), int(top_k), float(top_p),
-                          -1 if eos_id is None else int(eos_id), int(seed))
+class FdcArgumentError(FdcRuntimeError, ValueError):
+    """An argument of the binding is out of its range (refused before any C call)."""
 
 
-def _int32_array(ids: Sequence[int]) -> np.ndarray:
-    array = np.asarray(ids, dtype=np.int64)
-    if array.ndim != 1:
-        raise FdcRuntimeError("prompt_ids must be a flat sequence of token ids")
-    if array.size and (array.min() < -2**31 or array.max() >= 2**31):
-        raise FdcRuntimeError("prompt token id out of int32 range")
-    return np.ascontiguousarray(array, dtype=np.int32)
+class FdcTypeError(FdcRuntimeError, TypeError):
+    """An argument of the binding has the wrong type (refused before any C call)."""
+
+
+class FdcUsageError(FdcRuntimeError):
+    """The model was used in a way the binding does not allow: closed, or
+    re-entered from one of its own on_token callbacks."""
+
+
+INT32_MIN, INT32_MAX = -2**31, 2**31 - 1
+INT64_MAX = 2**63 - 1
+UINT64_MAX = 2**64 - 1
+FLOAT32_MAX = float(np.finfo(np.float32).max)
+
+
+def _integer(where: str, name: str, value, lo: int, hi: int, why: str = "") -> int:
+    """``value`` as a Python int in [lo, hi]: a real integer (int or a numpy
+    integer scalar), never a bool or a float, never wrapped to fit a C type."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise FdcTypeError(f"{where}{name} must be an integer, got "
+                           f"{type(value).__name__} {value!r}")
+    value = int(value)
+    if not lo <= value <= hi:
+        raise FdcArgumentError(f"{where}{name} must be in [{lo}, {hi}]{why}, got {value}")
+    return value
+
+
+def _real(where: str, name: str, value) -> float:
+    """``value`` as a finite float that is also finite as a C float."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(
+            value, (int, float, np.integer, np.floating)):
+        raise FdcTypeError(f"{where}{name} must be a real number, got "
+                           f"{type(value).__name__} {value!r}")
+    try:
+        x = float(value)
+    except OverflowError:
+        x = math.inf
+    if not math.isfinite(x) or abs(x) > FLOAT32_MAX:
+        raise FdcArgumentError(f"{where}{name} must be finite (as a 32-bit float), got {value!r}")
+    return x
+
+
+def _params(where: str, vocab_size: int, temperature=0.0, top_k=0, top_p=1.0, seed=0,
+            eos_id=None) -> SamplingParams:
+    """The C sampling parameters, every field checked for type and C range.
+
+    The runtime checks the meaning (temperature >= 0, top_p in (0, 1]) and
+    reports it per request; here nothing may wrap or be truncated silently.
+    """
+    if eos_id is None:
+        eos = -1
+    else:
+        eos = _integer(where, "eos_id", eos_id, INT32_MIN, vocab_size - 1,
+                       " (token ids of the vocabulary; negative or None: no EOS)")
+        eos = max(eos, -1)
+    return SamplingParams(_real(where, "temperature", temperature),
+                          _integer(where, "top_k", top_k, 0, INT32_MAX),
+                          _real(where, "top_p", top_p), eos,
+                          _integer(where, "seed", seed, 0, UINT64_MAX))
+
+
+def _int32_array(where: str, ids) -> np.ndarray:
+    """The prompt as a contiguous int32 array; every element must be a real
+    integer that fits int32 (a float like 1.7 is refused, not truncated)."""
+    if isinstance(ids, np.ndarray):
+        if ids.ndim != 1:
+            raise FdcArgumentError(f"{where}prompt_ids must be one-dimensional, got shape "
+                                   f"{ids.shape}")
+        if ids.dtype.kind not in "iu":
+            raise FdcTypeError(f"{where}prompt_ids must hold integers, got dtype {ids.dtype}")
+        if ids.size and (int(ids.min()) < INT32_MIN or int(ids.max()) > INT32_MAX):
+            bad, value = next((i, t) for i, t in enumerate(ids.tolist())
+                              if not INT32_MIN <= t <= INT32_MAX)
+            raise FdcArgumentError(f"{where}prompt_ids[{bad}] must be in [{INT32_MIN}, "
+                                   f"{INT32_MAX}], got {value}")
+        return np.ascontiguousarray(ids, dtype=np.int32)
+    if isinstance(ids, (str, bytes)) or not hasattr(ids, "__iter__"):
+        raise FdcTypeError(f"{where}prompt_ids must be a sequence of token ids, got "
+                           f"{type(ids).__name__}")
+    ids = [_integer(where, f"prompt_ids[{i}]", token, INT32_MIN, INT32_MAX)
+           for i, token in enumerate(ids)]
+    return np.array(ids, dtype=np.int32)
+
+
+def _path(name: str, value) -> bytes:
+    try:
+        path = os.fsencode(value)
+    except TypeError:
+        raise FdcTypeError(f"Model: {name} must be a path, got {type(value).__name__}") from None
+    if b"\0" in path:
+        raise FdcArgumentError(f"Model: {name} contains a NUL byte: {value!r}")
+    return path
 
 
 def _ptr(array: np.ndarray, ctype):
     return array.ctypes.data_as(ctypes.POINTER(ctype))
 
 
+_REQUEST_KEYS = ("prompt_ids", "max_new_tokens", "temperature", "top_k", "top_p", "seed",
+                 "eos_id", "return_logits", "on_token")
+
+
 class Model:
-    """A model library loaded with its weights and a KV cache."""
+    """A model library loaded with its weights and a KV cache.
+
+    Arguments are checked before any C call: integers must be ``int`` (or
+    numpy integer scalars; never ``bool`` or ``float``) within the range of
+    their C type and their meaning, floats must be finite; a bad argument
+    raises ``FdcTypeError`` (a ``TypeError``) or ``FdcArgumentError`` (a
+    ``ValueError``) naming it; both are ``FdcRuntimeError`` subclasses.
+
+    Thread safety: a ``Model`` may be shared between threads. Every call into
+    the runtime holds the model's lock, so calls from several threads run one
+    at a time; ``close()`` from another thread waits until the generation in
+    progress has returned, and a call after ``close()`` raises
+    ``FdcUsageError``. From inside an ``on_token`` callback, using the same
+    model (``close()``, ``generate``, ``generate_batch``, ``manifest``)
+    raises ``FdcUsageError`` instead of re-entering the runtime; an
+    exception raised by a callback stops further callbacks of that call, the
+    generation runs to its end (the C API cannot stop it), and the exception
+    is re-raised from ``generate_batch``.
+    """
 
     def __init__(self, library: str | os.PathLike, weights_dir: str | os.PathLike,
                  max_context: int = 0, num_slots: int = 1):
+        self._handle = None
+        self._lock = threading.Lock()
+        self._owner = None  # ident of the thread inside a runtime call
+        library_b, weights_b = _path("library", library), _path("weights_dir", weights_dir)
+        max_context = _integer("Model: ", "max_context", max_context, 0, INT32_MAX,
+                               " (0: the model's max_position_embeddings, at most 2048)")
+        num_slots = _integer("Model: ", "num_slots", num_slots, 1, INT32_MAX)
         self._lib = _load_library()
         error = ctypes.c_void_p()
-        handle = self._lib.fdc_model_load(os.fsencode(library),
-                                          os.fsencode(weights_dir),
-                                          int(max_context), int(num_slots),
+        handle = self._lib.fdc_model_load(library_b, weights_b, max_context, num_slots,
                                           ctypes.byref(error))
         if not handle:
             message = ctypes.string_at(error.value).decode(errors="replace") \
@@ -149,15 +266,35 @@ class Model:
         self.max_context = self._lib.fdc_model_max_context(handle)
         self.num_slots = self._lib.fdc_model_num_slots(handle)
 
+    @contextlib.contextmanager
+    def _using(self, what: str):
+        """Hold the model's lock for one runtime call and yield the handle."""
+        if self._owner == threading.get_ident():
+            raise FdcUsageError(f"{what} called from inside an on_token callback of the same "
+                                f"model; the runtime cannot be re-entered")
+        with self._lock:
+            if not self._handle:
+                raise FdcUsageError(f"{what}: the model was closed")
+            self._owner = threading.get_ident()
+            try:
+                yield self._handle
+            finally:
+                self._owner = None
+
     @property
     def manifest(self) -> str:
         """The model library's manifest JSON."""
-        return self._lib.fdc_model_manifest(self._require()).decode()
+        with self._using("Model.manifest") as handle:
+            return self._lib.fdc_model_manifest(handle).decode()
 
-    def _require(self):
-        if not self._handle:
-            raise FdcRuntimeError("the model was closed")
-        return self._handle
+    def _check_length(self, prompt: np.ndarray, max_new_tokens: int) -> str | None:
+        """The runtime's context check, done before allocating the outputs."""
+        if prompt.size > self.max_context:
+            return f"prompt of {prompt.size} tokens exceeds max_context {self.max_context}"
+        if max_new_tokens > self.max_context - prompt.size:
+            return (f"prompt of {prompt.size} tokens + max_new_tokens {max_new_tokens} "
+                    f"exceeds max_context {self.max_context}")
+        return None
 
     def generate(self, prompt_ids: Sequence[int], max_new_tokens: int,
                  temperature: float = 0.0, top_k: int = 0, top_p: float = 1.0,
@@ -168,24 +305,25 @@ class Model:
         Returns the list of generated ids, or (ids, logits) with logits a
         float32 array [len(ids), vocab_size] when return_logits is true.
         """
-        handle = self._require()
-        prompt = _int32_array(prompt_ids)
-        max_new_tokens = int(max_new_tokens)
-        if max_new_tokens < 0:
-            raise FdcRuntimeError("max_new_tokens must be >= 0")
+        where = "generate: "
+        prompt = _int32_array(where, prompt_ids)
+        max_new_tokens = _integer(where, "max_new_tokens", max_new_tokens, 0, INT64_MAX)
+        params = _params(where, self.vocab_size, temperature, top_k, top_p, seed, eos_id)
+        problem = self._check_length(prompt, max_new_tokens)
+        if problem:
+            raise FdcArgumentError(where + problem)
         ids = np.zeros(max(max_new_tokens, 1), dtype=np.int32)
         logits = (np.zeros((max(max_new_tokens, 1), self.vocab_size),
                            dtype=np.float32) if return_logits else None)
         count = ctypes.c_int64(0)
-        params = _params(temperature, top_k, top_p, seed, eos_id)
-        rc = self._lib.fdc_generate(
-            handle, _ptr(prompt, ctypes.c_int32), prompt.size, max_new_tokens,
-            ctypes.byref(params), _ptr(ids, ctypes.c_int32),
-            ctypes.byref(count),
-            _ptr(logits, ctypes.c_float) if logits is not None else None)
-        if rc != 0:
-            raise FdcRuntimeError(self._lib.fdc_last_error().decode(
-                errors="replace"))
+        with self._using("Model.generate") as handle:
+            rc = self._lib.fdc_generate(
+                handle, _ptr(prompt, ctypes.c_int32), prompt.size, max_new_tokens,
+                ctypes.byref(params), _ptr(ids, ctypes.c_int32),
+                ctypes.byref(count),
+                _ptr(logits, ctypes.c_float) if logits is not None else None)
+            if rc != 0:
+                raise FdcRuntimeError(self._lib.fdc_last_error().decode(errors="replace"))
         n = count.value
         out = ids[:n].tolist()
         if return_logits:
@@ -201,55 +339,107 @@ class Model:
         token) as each token is generated. Returns one dict per request: ``ids``,
         ``finish_reason``, ``error`` (None on success) and, if asked,
         ``logits``.
+
+        A request whose values the runtime refuses (a token outside the
+        vocabulary, top_p outside (0, 1], more tokens than max_context) is
+        rejected alone (finish_reason "rejected", ``error`` says why) while
+        the others run; a missing key, an unknown key, or a value of the wrong
+        type or beyond its C type raises for the whole call, naming the
+        request. If an ``on_token`` callback raises, no further callbacks are
+        made, the call runs to its end and then re-raises that exception.
         """
-        handle = self._require()
-        array = (Request * len(requests))()
+        if isinstance(requests, (dict, str, bytes)) or not hasattr(requests, "__iter__"):
+            raise FdcTypeError("generate_batch: requests must be a sequence of dicts, got "
+                               f"{type(requests).__name__}")
+        requests = list(requests)
+        failure: list[BaseException] = []  # the first exception a callback raised
+        prepared = []  # (spec index, prompt, max_new, params, return_logits, on_token)
+        results: list[dict | None] = [None] * len(requests)
+        for i, spec in enumerate(requests):
+            where = f"generate_batch: request {i}: "
+            if not isinstance(spec, Mapping):
+                raise FdcTypeError(f"{where}must be a dict, got {type(spec).__name__}")
+            unknown = [k for k in spec if k not in _REQUEST_KEYS]
+            if unknown:
+                raise FdcTypeError(f"{where}unknown key {unknown[0]!r} (known: "
+                                   f"{', '.join(_REQUEST_KEYS)})")
+            for key in ("prompt_ids", "max_new_tokens"):
+                if key not in spec:
+                    raise FdcTypeError(f"{where}missing {key!r}")
+            prompt = _int32_array(where, spec["prompt_ids"])
+            max_new = _integer(where, "max_new_tokens", spec["max_new_tokens"], 0, INT64_MAX)
+            params = _params(where, self.vocab_size, spec.get("temperature", 0.0),
+                             spec.get("top_k", 0), spec.get("top_p", 1.0),
+                             spec.get("seed", 0), spec.get("eos_id"))
+            on_token = spec.get("on_token")
+            if on_token is not None and not callable(on_token):
+                raise FdcTypeError(f"{where}on_token must be callable, got "
+                                   f"{type(on_token).__name__}")
+            problem = self._check_length(prompt, max_new)
+            if problem:  # what the runtime would say, before allocating for it
+                results[i] = {"ids": [], "finish_reason": "rejected", "error": problem}
+                if spec.get("return_logits"):
+                    results[i]["logits"] = np.zeros((0, self.vocab_size), np.float32)
+                continue
+            prepared.append((i, prompt, max_new, params, bool(spec.get("return_logits")),
+                             on_token))
+
+        array = (Request * len(prepared))()
         keep, callbacks = [], []  # alive until the call returns
-        for request, spec in zip(array, requests):
-            prompt = _int32_array(spec["prompt_ids"])
-            max_new = int(spec["max_new_tokens"])
+        for request, (_, prompt, max_new, params, want_logits, on_token) in zip(array, prepared):
             ids = np.zeros(max(max_new, 1), dtype=np.int32)
-            logits = (np.zeros((max(max_new, 1), self.vocab_size),
-                               dtype=np.float32)
-                      if spec.get("return_logits") else None)
+            logits = (np.zeros((max(max_new, 1), self.vocab_size), dtype=np.float32)
+                      if want_logits else None)
             keep.append((prompt, ids, logits))
             request.prompt = _ptr(prompt, ctypes.c_int32)
             request.prompt_len = prompt.size
             request.max_new_tokens = max_new
-            request.params = _params(spec.get("temperature", 0.0),
-                                     spec.get("top_k", 0),
-                                     spec.get("top_p", 1.0),
-                                     spec.get("seed", 0), spec.get("eos_id"))
+            request.params = params
             request.out_ids = _ptr(ids, ctypes.c_int32)
             if logits is not None:
                 request.out_logits = _ptr(logits, ctypes.c_float)
-            on_token = spec.get("on_token")
             if on_token is not None:
-                callback = TOKEN_CALLBACK(
-                    lambda _user, step, token, _logits, _vocab, fn=on_token:
-                    fn(step, token))
+                def call(_user, step, token, _logits, _vocab, fn=on_token):
+                    if failure:
+                        return
+                    try:
+                        fn(step, token)
+                    except BaseException as e:  # noqa: B036 - re-raised after the call
+                        failure.append(e)
+                callback = TOKEN_CALLBACK(call)
                 callbacks.append(callback)
                 request.callback = callback
-        if self._lib.fdc_generate_batch(handle, array, len(requests)) < 0:
-            raise FdcRuntimeError(self._lib.fdc_last_error().decode(
-                errors="replace"))
-        results = []
-        for request, (_, ids, logits) in zip(array, keep):
+        if prepared:
+            with self._using("Model.generate_batch") as handle:
+                if self._lib.fdc_generate_batch(handle, array, len(prepared)) < 0:
+                    raise FdcRuntimeError(self._lib.fdc_last_error().decode(errors="replace"))
+        if failure:
+            raise failure[0]
+        for request, (i, *_), (_, ids, logits) in zip(array, prepared, keep):
             n = request.out_len
             result = {"ids": ids[:n].tolist(),
-                      "finish_reason": FINISH_REASONS.get(request.finish_reason,
-                                                          "?"),
+                      "finish_reason": FINISH_REASONS.get(request.finish_reason, "?"),
                       "error": (request.error.decode(errors="replace")
                                 if request.status else None)}
             if logits is not None:
                 result["logits"] = logits[:n].copy()
-            results.append(result)
+            results[i] = result
         return results
 
     def close(self) -> None:
-        if getattr(self, "_handle", None):
-            self._lib.fdc_model_free(self._handle)
-            self._handle = None
+        """Releases the model. Waits for a generation running in another
+        thread; raises FdcUsageError from inside one of its own callbacks."""
+        if self._owner == threading.get_ident():
+            raise FdcUsageError("Model.close() called from inside an on_token callback of "
+                                "the same model; close it after generate_batch returns")
+        with self._lock:
+            if self._handle:
+                self._lib.fdc_model_free(self._handle)
+                self._handle = None
+
+    @property
+    def closed(self) -> bool:
+        return not self._handle
 
     def __enter__(self) -> "Model":
         return self
@@ -258,4 +448,8 @@ class Model:
         self.close()
 
     def __del__(self) -> None:
-        self.close()
+        if getattr(self, "_handle", None) and getattr(self, "_lock", None):
+            try:
+                self.close()
+            except Exception:
+                pass

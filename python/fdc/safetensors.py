@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import FdcError
+from .strict import INT64_MAX, describe, open_regular, parse_json
 
 # Refuse absurd headers before allocating for them (the reference
 # implementation uses the same 100 MB limit).
@@ -63,12 +64,16 @@ def _is_int(x) -> bool:
 
 
 def read_header(path: str) -> Header:
-    """Parse and validate the header of ``path``; reads no tensor data."""
+    """Parse and validate the header of ``path``; reads no tensor data.
+
+    ``path`` must be a regular file (a FIFO or device is refused, not read);
+    every problem is a SafetensorsError naming the file (and the tensor).
+    """
     def fail(msg):
         raise SafetensorsError(f"{path}: {msg}")
 
-    try:
-        with open(path, "rb") as f:
+    with open_regular(path, SafetensorsError) as f:
+        try:
             file_size = os.fstat(f.fileno()).st_size
             prefix = f.read(8)
             if len(prefix) < 8:
@@ -79,13 +84,12 @@ def read_header(path: str) -> Header:
             if n > MAX_HEADER_BYTES:
                 fail(f"header length {n} exceeds {MAX_HEADER_BYTES} bytes")
             raw = f.read(n)
-    except OSError as e:
-        raise SafetensorsError(f"{path}: cannot read: {e.strerror or e}") from None
+        except OSError as e:
+            raise SafetensorsError(f"{path}: cannot read: {e.strerror or e}") from None
+    if len(raw) != n:
+        fail(f"file shrank while reading its {n}-byte header")
 
-    try:
-        header = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
-        fail(f"header is not valid JSON: {e}")
+    header = parse_json(raw, f"{path}: header", SafetensorsError)
     if not isinstance(header, dict):
         fail("header is not a JSON object")
 
@@ -98,30 +102,36 @@ def read_header(path: str) -> Header:
     data_size = file_size - data_start
     tensors = {}
     for name, entry in header.items():
+        what = f"tensor {describe(name)}"
         if not isinstance(entry, dict):
-            fail(f"tensor {name!r}: entry is not an object")
+            fail(f"{what}: entry is not an object")
         dtype, shape, offsets = entry.get("dtype"), entry.get("shape"), entry.get("data_offsets")
-        if dtype not in ITEMSIZE:
-            fail(f"tensor {name!r}: unknown dtype {dtype!r}")
-        if not isinstance(shape, list) or not all(_is_int(d) and d >= 0 for d in shape):
-            fail(f"tensor {name!r}: shape must be a list of non-negative integers, got {shape!r}")
+        if not isinstance(dtype, str) or dtype not in ITEMSIZE:
+            fail(f"{what}: unknown dtype {describe(dtype)}")
+        if not isinstance(shape, list) or not all(
+                _is_int(d) and 0 <= d <= INT64_MAX for d in shape):
+            shown = (describe(shape) if not isinstance(shape, list) or len(shape) > 8
+                     else "[" + ", ".join(map(describe, shape)) + "]")
+            fail(f"{what}: shape must be a list of non-negative int64 integers, got {shown}")
         if (not isinstance(offsets, list) or len(offsets) != 2
                 or not all(_is_int(o) for o in offsets)):
-            fail(f"tensor {name!r}: data_offsets must be [begin, end], got {offsets!r}")
+            shown = (describe(offsets) if not isinstance(offsets, list) or len(offsets) > 8
+                     else "[" + ", ".join(map(describe, offsets)) + "]")
+            fail(f"{what}: data_offsets must be [begin, end], got {shown}")
         begin, end = offsets
         if not 0 <= begin <= end <= data_size:
-            fail(f"tensor {name!r}: data_offsets [{begin}, {end}] outside the "
+            fail(f"{what}: data_offsets [{describe(begin)}, {describe(end)}] outside the "
                  f"data section of {data_size} bytes")
         expected = math.prod(shape) * ITEMSIZE[dtype]
         if end - begin != expected:
-            fail(f"tensor {name!r}: {end - begin} bytes for {dtype} shape {shape}, "
-                 f"expected {expected}")
+            fail(f"{what}: {end - begin} bytes for {dtype} shape {shape}, "
+                 f"expected {describe(expected)}")
         tensors[name] = TensorInfo(name, dtype, tuple(shape), data_start + begin, data_start + end)
 
     ordered = sorted(tensors.values(), key=lambda t: (t.begin, t.end))
     for a, b in zip(ordered, ordered[1:]):
         if b.begin < a.end:
-            fail(f"tensors {a.name!r} and {b.name!r} overlap")
+            fail(f"tensors {describe(a.name)} and {describe(b.name)} overlap")
     return Header(path, tensors, metadata)
 
 
@@ -134,7 +144,7 @@ def read_tensor(info: TensorInfo, path: str) -> np.ndarray:
     if info.dtype not in _NUMPY_DTYPE:
         raise SafetensorsError(f"{path}: tensor {info.name!r}: cannot load dtype {info.dtype}")
     try:
-        with open(path, "rb") as f:
+        with open_regular(path, SafetensorsError) as f:
             f.seek(info.begin)
             raw = f.read(info.end - info.begin)
     except OSError as e:

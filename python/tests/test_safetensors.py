@@ -165,3 +165,47 @@ def test_checkpoint_duplicate_and_empty(tmp_path):
     save_file({"a": np.ones(1, dtype=np.float32)}, str(tmp_path / "y.safetensors"))
     with pytest.raises(SafetensorsError, match="'a' is in both"):
         Checkpoint(str(tmp_path))
+
+
+def test_non_regular_files_are_refused_not_read(tmp_path):
+    """A FIFO would block open()/read() forever; a directory is no file."""
+    fifo = tmp_path / "f.safetensors"
+    os.mkfifo(fifo)
+    with pytest.raises(SafetensorsError) as info:
+        read_header(str(fifo))
+    assert str(info.value) == f"{fifo}: not a regular file (a FIFO)"
+    with pytest.raises(SafetensorsError) as info:
+        read_header(str(tmp_path))
+    assert str(info.value) == f"{tmp_path}: not a regular file (a directory)"
+
+
+@pytest.mark.parametrize("header, message", [
+    (b"[" * 100000 + b"]" * 100000, "header: JSON nested too deeply"),
+    (b'{"a": {"dtype": "F32", "shape": [1' + b"0" * 5000 + b'], "data_offsets": [0, 0]}}',
+     "header: an integer of 5001 digits is out of range"),
+    (b'{"a": {"dtype": "F32", "shape": [1], "data_offsets": [0, Infinity]}}',
+     "header: Infinity is not valid JSON"),
+    (b'{"a": {"dtype": {"x": 1}, "shape": [1], "data_offsets": [0, 4]}}',
+     "tensor 'a': unknown dtype {\"x\": 1}"),
+    (b'{"a": {"dtype": "F32", "shape": [true], "data_offsets": [0, 4]}}',
+     "tensor 'a': shape must be a list of non-negative int64 integers, got [true]"),
+    (b'{"a": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4.0]}}',
+     "tensor 'a': data_offsets must be [begin, end], got [0, 4.0]"),
+], ids=["nested", "digits", "infinity", "dtype-object", "shape-bool", "offset-float"])
+def test_hostile_headers(tmp_path, header, message):
+    path = write_raw(tmp_path / "t.safetensors", header, data=b"\0" * 8)
+    with pytest.raises(SafetensorsError) as info:
+        read_header(path)
+    assert str(info.value) == f"{path}: {message}"
+
+
+def test_checkpoint_index_entries_stay_in_the_directory(tmp_path):
+    write_config(tmp_path)
+    save_file({"a": np.ones(1, dtype=np.float32)}, str(tmp_path / "p1.safetensors"))
+    for entry in ("../p1.safetensors", "/etc/passwd", "..", "", "a\0b"):
+        (tmp_path / "model.safetensors.index.json").write_text(
+            json.dumps({"weight_map": {"a": entry}}))
+        with pytest.raises(FdcError) as info:
+            Checkpoint(str(tmp_path))
+        assert str(info.value) == (f"{tmp_path}/model.safetensors.index.json: weight_map entry "
+                                   f"'a' names {entry!r}, which is not a file of the checkpoint")

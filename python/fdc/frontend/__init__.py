@@ -7,12 +7,14 @@ and one supported dtype, and prints the decode.model (docs/model-ir.md).
 
 from __future__ import annotations
 
+import math
 import os
 import re
 
 from .. import FdcError
 from ..checkpoint import Checkpoint
 from ..config import ModelConfig
+from ..strict import describe, is_number, to_f32
 from .emit import (MLP_SUFFIXES, SPARSE_ELEMENT_TYPES, SPARSE_TILE, Quantisation, Softmax,
                    emit_model)
 
@@ -34,7 +36,7 @@ def default_name(checkpoint_dir: str) -> str:
 def check_tensors(ckpt: Checkpoint, cfg: ModelConfig) -> str:
     """Check every needed tensor; return the common element type."""
     dtype, first = None, None
-    for name, shape in cfg.tensor_shapes().items():
+    for name, shape in cfg.iter_tensor_shapes():
         info = ckpt.tensors.get(name)
         if info is None:
             raise FrontendError(f"missing tensor {name!r}")
@@ -50,6 +52,33 @@ def check_tensors(ckpt: Checkpoint, cfg: ModelConfig) -> str:
             raise FrontendError(f"mixed dtypes: tensor {name!r} is {info.dtype} "
                                 f"but {first!r} is {dtype}")
     return ELEMENT_TYPE[dtype]
+
+
+# The largest --hi the verifier takes: exp(hi) must not overflow f32.
+SOFTMAX_MAX_HI = 88.0
+
+
+def check_softmax(softmax: Softmax) -> None:
+    """The verifier's rules for #decode.softmax<unified_max>, on the f32 values
+    the IR holds: phi, lo and hi finite, lo < hi, hi <= 88."""
+    if softmax.kind == "online":
+        return
+    if softmax.kind != "unified_max":
+        raise FrontendError(f"unknown softmax {softmax.kind!r} (online or unified_max)")
+    values = {}
+    for flag in ("phi", "lo", "hi"):
+        x = getattr(softmax, flag)
+        f = to_f32(x) if is_number(x) else math.nan
+        if not math.isfinite(f):
+            raise FrontendError(f"--softmax unified_max: --{flag} {describe(x)} is not a "
+                                f"finite f32")
+        values[flag] = f
+    if not values["lo"] < values["hi"]:
+        raise FrontendError(f"--softmax unified_max needs --lo < --hi (as f32), got "
+                            f"--lo {describe(softmax.lo)}, --hi {describe(softmax.hi)}")
+    if values["hi"] > SOFTMAX_MAX_HI:
+        raise FrontendError(f"--softmax unified_max: --hi {describe(softmax.hi)} overflows "
+                            f"exp() in f32 (must be <= {SOFTMAX_MAX_HI:g})")
 
 
 def check_quantisation(cfg: ModelConfig, quant: Quantisation) -> None:
@@ -110,6 +139,7 @@ def model_ir(checkpoint_dir: str, name: str | None = None, softmax: Softmax = So
     name = default_name(checkpoint_dir) if name is None else name
     if not _SYMBOL.fullmatch(name):
         raise FrontendError(f"model name {name!r} is not of the form [A-Za-z_][A-Za-z0-9_]*")
+    check_softmax(softmax)
     ckpt = Checkpoint(checkpoint_dir)
     cfg = ModelConfig.from_dict(ckpt.config)
     elem = check_tensors(ckpt, cfg)
