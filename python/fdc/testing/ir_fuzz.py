@@ -625,15 +625,16 @@ def random_steps(rng: random.Random, vocab: int, slots: int, max_ctx: int,
                     top_k = top_k + [0] * extra
                     top_p = top_p + [1.0] * extra
                     uniform = uniform + [0.5] * extra
-            elif what == "dup_slot" and m >= 2:
-                slot_ids[1] = slot_ids[0]  # run or refused: either is fine
+            elif what == "dup_slot":
+                if m >= 2:
+                    slot_ids[1] = slot_ids[0]  # run or refused: either is fine
+                else:
+                    valid = True  # one row: nothing to duplicate
             else:
                 temperature[j] = rng.choice([float("nan"), float("inf"), -1.0, 1e-30, 1e30])
                 top_k[j] = rng.choice([-1, INT32_MIN, INT32_MAX])
                 top_p[j] = rng.choice([float("nan"), 0.0, -1.0, 2.0, float("inf")])
                 uniform[j] = rng.choice([float("nan"), 1.0, -0.5, 7.0])
-            if what == "dup_slot" and m < 2:
-                valid = True
 
         def fl(xs):
             return " ".join(repr(float(np.float32(x))) if math.isfinite(x) else
