@@ -384,3 +384,85 @@ func.func private @f(!decode.tiled_csl<4294967296x4294967296xf16, tile = 4294967
 
 // expected-error @+1 {{!decode.tiled_csl of 4611686018427387904x128 takes more than 2^63 - 1 bytes}}
 func.func private @f(!decode.tiled_csl<4611686018427387904x128xf16, tile = 128x64>)
+
+// -----
+
+// A per-sequence tensor with a dynamic inner dimension: the kernels would take
+// the dynamic marker for the hidden size.
+decode.model @m attributes {config = {vocab_size = 8 : i64}} {
+  decode.weight @emb : tensor<16x8xf32>
+  func.func @step(%tokens: tensor<?xi32>, %positions: tensor<?xi32>, %slots: tensor<?xi32>, %temperature: tensor<?xf32>, %top_k: tensor<?xi32>, %top_p: tensor<?xf32>, %uniform: tensor<?xf32>, %cache: !decode.kv_cache<layers = 1, kv_heads = 1, head_dim = 4, f32>) -> (tensor<?x8xf32>, tensor<?xi32>, !decode.kv_cache<layers = 1, kv_heads = 1, head_dim = 4, f32>) {
+    %e = decode.weight_ref @emb : tensor<16x8xf32>
+    // expected-error @+1 {{'decode.embedding' op result #0 of type 'tensor<?x?xf32>' is computed per sequence, so it must have a dynamic batch dimension and static others (tensor<?x...>)}}
+    %h = decode.embedding %e[%tokens] : tensor<16x8xf32>, tensor<?xi32> -> tensor<?x?xf32>
+    %c0 = arith.constant 0 : index
+    %l = tensor.empty(%c0) : tensor<?x8xf32>
+    return %l, %tokens, %cache : tensor<?x8xf32>, tensor<?xi32>, !decode.kv_cache<layers = 1, kv_heads = 1, head_dim = 4, f32>
+  }
+}
+
+// -----
+
+// A per-sequence tensor with a static batch dimension: 4 rows would be
+// allocated while the kernels write one per live sequence.
+decode.model @m attributes {config = {vocab_size = 8 : i64}} {
+  decode.weight @emb : tensor<16x8xf32>
+  func.func @step(%tokens: tensor<?xi32>, %positions: tensor<?xi32>, %slots: tensor<?xi32>, %temperature: tensor<?xf32>, %top_k: tensor<?xi32>, %top_p: tensor<?xf32>, %uniform: tensor<?xf32>, %cache: !decode.kv_cache<layers = 1, kv_heads = 1, head_dim = 4, f32>) -> (tensor<?x8xf32>, tensor<?xi32>, !decode.kv_cache<layers = 1, kv_heads = 1, head_dim = 4, f32>) {
+    %e = decode.weight_ref @emb : tensor<16x8xf32>
+    // expected-error @+1 {{'decode.embedding' op result #0 of type 'tensor<4x8xf32>' is computed per sequence}}
+    %h = decode.embedding %e[%tokens] : tensor<16x8xf32>, tensor<?xi32> -> tensor<4x8xf32>
+    %c0 = arith.constant 0 : index
+    %l = tensor.empty(%c0) : tensor<?x8xf32>
+    return %l, %tokens, %cache : tensor<?x8xf32>, tensor<?xi32>, !decode.kv_cache<layers = 1, kv_heads = 1, head_dim = 4, f32>
+  }
+}
+
+// -----
+
+// An activation computed from constants alone has its own row count: argmax
+// would write 16 rows into a result sized for the live batch.
+decode.model @m attributes {config = {vocab_size = 8 : i64}} {
+  decode.weight @emb : tensor<16x8xf32>
+  func.func @step(%tokens: tensor<?xi32>, %positions: tensor<?xi32>, %slots: tensor<?xi32>, %temperature: tensor<?xf32>, %top_k: tensor<?xi32>, %top_p: tensor<?xf32>, %uniform: tensor<?xf32>, %cache: !decode.kv_cache<layers = 1, kv_heads = 1, head_dim = 4, f32>) -> (tensor<?x8xf32>, tensor<?xi32>, !decode.kv_cache<layers = 1, kv_heads = 1, head_dim = 4, f32>) {
+    %e = decode.weight_ref @emb : tensor<16x8xf32>
+    %c16 = arith.constant 16 : index
+    %rows = tensor.empty(%c16) : tensor<?x8xf32>
+    // expected-error @+1 {{'decode.argmax' op logits must be computed from the step's inputs (one row per sequence), got a value computed from weights and constants alone, of type 'tensor<?x8xf32>'}}
+    %next = decode.argmax %rows : tensor<?x8xf32> -> tensor<?xi32>
+    %h = decode.embedding %e[%tokens] : tensor<16x8xf32>, tensor<?xi32> -> tensor<?x8xf32>
+    return %h, %next, %cache : tensor<?x8xf32>, tensor<?xi32>, !decode.kv_cache<layers = 1, kv_heads = 1, head_dim = 4, f32>
+  }
+}
+
+// -----
+
+// A linear whose residual comes from weights alone.
+decode.model @m attributes {config = {vocab_size = 8 : i64}} {
+  decode.weight @emb : tensor<16x8xf32>
+  decode.weight @w : tensor<8x8xf32>
+  func.func @step(%tokens: tensor<?xi32>, %positions: tensor<?xi32>, %slots: tensor<?xi32>, %temperature: tensor<?xf32>, %top_k: tensor<?xi32>, %top_p: tensor<?xf32>, %uniform: tensor<?xf32>, %cache: !decode.kv_cache<layers = 1, kv_heads = 1, head_dim = 4, f32>) -> (tensor<?x8xf32>, tensor<?xi32>, !decode.kv_cache<layers = 1, kv_heads = 1, head_dim = 4, f32>) {
+    %e = decode.weight_ref @emb : tensor<16x8xf32>
+    %h = decode.embedding %e[%tokens] : tensor<16x8xf32>, tensor<?xi32> -> tensor<?x8xf32>
+    %w = decode.weight_ref @w : tensor<8x8xf32>
+    %c4 = arith.constant 4 : index
+    %r = tensor.empty(%c4) : tensor<?x8xf32>
+    // expected-error @+1 {{'decode.linear' op residual must be computed from the step's inputs (one row per sequence)}}
+    %x = decode.linear %h, %w residual %r : tensor<?x8xf32>, tensor<8x8xf32>, tensor<?x8xf32> -> tensor<?x8xf32>
+    %next = decode.argmax %x : tensor<?x8xf32> -> tensor<?xi32>
+    return %x, %next, %cache : tensor<?x8xf32>, tensor<?xi32>, !decode.kv_cache<layers = 1, kv_heads = 1, head_dim = 4, f32>
+  }
+}
+
+// -----
+
+// Sampling parameters are the step's own arguments, which the runtime checks.
+decode.model @m attributes {config = {vocab_size = 8 : i64}} {
+  decode.weight @emb : tensor<16x8xf32>
+  func.func @step(%tokens: tensor<?xi32>, %positions: tensor<?xi32>, %slots: tensor<?xi32>, %temperature: tensor<?xf32>, %top_k: tensor<?xi32>, %top_p: tensor<?xf32>, %uniform: tensor<?xf32>, %cache: !decode.kv_cache<layers = 1, kv_heads = 1, head_dim = 4, f32>) -> (tensor<?x8xf32>, tensor<?xi32>, !decode.kv_cache<layers = 1, kv_heads = 1, head_dim = 4, f32>) {
+    %e = decode.weight_ref @emb : tensor<16x8xf32>
+    %h = decode.embedding %e[%tokens] : tensor<16x8xf32>, tensor<?xi32> -> tensor<?x8xf32>
+    // expected-error @+1 {{'decode.sample' op top_k must be the step argument 'top_k' (#4), got the step argument 'positions' (#1)}}
+    %next = decode.sample %h, %uniform, %temperature, %positions, %top_p : tensor<?x8xf32> -> tensor<?xi32>
+    return %h, %next, %cache : tensor<?x8xf32>, tensor<?xi32>, !decode.kv_cache<layers = 1, kv_heads = 1, head_dim = 4, f32>
+  }
+}

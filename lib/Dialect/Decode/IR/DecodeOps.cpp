@@ -9,6 +9,7 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/MathExtras.h"
 
@@ -199,7 +200,9 @@ LogicalResult checkStepArgument(func::FuncOp step, Operation *op,
                            << "), got " << describeStepValue(step, operand);
 }
 
-constexpr unsigned kTokensArg = 0, kPositionsArg = 1, kSlotsArg = 2;
+constexpr unsigned kTokensArg = 0, kPositionsArg = 1, kSlotsArg = 2,
+                   kTemperatureArg = 3, kTopKArg = 4, kTopPArg = 5,
+                   kUniformArg = 6;
 
 /// Every embedding table must hold a row for every token id the runtime
 /// admits, [0, vocab).
@@ -222,40 +225,146 @@ LogicalResult checkEmbeddingTable(EmbeddingOp op, int64_t vocab,
   return success();
 }
 
-LogicalResult verifyStepBody(ModelOp model, func::FuncOp step, int64_t vocab) {
-  bool fromConfig = static_cast<bool>(model.getConfig().get("vocab_size"));
-  WalkResult result = step.walk([&](Operation *op) -> WalkResult {
-    LogicalResult ok =
-        llvm::TypeSwitch<Operation *, LogicalResult>(op)
-            .Case([&](EmbeddingOp embedding) {
-              if (failed(checkStepArgument(step, op, "tokens",
-                                           embedding.getTokens(), kTokensArg)))
-                return failure();
-              return checkEmbeddingTable(embedding, vocab, fromConfig);
-            })
-            .Case([&](KVAppendOp append) {
-              if (failed(checkStepArgument(step, op, "slots", append.getSlots(),
-                                           kSlotsArg)))
-                return failure();
-              return checkStepArgument(step, op, "positions",
-                                       append.getPositions(), kPositionsArg);
-            })
-            .Case([&](AttentionOp attention) {
-              if (failed(checkStepArgument(step, op, "slots",
-                                           attention.getSlots(), kSlotsArg)))
-                return failure();
-              return checkStepArgument(step, op, "positions",
-                                       attention.getPositions(), kPositionsArg);
-            })
-            .Case([&](RopeOp rope) {
-              return checkStepArgument(step, op, "positions",
-                                       rope.getPositions(), kPositionsArg);
-            })
-            .Default([](Operation *) { return success(); });
-    return failed(ok) ? WalkResult::interrupt() : WalkResult::advance();
-  });
-  return failure(result.wasInterrupted());
-}
+/// Checks the ops of the step against what the runtime can bound-check and
+/// what the kernels size at compile time:
+/// - index operands (tokens, slots, positions, sampling parameters) are the
+///   step's own arguments, which the runtime checks before every step;
+/// - every embedding table has a row for every admissible token id;
+/// - a tensor computed from a step argument is per sequence: `tensor<?x...>`
+///   with only the batch dimension dynamic. A static batch dimension would be
+///   allocated for that many rows while the kernels run over the live batch,
+///   and a dynamic inner dimension has no size the kernels could use;
+/// - the activation operands of decode ops are per sequence. Values computed
+///   from weights and constants alone (a reshaped table) may be static, but
+///   only weight operands may take them.
+class StepBodyVerifier {
+public:
+  StepBodyVerifier(ModelOp model, func::FuncOp step, int64_t vocab)
+      : step(step), vocab(vocab), vocabFromConfig(static_cast<bool>(
+                                      model.getConfig().get("vocab_size"))) {
+    for (BlockArgument arg : step.getArguments())
+      if (isa<RankedTensorType>(arg.getType()))
+        perSequence.insert(arg);
+  }
+
+  LogicalResult verify() {
+    WalkResult result = step.walk([&](Operation *op) {
+      if (failed(verifyResults(op)) || failed(verifyOperands(op)))
+        return WalkResult::interrupt();
+      return WalkResult::advance();
+    });
+    return failure(result.wasInterrupted());
+  }
+
+private:
+  LogicalResult verifyResults(Operation *op) {
+    if (llvm::none_of(op->getOperands(),
+                      [&](Value v) { return perSequence.contains(v); }))
+      return success();
+    for (OpResult result : op->getResults()) {
+      perSequence.insert(result);
+      auto type = dyn_cast<RankedTensorType>(result.getType());
+      if (!type)
+        continue;
+      bool batchDynamic = type.getRank() >= 1 && type.isDynamicDim(0);
+      bool innerStatic = llvm::all_of(type.getShape().drop_front(),
+                                      [](int64_t d) { return d >= 0; });
+      if (!batchDynamic || !innerStatic)
+        return op->emitOpError()
+               << "result #" << result.getResultNumber() << " of type " << type
+               << " is computed per sequence, so it must have a dynamic batch "
+                  "dimension and static others (tensor<?x...>): the step "
+                  "serves any batch size, and the kernels are sized for the "
+                  "other dimensions at compile time";
+    }
+    return success();
+  }
+
+  LogicalResult verifyOperands(Operation *op) {
+    return llvm::TypeSwitch<Operation *, LogicalResult>(op)
+        .Case([&](EmbeddingOp embedding) {
+          if (failed(checkStepArgument(step, op, "tokens",
+                                       embedding.getTokens(), kTokensArg)))
+            return failure();
+          return checkEmbeddingTable(embedding, vocab, vocabFromConfig);
+        })
+        .Case([&](RMSNormOp norm) {
+          return activation(op, "input", norm.getInput());
+        })
+        .Case([&](LinearOp linear) {
+          return success(
+              succeeded(activation(op, "input", linear.getInput())) &&
+              succeeded(activation(op, "residual", linear.getResidual())));
+        })
+        .Case([&](SparseLinearOp linear) {
+          return success(
+              succeeded(activation(op, "input", linear.getInput())) &&
+              succeeded(activation(op, "residual", linear.getResidual())));
+        })
+        .Case([&](RopeOp rope) {
+          return success(succeeded(checkStepArgument(step, op, "positions",
+                                                     rope.getPositions(),
+                                                     kPositionsArg)) &&
+                         succeeded(activation(op, "input", rope.getInput())));
+        })
+        .Case([&](KVAppendOp append) {
+          return success(succeeded(indices(op, append.getSlots(),
+                                           append.getPositions())) &&
+                         succeeded(activation(op, "key", append.getKey())) &&
+                         succeeded(activation(op, "value", append.getValue())));
+        })
+        .Case([&](AttentionOp attention) {
+          return success(
+              succeeded(indices(op, attention.getSlots(),
+                                attention.getPositions())) &&
+              succeeded(activation(op, "query", attention.getQuery())));
+        })
+        .Case([&](ArgmaxOp argmax) {
+          return activation(op, "logits", argmax.getLogits());
+        })
+        .Case([&](SampleOp sample) {
+          return success(
+              succeeded(activation(op, "logits", sample.getLogits())) &&
+              succeeded(checkStepArgument(step, op, "temperature",
+                                          sample.getTemperature(),
+                                          kTemperatureArg)) &&
+              succeeded(checkStepArgument(step, op, "top_k", sample.getTopK(),
+                                          kTopKArg)) &&
+              succeeded(checkStepArgument(step, op, "top_p", sample.getTopP(),
+                                          kTopPArg)) &&
+              succeeded(checkStepArgument(step, op, "uniform",
+                                          sample.getUniform(), kUniformArg)));
+        })
+        .Case([&](AllReduceOp reduce) {
+          return activation(op, "input", reduce.getInput());
+        })
+        .Default([](Operation *) { return success(); });
+  }
+
+  /// `value` (an optional operand when null) must be computed per sequence.
+  LogicalResult activation(Operation *op, StringRef what, Value value) {
+    if (!value || perSequence.contains(value))
+      return success();
+    return op->emitOpError()
+           << what << " must be computed from the step's inputs (one row per "
+           << "sequence), got a value computed from weights and constants "
+              "alone, of type "
+           << value.getType();
+  }
+
+  LogicalResult indices(Operation *op, Value slots, Value positions) {
+    return success(
+        succeeded(checkStepArgument(step, op, "slots", slots, kSlotsArg)) &&
+        succeeded(checkStepArgument(step, op, "positions", positions,
+                                    kPositionsArg)));
+  }
+
+  func::FuncOp step;
+  int64_t vocab;
+  bool vocabFromConfig;
+  /// The step's tensor arguments and every value computed from them.
+  llvm::DenseSet<Value> perSequence;
+};
 } // namespace
 
 LogicalResult ModelOp::verifyRegions() {
@@ -323,7 +432,7 @@ LogicalResult ModelOp::verifyRegions() {
              << "logits width " << logits.getDimSize(1)
              << " does not match config vocab_size = " << vocab.getInt();
   }
-  return verifyStepBody(*this, step, logits.getDimSize(1));
+  return StepBodyVerifier(*this, step, logits.getDimSize(1)).verify();
 }
 
 //===----------------------------------------------------------------------===//
