@@ -245,9 +245,9 @@ LogicalResult StepLowering::lowerOp(Operation &op) {
         auto readAcc = [&](Value i, Value row) -> Value {
           return memref::LoadOp::create(b, acc, ValueRange{i, row});
         };
-        emitLinearEpilogue(e, memref::DimOp::create(b, input, 0), readAcc, bias,
-                           residual, sparse.getActivation(),
-                           out(sparse.getResult()));
+        Value batchRows = memref::DimOp::create(b, input, 0);
+        emitLinearEpilogue(e, batchRows, readAcc, bias, residual,
+                           sparse.getActivation(), out(sparse.getResult()));
         memref::DeallocOp::create(b, acc);
         return success();
       })

@@ -35,7 +35,8 @@ public:
     loop(index(0), ub, body);
   }
   void loop(int64_t ub, llvm::function_ref<void(mlir::Value)> body) {
-    loop(index(0), index(ub), body);
+    mlir::Value lb = index(0);
+    loop(lb, index(ub), body);
   }
   /// for (iv = lb; iv < ub; iv += step) body(iv)
   void loop(mlir::Value lb, mlir::Value ub, mlir::Value step,
