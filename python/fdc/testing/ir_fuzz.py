@@ -578,7 +578,7 @@ def random_weights(builder: Builder, rng: np.random.Generator,
         elif m == "rows" and tensors[victim].ndim == 2:
             tensors[victim] = tensors[victim][:-1] if tensors[victim].shape[0] > 1 else \
                 tensors[victim].reshape(-1)
-        elif m in ("nan", "inf"):
+        elif m in ("nan", "inf") and tensors[victim].dtype.kind == "f":
             a = tensors[victim].copy()
             a.reshape(-1)[:: max(1, a.size // 3)] = np.nan if m == "nan" else np.inf
             tensors[victim] = a
