@@ -19,15 +19,10 @@
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
-#include "llvm/MC/MCSubtargetInfo.h"
-#include "llvm/MC/TargetRegistry.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/SourceMgr.h"
-#include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/raw_ostream.h"
-#include "llvm/TargetParser/Host.h"
-#include "llvm/TargetParser/Triple.h"
 
 using namespace mlir;
 namespace cl = llvm::cl;
@@ -80,34 +75,6 @@ LogicalResult writeModule(ModuleOp module, StringRef path) {
   return success();
 }
 
-/// The CPU name for the host target machine: "native" is this machine's CPU;
-/// any other name must be one the host's LLVM target knows (an unknown CPU
-/// makes LLVM abort while creating the target machine).
-FailureOr<std::string> resolveHostCPU(StringRef requested, Location loc) {
-  std::string cpu = requested == "native" ? llvm::sys::getHostCPUName().str()
-                                          : requested.str();
-  llvm::InitializeNativeTarget();
-  llvm::Triple triple(llvm::sys::getDefaultTargetTriple());
-  std::string error;
-  const llvm::Target *target =
-      llvm::TargetRegistry::lookupTarget(triple, error);
-  if (!target)
-    return emitError(loc) << "no LLVM target for " << triple.str() << ": "
-                          << error;
-  std::unique_ptr<llvm::MCSubtargetInfo> subtarget(
-      target->createMCSubtargetInfo(triple, "", ""));
-  if (!subtarget || !subtarget->isCPUStringValid(cpu)) {
-    InFlightDiagnostic diag = emitError(loc) << "unknown CPU '" << cpu << "'";
-    if (requested == "native")
-      diag << " (the host CPU, from --cpu=native)";
-    diag << " for " << triple.str()
-         << "; use --cpu=generic, --cpu=native or a CPU name LLVM knows "
-            "(llc -mcpu=help lists them)";
-    return diag;
-  }
-  return cpu;
-}
-
 LogicalResult compile(MLIRContext &context, const CompileOptions &options) {
   llvm::SourceMgr sourceMgr;
   SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context);
@@ -134,7 +101,8 @@ LogicalResult compile(MLIRContext &context, const CompileOptions &options) {
     cuda = *parsed;
   }
 
-  FailureOr<std::string> cpu = resolveHostCPU(options.cpu, module->getLoc());
+  FailureOr<std::string> cpu =
+      fdc::target::resolveHostCPU(options.cpu, module->getLoc());
   if (failed(cpu))
     return failure();
 

@@ -33,13 +33,21 @@ void addLibraryGlobals(mlir::ModuleOp module, llvm::StringRef target,
 struct HostLibraryOptions {
   /// Output shared object.
   std::string outputPath;
-  /// CPU to generate code for ("generic" runs on any x86-64).
+  /// CPU to generate code for ("generic" runs on any x86-64, "native" is
+  /// this machine's); checked with resolveHostCPU.
   std::string cpu = "generic";
   /// Compiler driver used to link the shared object; found on PATH if empty.
   std::string linker;
   /// Where to also write the LLVM IR (.ll), if non-empty.
   std::string llvmIRPath;
 };
+
+/// The CPU name to generate host code for: "native" is this machine's CPU;
+/// any other name must be one the host's LLVM target knows (an unknown name
+/// would make LLVM abort while creating the target machine). Errors name the
+/// CPU and are reported at `loc`.
+mlir::FailureOr<std::string> resolveHostCPU(llvm::StringRef requested,
+                                            mlir::Location loc);
 
 /// Translates a module in the LLVM dialect to LLVM IR, optimises it, emits a
 /// position-independent object for the host and links it into a shared

@@ -8,6 +8,7 @@
 #include "mlir/Target/LLVMIR/Export.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
+#include "llvm/MC/MCSubtargetInfo.h"
 #include "llvm/MC/TargetRegistry.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FileUtilities.h"
@@ -35,27 +36,62 @@ FailureOr<std::string> findLinker(StringRef requested, Location loc) {
   return emitError(loc) << "no compiler driver to link the model library: "
                            "install clang or gcc, or set FDC_LINKER";
 }
+/// The LLVM target of this machine (the host library's target).
+FailureOr<const llvm::Target *> lookupHostTarget(const llvm::Triple &triple,
+                                                 Location loc) {
+  llvm::InitializeNativeTarget();
+  std::string error;
+  const llvm::Target *target =
+      llvm::TargetRegistry::lookupTarget(triple, error);
+  if (!target)
+    return emitError(loc) << "no LLVM target for " << triple.str() << ": "
+                          << error;
+  return target;
+}
 } // namespace
+
+FailureOr<std::string> target::resolveHostCPU(StringRef requested,
+                                              Location loc) {
+  std::string cpu = requested == "native" ? llvm::sys::getHostCPUName().str()
+                                          : requested.str();
+  llvm::Triple triple(llvm::sys::getDefaultTargetTriple());
+  FailureOr<const llvm::Target *> target = lookupHostTarget(triple, loc);
+  if (failed(target))
+    return failure();
+  std::unique_ptr<llvm::MCSubtargetInfo> subtarget(
+      (*target)->createMCSubtargetInfo(triple, "", ""));
+  if (!subtarget || !subtarget->isCPUStringValid(cpu)) {
+    InFlightDiagnostic diag = emitError(loc) << "unknown CPU '" << cpu << "'";
+    if (requested == "native")
+      diag << " (the host CPU, from --cpu=native)";
+    diag << " for " << triple.str()
+         << "; use --cpu=generic, --cpu=native or a CPU name LLVM knows "
+            "(llc -mcpu=help lists them)";
+    return diag;
+  }
+  return cpu;
+}
 
 LogicalResult target::emitHostLibrary(ModuleOp module,
                                       const HostLibraryOptions &options) {
   Location loc = module.getLoc();
-  llvm::InitializeNativeTarget();
+  FailureOr<std::string> cpu = resolveHostCPU(options.cpu, loc);
+  if (failed(cpu))
+    return failure();
   llvm::InitializeNativeTargetAsmPrinter();
-
   llvm::Triple triple(llvm::sys::getDefaultTargetTriple());
-  std::string error;
-  const llvm::Target *llvmTarget =
-      llvm::TargetRegistry::lookupTarget(triple, error);
-  if (!llvmTarget)
-    return emitError(loc) << "no LLVM target for " << triple.str() << ": "
-                          << error;
-  std::unique_ptr<llvm::TargetMachine> machine(llvmTarget->createTargetMachine(
-      triple, options.cpu, /*Features=*/"", llvm::TargetOptions(),
-      llvm::Reloc::PIC_, std::nullopt, llvm::CodeGenOptLevel::Aggressive));
+  FailureOr<const llvm::Target *> llvmTarget = lookupHostTarget(triple, loc);
+  if (failed(llvmTarget))
+    return failure();
+  std::unique_ptr<llvm::TargetMachine> machine(
+      (*llvmTarget)
+          ->createTargetMachine(triple, *cpu, /*Features=*/"",
+                                llvm::TargetOptions(), llvm::Reloc::PIC_,
+                                std::nullopt,
+                                llvm::CodeGenOptLevel::Aggressive));
   if (!machine)
     return emitError(loc) << "cannot create a target machine for "
-                          << triple.str() << " (cpu '" << options.cpu << "')";
+                          << triple.str() << " (cpu '" << *cpu << "')";
 
   DialectRegistry registry;
   registerBuiltinDialectTranslation(registry);
