@@ -466,3 +466,87 @@ decode.model @m attributes {config = {vocab_size = 8 : i64}} {
     return %h, %next, %cache : tensor<?x8xf32>, tensor<?xi32>, !decode.kv_cache<layers = 1, kv_heads = 1, head_dim = 4, f32>
   }
 }
+
+// -----
+
+// A weight operand computed per sequence: rms_norm would read 64 elements of
+// a per-sequence vector that holds one per live sequence.
+decode.model @m attributes {config = {vocab_size = 64 : i64}} {
+  decode.weight @emb : tensor<64x64xf32>
+  func.func @step(%tokens: tensor<?xi32>, %positions: tensor<?xi32>, %slots: tensor<?xi32>, %temperature: tensor<?xf32>, %top_k: tensor<?xi32>, %top_p: tensor<?xf32>, %uniform: tensor<?xf32>, %cache: !decode.kv_cache<layers = 1, kv_heads = 1, head_dim = 4, f32>) -> (tensor<?x64xf32>, tensor<?xi32>, !decode.kv_cache<layers = 1, kv_heads = 1, head_dim = 4, f32>) {
+    %e = decode.weight_ref @emb : tensor<64x64xf32>
+    %h = decode.embedding %e[%tokens] : tensor<64x64xf32>, tensor<?xi32> -> tensor<?x64xf32>
+    // expected-error @+1 {{'decode.rms_norm' op weight must be a weight (computed from weights and constants alone, with a static shape), got a value computed per sequence of type 'tensor<?xf32>'}}
+    %x = decode.rms_norm %h, %temperature {eps = 1.0e-05 : f32} : tensor<?x64xf32>, tensor<?xf32> -> tensor<?x64xf32>
+    %next = decode.argmax %x : tensor<?x64xf32> -> tensor<?xi32>
+    return %x, %next, %cache : tensor<?x64xf32>, tensor<?xi32>, !decode.kv_cache<layers = 1, kv_heads = 1, head_dim = 4, f32>
+  }
+}
+
+// -----
+
+// A linear bias computed per sequence.
+decode.model @m attributes {config = {vocab_size = 8 : i64}} {
+  decode.weight @emb : tensor<16x8xf32>
+  decode.weight @w : tensor<8x8xf32>
+  func.func @step(%tokens: tensor<?xi32>, %positions: tensor<?xi32>, %slots: tensor<?xi32>, %temperature: tensor<?xf32>, %top_k: tensor<?xi32>, %top_p: tensor<?xf32>, %uniform: tensor<?xf32>, %cache: !decode.kv_cache<layers = 1, kv_heads = 1, head_dim = 4, f32>) -> (tensor<?x8xf32>, tensor<?xi32>, !decode.kv_cache<layers = 1, kv_heads = 1, head_dim = 4, f32>) {
+    %e = decode.weight_ref @emb : tensor<16x8xf32>
+    %h = decode.embedding %e[%tokens] : tensor<16x8xf32>, tensor<?xi32> -> tensor<?x8xf32>
+    %w = decode.weight_ref @w : tensor<8x8xf32>
+    // expected-error @+1 {{'decode.linear' op bias must be a weight (computed from weights and constants alone, with a static shape), got a value computed per sequence of type 'tensor<?xf32>'}}
+    %x = decode.linear %h, %w bias %top_p : tensor<?x8xf32>, tensor<8x8xf32>, tensor<?xf32> -> tensor<?x8xf32>
+    %next = decode.argmax %x : tensor<?x8xf32> -> tensor<?xi32>
+    return %x, %next, %cache : tensor<?x8xf32>, tensor<?xi32>, !decode.kv_cache<layers = 1, kv_heads = 1, head_dim = 4, f32>
+  }
+}
+
+// -----
+
+// Collapsing the batch into another dimension makes 4 rows per sequence.
+decode.model @m attributes {config = {vocab_size = 8 : i64}} {
+  decode.weight @emb : tensor<16x32xf32>
+  func.func @step(%tokens: tensor<?xi32>, %positions: tensor<?xi32>, %slots: tensor<?xi32>, %temperature: tensor<?xf32>, %top_k: tensor<?xi32>, %top_p: tensor<?xf32>, %uniform: tensor<?xf32>, %cache: !decode.kv_cache<layers = 1, kv_heads = 1, head_dim = 4, f32>) -> (tensor<?x8xf32>, tensor<?xi32>, !decode.kv_cache<layers = 1, kv_heads = 1, head_dim = 4, f32>) {
+    %e = decode.weight_ref @emb : tensor<16x32xf32>
+    %h = decode.embedding %e[%tokens] : tensor<16x32xf32>, tensor<?xi32> -> tensor<?x32xf32>
+    %c0 = arith.constant 0 : index
+    %m = tensor.dim %tokens, %c0 : tensor<?xi32>
+    %h3 = tensor.expand_shape %h [[0], [1, 2]] output_shape [%m, 4, 8] : tensor<?x32xf32> into tensor<?x4x8xf32>
+    // expected-error @+1 {{'tensor.collapse_shape' op reshapes a per-sequence value: the batch dimension must be a reassociation group of its own ([0])}}
+    %rows = tensor.collapse_shape %h3 [[0, 1], [2]] : tensor<?x4x8xf32> into tensor<?x8xf32>
+    %next = decode.argmax %rows : tensor<?x8xf32> -> tensor<?xi32>
+    return %rows, %next, %cache : tensor<?x8xf32>, tensor<?xi32>, !decode.kv_cache<layers = 1, kv_heads = 1, head_dim = 4, f32>
+  }
+}
+
+// -----
+
+// An expand whose batch size is a constant, not the batch.
+decode.model @m attributes {config = {vocab_size = 8 : i64}} {
+  decode.weight @emb : tensor<16x8xf32>
+  func.func @step(%tokens: tensor<?xi32>, %positions: tensor<?xi32>, %slots: tensor<?xi32>, %temperature: tensor<?xf32>, %top_k: tensor<?xi32>, %top_p: tensor<?xf32>, %uniform: tensor<?xf32>, %cache: !decode.kv_cache<layers = 1, kv_heads = 1, head_dim = 4, f32>) -> (tensor<?x8xf32>, tensor<?xi32>, !decode.kv_cache<layers = 1, kv_heads = 1, head_dim = 4, f32>) {
+    %e = decode.weight_ref @emb : tensor<16x8xf32>
+    %h = decode.embedding %e[%tokens] : tensor<16x8xf32>, tensor<?xi32> -> tensor<?x8xf32>
+    %big = arith.constant 100000 : index
+    // expected-error @+1 {{'tensor.expand_shape' op reshapes a per-sequence value: output_shape[0] must be the batch, a tensor.dim of a per-sequence value at index 0}}
+    %h3 = tensor.expand_shape %h [[0], [1, 2]] output_shape [%big, 2, 4] : tensor<?x8xf32> into tensor<?x2x4xf32>
+    %c0 = arith.constant 0 : index
+    %l = tensor.empty(%c0) : tensor<?x8xf32>
+    return %l, %tokens, %cache : tensor<?x8xf32>, tensor<?xi32>, !decode.kv_cache<layers = 1, kv_heads = 1, head_dim = 4, f32>
+  }
+}
+
+// -----
+
+// Logits wider than the vocabulary: argmax could pick an id no table has.
+decode.model @m attributes {config = {vocab_size = 8 : i64}} {
+  decode.weight @emb : tensor<16x16xf32>
+  func.func @step(%tokens: tensor<?xi32>, %positions: tensor<?xi32>, %slots: tensor<?xi32>, %temperature: tensor<?xf32>, %top_k: tensor<?xi32>, %top_p: tensor<?xf32>, %uniform: tensor<?xf32>, %cache: !decode.kv_cache<layers = 1, kv_heads = 1, head_dim = 4, f32>) -> (tensor<?x8xf32>, tensor<?xi32>, !decode.kv_cache<layers = 1, kv_heads = 1, head_dim = 4, f32>) {
+    %e = decode.weight_ref @emb : tensor<16x16xf32>
+    %h = decode.embedding %e[%tokens] : tensor<16x16xf32>, tensor<?xi32> -> tensor<?x16xf32>
+    // expected-error @+1 {{'decode.argmax' op logits width 16 must be the vocabulary's 8 (ids it picks index the embedding tables)}}
+    %next = decode.argmax %h : tensor<?x16xf32> -> tensor<?xi32>
+    %c0 = arith.constant 0 : index
+    %l = tensor.empty(%c0) : tensor<?x8xf32>
+    return %l, %next, %cache : tensor<?x8xf32>, tensor<?xi32>, !decode.kv_cache<layers = 1, kv_heads = 1, head_dim = 4, f32>
+  }
+}

@@ -234,9 +234,12 @@ LogicalResult checkEmbeddingTable(EmbeddingOp op, int64_t vocab,
 ///   with only the batch dimension dynamic. A static batch dimension would be
 ///   allocated for that many rows while the kernels run over the live batch,
 ///   and a dynamic inner dimension has no size the kernels could use;
-/// - the activation operands of decode ops are per sequence. Values computed
-///   from weights and constants alone (a reshaped table) may be static, but
-///   only weight operands may take them.
+/// - the activation operands of decode ops are per sequence, and their weight
+///   operands are weights: static, computed from weights and constants alone
+///   (a reshaped table);
+/// - reshapes of per-sequence values keep the batch dimension as it is;
+/// - argmax and sample pick ids from logits exactly as wide as the
+///   vocabulary.
 class StepBodyVerifier {
 public:
   StepBodyVerifier(ModelOp model, func::FuncOp step, int64_t vocab)
@@ -289,18 +292,26 @@ private:
           return checkEmbeddingTable(embedding, vocab, vocabFromConfig);
         })
         .Case([&](RMSNormOp norm) {
-          return activation(op, "input", norm.getInput());
+          return success(succeeded(activation(op, "input", norm.getInput())) &&
+                         succeeded(weight(op, "weight", norm.getWeight())));
         })
         .Case([&](LinearOp linear) {
           return success(
               succeeded(activation(op, "input", linear.getInput())) &&
-              succeeded(activation(op, "residual", linear.getResidual())));
+              succeeded(activation(op, "residual", linear.getResidual())) &&
+              succeeded(weight(op, "weight", linear.getWeight())) &&
+              succeeded(weight(op, "bias", linear.getBias())));
         })
         .Case([&](SparseLinearOp linear) {
           return success(
               succeeded(activation(op, "input", linear.getInput())) &&
-              succeeded(activation(op, "residual", linear.getResidual())));
+              succeeded(activation(op, "residual", linear.getResidual())) &&
+              succeeded(weight(op, "weight", linear.getWeight())) &&
+              succeeded(weight(op, "bias", linear.getBias())));
         })
+        .Case([&](tensor::ExpandShapeOp expand) { return reshape(expand); })
+        .Case(
+            [&](tensor::CollapseShapeOp collapse) { return reshape(collapse); })
         .Case([&](RopeOp rope) {
           return success(succeeded(checkStepArgument(step, op, "positions",
                                                      rope.getPositions(),
@@ -320,11 +331,14 @@ private:
               succeeded(activation(op, "query", attention.getQuery())));
         })
         .Case([&](ArgmaxOp argmax) {
-          return activation(op, "logits", argmax.getLogits());
+          return success(
+              succeeded(activation(op, "logits", argmax.getLogits())) &&
+              succeeded(vocabularyWide(op, argmax.getLogits())));
         })
         .Case([&](SampleOp sample) {
           return success(
               succeeded(activation(op, "logits", sample.getLogits())) &&
+              succeeded(vocabularyWide(op, sample.getLogits())) &&
               succeeded(checkStepArgument(step, op, "temperature",
                                           sample.getTemperature(),
                                           kTemperatureArg)) &&
@@ -350,6 +364,63 @@ private:
            << "sequence), got a value computed from weights and constants "
               "alone, of type "
            << value.getType();
+  }
+
+  /// A weight operand (`value` null when absent) is a weight: computed from
+  /// weights and constants alone, with a static shape the kernels size by.
+  LogicalResult weight(Operation *op, StringRef what, Value value) {
+    if (!value)
+      return success();
+    auto shaped = dyn_cast<ShapedType>(value.getType());
+    if (!perSequence.contains(value) && (!shaped || shaped.hasStaticShape()))
+      return success();
+    return op->emitOpError()
+           << what << " must be a weight (computed from weights and constants "
+           << "alone, with a static shape), got "
+           << (perSequence.contains(value) ? "a value computed per sequence"
+                                           : "a value")
+           << " of type " << value.getType();
+  }
+
+  /// Sampled ids index the embedding tables and the logits the runtime
+  /// returns: the logits are exactly as wide as the vocabulary.
+  LogicalResult vocabularyWide(Operation *op, Value logits) {
+    int64_t width = cast<RankedTensorType>(logits.getType()).getDimSize(1);
+    if (width == vocab)
+      return success();
+    return op->emitOpError()
+           << "logits width " << width << " must be the vocabulary's " << vocab
+           << " (ids it picks index the embedding tables)";
+  }
+
+  /// A reshape of a per-sequence value keeps the batch dimension as a group
+  /// of its own, and an expand takes its size from the batch (tensor.dim of a
+  /// per-sequence value at 0): the lowerings allocate `batch` rows for every
+  /// per-sequence value.
+  template <typename ReshapeOp> LogicalResult reshape(ReshapeOp op) {
+    if (!perSequence.contains(op.getSrc()))
+      return success();
+    SmallVector<ReassociationIndices> groups = op.getReassociationIndices();
+    if (groups.empty() || groups.front() != ReassociationIndices{0})
+      return op.emitOpError()
+             << "reshapes a per-sequence value: the batch dimension must be "
+                "a reassociation group of its own ([0])";
+    if constexpr (std::is_same_v<ReshapeOp, tensor::ExpandShapeOp>) {
+      std::optional<Value> rows;
+      for (OpFoldResult size : op.getMixedOutputShape()) {
+        rows = dyn_cast<Value>(size);
+        break;
+      }
+      auto dim = rows && *rows ? rows->template getDefiningOp<tensor::DimOp>()
+                               : tensor::DimOp();
+      std::optional<int64_t> index =
+          dim ? dim.getConstantIndex() : std::nullopt;
+      if (!dim || !perSequence.contains(dim.getSource()) || index != 0)
+        return op.emitOpError()
+               << "reshapes a per-sequence value: output_shape[0] must be "
+                  "the batch, a tensor.dim of a per-sequence value at index 0";
+    }
+    return success();
   }
 
   LogicalResult indices(Operation *op, Value slots, Value positions) {
