@@ -11,7 +11,6 @@ reading any tensor data, so the frontend can check a checkpoint cheaply.
 from __future__ import annotations
 
 import json
-import math
 import os
 from dataclasses import dataclass
 
@@ -61,6 +60,20 @@ class Header:
 
 def _is_int(x) -> bool:
     return isinstance(x, int) and not isinstance(x, bool)
+
+
+def _byte_size(shape: list, itemsize: int, limit: int) -> int:
+    """Bytes of a tensor of ``shape``, or ``limit + 1`` once it exceeds
+    ``limit``: a header of millions of huge dimensions must not make the
+    product a big-integer computation of hours."""
+    if 0 in shape:
+        return 0
+    size = itemsize
+    for d in shape:
+        size *= d
+        if size > limit:
+            return limit + 1
+    return size
 
 
 def read_header(path: str) -> Header:
@@ -122,7 +135,10 @@ def read_header(path: str) -> Header:
         if not 0 <= begin <= end <= data_size:
             fail(f"{what}: data_offsets [{describe(begin)}, {describe(end)}] outside the "
                  f"data section of {data_size} bytes")
-        expected = math.prod(shape) * ITEMSIZE[dtype]
+        expected = _byte_size(shape, ITEMSIZE[dtype], data_size)
+        if expected > data_size:
+            fail(f"{what}: {dtype} shape of {len(shape)} dimensions needs more than the "
+                 f"data section's {data_size} bytes")
         if end - begin != expected:
             fail(f"{what}: {end - begin} bytes for {dtype} shape {shape}, "
                  f"expected {describe(expected)}")

@@ -191,7 +191,11 @@ def test_non_regular_files_are_refused_not_read(tmp_path):
      "tensor 'a': shape must be a list of non-negative int64 integers, got [true]"),
     (b'{"a": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4.0]}}',
      "tensor 'a': data_offsets must be [begin, end], got [0, 4.0]"),
-], ids=["nested", "digits", "infinity", "dtype-object", "shape-bool", "offset-float"])
+    (b'{"a": {"dtype": "F32", "shape": [' + b", ".join([b"4611686018427387904"] * 200000)
+     + b'], "data_offsets": [0, 4]}}',
+     "tensor 'a': F32 shape of 200000 dimensions needs more than the data section's 8 bytes"),
+], ids=["nested", "digits", "infinity", "dtype-object", "shape-bool", "offset-float",
+        "huge-rank"])
 def test_hostile_headers(tmp_path, header, message):
     path = write_raw(tmp_path / "t.safetensors", header, data=b"\0" * 8)
     with pytest.raises(SafetensorsError) as info:
