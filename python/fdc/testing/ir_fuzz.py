@@ -927,6 +927,12 @@ def main(argv=None) -> int:
           f"{sum(map(len, failures.values()))} failures in {len(failures)} classes", flush=True)
     for failure, dests in sorted(failures.items()):
         print(f"  {len(dests):4d} x {failure}  e.g. {dests[0]}")
+    if not args.one and cases >= 10 and (compiled == 0 or ran == 0):
+        # A regression that refuses every model (or every step) must not pass
+        # as "found nothing".
+        print("ir_fuzz: nothing compiled or no step ran: the fuzzer tested nothing",
+              file=sys.stderr)
+        return 1
     return 1 if failures else 0
 
 
