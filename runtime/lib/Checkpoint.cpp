@@ -14,6 +14,9 @@
 using namespace fdc::runtime;
 
 namespace {
+/// model.safetensors.index.json is a small map of tensor names to files;
+/// anything larger is refused before it is read (the frontend's limit too).
+constexpr uint64_t kMaxIndexBytes = 64ull << 20;
 
 bool isDirectory(const std::string &path) {
   struct stat st;
@@ -89,7 +92,7 @@ Checkpoint::open(const std::string &path) {
   // refused rather than skipped.
   std::string indexPath = path + "/model.safetensors.index.json";
   if (exists(indexPath)) {
-    Expected<std::string> text = readRegularFile(indexPath);
+    Expected<std::string> text = readRegularFile(indexPath, kMaxIndexBytes);
     if (!text)
       return text.takeError();
     Expected<json::Value> index = json::parse(*text);

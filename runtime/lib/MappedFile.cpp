@@ -41,10 +41,14 @@ Expected<RegularFile> fdc::runtime::openRegularFile(const std::string &path) {
   return file;
 }
 
-Expected<std::string> fdc::runtime::readRegularFile(const std::string &path) {
+Expected<std::string> fdc::runtime::readRegularFile(const std::string &path,
+                                                    uint64_t maxBytes) {
   Expected<RegularFile> file = openRegularFile(path);
   if (!file)
     return file.takeError();
+  if (file->size > maxBytes)
+    return createError("'", path, "' is ", file->size, " bytes, more than the ",
+                       maxBytes, " allowed");
   std::string contents;
   char buffer[65536];
   while (true) {
@@ -56,6 +60,9 @@ Expected<std::string> fdc::runtime::readRegularFile(const std::string &path) {
     if (n == 0)
       break;
     contents.append(buffer, static_cast<size_t>(n));
+    if (contents.size() > maxBytes) // The file grew while it was read.
+      return createError("'", path, "' is more than the ", maxBytes,
+                         " bytes allowed");
   }
   return contents;
 }

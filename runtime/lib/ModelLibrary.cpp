@@ -244,6 +244,16 @@ ModelLibrary::open(const std::string &path) {
     manifestLength = std::strlen(library->rawManifest);
   }
   std::string_view manifestText(library->rawManifest, manifestLength);
+  // The hash first: an edited manifest is named as such, whatever the edit
+  // did to its JSON.
+  Expected<void *> hash = lookup("fdc_manifest_hash");
+  if (!hash)
+    return hash.takeError();
+  if (*static_cast<const uint64_t *>(*hash) !=
+      fdc_manifest_hash_of(manifestText.data(), manifestText.size()))
+    return createError("model library ", path,
+                       ": the manifest does not match the library (it was "
+                       "edited after compilation)");
   Expected<Manifest> parsed =
       Manifest::parse(manifestText, "model library " + path);
   if (!parsed)
@@ -257,15 +267,6 @@ ModelLibrary::open(const std::string &path) {
     return createError("model library ", path, ": manifest says target '",
                        m.target, "' but fdc_target is '", library->targetName,
                        "'");
-  Expected<void *> hash = lookup("fdc_manifest_hash");
-  if (!hash)
-    return hash.takeError();
-  if (*static_cast<const uint64_t *>(*hash) !=
-      fdc_manifest_hash_of(manifestText.data(), manifestText.size()))
-    return createError("model library ", path,
-                       ": the manifest does not match the library (it was "
-                       "edited after compilation)");
-
   Expected<void *> step = lookup("fdc_model_step");
   if (!step)
     return step.takeError();

@@ -176,3 +176,14 @@ TEST(CheckpointTest, NonRegularFilesAreRefused) {
 }
 
 } // namespace
+
+TEST(CheckpointTest, OversizedIndexIsRefusedUnread) {
+  // A sparse 64 MiB + 1 index: refused by its size, before it is read.
+  TempDir dir;
+  std::string index = dir.file("model.safetensors.index.json");
+  writeFile(index, std::string("{}"));
+  ASSERT_EQ(::truncate(index.c_str(), (64ll << 20) + 1), 0);
+  EXPECT_EQ(openError(dir.path()), "'" + index +
+                                       "' is 67108865 bytes, more than the "
+                                       "67108864 allowed");
+}

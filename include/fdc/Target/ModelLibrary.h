@@ -16,10 +16,6 @@
 
 namespace fdc::target {
 
-/// The model-library ABI version this compiler emits; FDC_MODEL_ABI_VERSION
-/// of runtime/include/fdc_model_abi.h (a static_assert checks they agree).
-constexpr uint32_t kAbiVersion = 2;
-
 /// The manifest JSON of a model whose weights have arena offsets
 /// (decode-assign-weight-layout).
 mlir::FailureOr<std::string> buildManifest(decode::ModelOp model,

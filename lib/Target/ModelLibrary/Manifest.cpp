@@ -12,9 +12,8 @@
 using namespace mlir;
 using namespace fdc;
 
-static_assert(target::kAbiVersion == FDC_MODEL_ABI_VERSION,
-              "the compiler and runtime/include/fdc_model_abi.h must agree on "
-              "the model-library ABI version");
+// The ABI (version, step-argument layout, manifest hash) has one source,
+// runtime/include/fdc_model_abi.h, shared with the runtime.
 
 namespace {
 std::string dtypeName(Type type) {
@@ -133,11 +132,14 @@ FailureOr<std::string> target::buildManifest(decode::ModelOp model,
         {"op", op.getName().getStringRef().str()}});
   }
 
-  llvm::json::Object manifest{
-      {"abi_version", int64_t(kAbiVersion)}, {"target", targetName.str()},
-      {"model", model.getSymName().str()},   {"config", std::move(config)},
-      {"kv_cache", std::move(kvCache)},      {"weights_bytes", arenaBytes},
-      {"weights", std::move(weights)},       {"kernels", std::move(kernels)}};
+  llvm::json::Object manifest{{"abi_version", int64_t(FDC_MODEL_ABI_VERSION)},
+                              {"target", targetName.str()},
+                              {"model", model.getSymName().str()},
+                              {"config", std::move(config)},
+                              {"kv_cache", std::move(kvCache)},
+                              {"weights_bytes", arenaBytes},
+                              {"weights", std::move(weights)},
+                              {"kernels", std::move(kernels)}};
   std::string text;
   llvm::raw_string_ostream os(text);
   os << llvm::json::Value(std::move(manifest));
@@ -158,7 +160,7 @@ void target::addLibraryGlobals(ModuleOp module, StringRef targetName,
   };
   LLVM::GlobalOp::create(b, loc, b.getI32Type(), /*isConstant=*/true,
                          LLVM::Linkage::External, "fdc_abi_version",
-                         b.getI32IntegerAttr(kAbiVersion));
+                         b.getI32IntegerAttr(FDC_MODEL_ABI_VERSION));
   addString("fdc_target", targetName);
   addString("fdc_manifest", manifest);
   // The runtime recomputes this and refuses a manifest edited after

@@ -46,8 +46,10 @@ struct RegularFile {
 /// through this.
 Expected<RegularFile> openRegularFile(const std::string &path);
 
-/// The whole contents of the regular file at `path` (openRegularFile).
-Expected<std::string> readRegularFile(const std::string &path);
+/// The whole contents of the regular file at `path` (openRegularFile),
+/// refused by name when it holds more than `maxBytes` bytes.
+Expected<std::string> readRegularFile(const std::string &path,
+                                      uint64_t maxBytes);
 
 /// A whole regular file (openRegularFile) mapped read-only; unmapped on
 /// destruction.
