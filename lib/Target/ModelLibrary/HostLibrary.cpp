@@ -12,6 +12,7 @@
 #include "llvm/MC/TargetRegistry.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FileUtilities.h"
+#include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/ToolOutputFile.h"
@@ -145,8 +146,15 @@ LogicalResult target::emitHostLibrary(ModuleOp module,
   FailureOr<std::string> linker = findLinker(options.linker, loc);
   if (failed(linker))
     return failure();
-  SmallVector<StringRef> argv = {
-      *linker, "-shared", "-o", options.outputPath, objectPath, "-lm"};
+  // -z defs: a symbol nothing provides fails the link here, not the load on
+  // the user's machine. The back end calls compiler builtins the system's
+  // libgcc may lack (Debian 12's has no __truncsfbf2, which bf16 vector code
+  // needs): with clang, compiler-rt's builtins are linked into the library.
+  SmallVector<StringRef> argv = {*linker, "-shared",          "-Wl,-z,defs",
+                                 "-o",    options.outputPath, objectPath,
+                                 "-lm"};
+  if (llvm::sys::path::filename(*linker).starts_with("clang"))
+    argv.push_back("--rtlib=compiler-rt");
   std::string linkError;
   int status = llvm::sys::ExecuteAndWait(*linker, argv, std::nullopt, {},
                                          /*SecondsToWait=*/0,
