@@ -231,7 +231,10 @@ fdc_model *fdc_model_load(const char *library_path, const char *weights_path,
 
 void fdc_model_free(fdc_model *model) {
   if (model && model->busy.load()) {
-    // Freeing it would pull the model out from under the running call.
+    // Freeing it would pull the model out from under the running call. This
+    // catches a token callback freeing its own model; a free racing a
+    // generate on another thread is undefined (fdc_runtime.h), as the check
+    // and the delete are not one atomic step.
     setLastError(
         concat("fdc_model_free: ", kBusyMessage, "; the model was not freed"));
     return;
