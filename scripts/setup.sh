@@ -15,6 +15,7 @@ packages=(
   cmake ninja-build
   clang-22 lld-22 llvm-22-dev llvm-22-tools libmlir-22-dev mlir-22-tools
   libclang-rt-22-dev libgtest-dev
+  g++
   python3 python3-venv python3-pip
   git ca-certificates
 )

@@ -3,7 +3,8 @@
 # (ctest: lit + unit tests + doc check; pytest: python/tests).
 # Exits non-zero if any step or any test fails.
 #
-# Environment: FDC_BUILD_DIR, FDC_JOBS (see scripts/build.sh).
+# Environment: FDC_BUILD_DIR, FDC_JOBS (see scripts/build.sh);
+# FDC_SKIP_DETERMINISM=1 skips the GCC build of scripts/check-determinism.sh.
 set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -20,6 +21,10 @@ echo "test: ctest"
 ctest --test-dir "$build" --output-on-failure -j "$jobs" || failed+=(ctest)
 echo "test: pytest"
 FDC_BUILD_DIR="$build" .venv/bin/python -m pytest -q python/tests || failed+=(pytest)
+if [[ "${FDC_SKIP_DETERMINISM:-0}" != 1 ]]; then
+  echo "test: determinism (fdc-opt built with GCC emits clang's IR)"
+  FDC_BUILD_DIR="$build" bash scripts/check-determinism.sh || failed+=(determinism)
+fi
 
 elapsed=$((SECONDS - start))
 if [[ ${#failed[@]} -gt 0 ]]; then
