@@ -6,7 +6,36 @@
 
 #include "llvm/Support/MathExtras.h"
 
+#include "fdc_model_abi.h"
+
+#include <cstddef>
+
 using namespace mlir;
+
+// The generated step reads FdcStepArgs by field index (8 bytes a field); the
+// runtime's header is the one definition of the struct.
+#define FDC_CHECK_STEP_FIELD(index, member)                                    \
+  static_assert(offsetof(FdcStepArgs, member) == 8 * (index),                  \
+                "StepField " #index " must be FdcStepArgs::" #member)
+FDC_CHECK_STEP_FIELD(fdc::kStepBatch, batch);
+FDC_CHECK_STEP_FIELD(fdc::kStepNumSlots, num_slots);
+FDC_CHECK_STEP_FIELD(fdc::kStepMaxContext, max_context);
+FDC_CHECK_STEP_FIELD(fdc::kStepWeights, weights);
+FDC_CHECK_STEP_FIELD(fdc::kStepKVCache, kv_cache);
+FDC_CHECK_STEP_FIELD(fdc::kStepTokens, tokens);
+FDC_CHECK_STEP_FIELD(fdc::kStepTokens + 1, positions);
+FDC_CHECK_STEP_FIELD(fdc::kStepTokens + 2, slots);
+FDC_CHECK_STEP_FIELD(fdc::kStepTokens + 3, temperature);
+FDC_CHECK_STEP_FIELD(fdc::kStepTokens + 4, top_k);
+FDC_CHECK_STEP_FIELD(fdc::kStepTokens + 5, top_p);
+FDC_CHECK_STEP_FIELD(fdc::kStepTokens + 6, uniform);
+FDC_CHECK_STEP_FIELD(fdc::kStepLogits, logits);
+FDC_CHECK_STEP_FIELD(fdc::kStepNextTokens, next_tokens);
+FDC_CHECK_STEP_FIELD(fdc::kStepScratch, scratch);
+FDC_CHECK_STEP_FIELD(fdc::kStepDevice, device);
+#undef FDC_CHECK_STEP_FIELD
+static_assert(sizeof(FdcStepArgs) == 8 * (fdc::kStepDevice + 1),
+              "FdcStepArgs has a field StepField does not know");
 
 Value fdc::loadStepField(ImplicitLocOpBuilder &b, Value args, int64_t field,
                          Type type) {
