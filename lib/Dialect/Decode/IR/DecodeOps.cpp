@@ -295,14 +295,7 @@ private:
           return success(succeeded(activation(op, "input", norm.getInput())) &&
                          succeeded(weight(op, "weight", norm.getWeight())));
         })
-        .Case([&](LinearOp linear) {
-          return success(
-              succeeded(activation(op, "input", linear.getInput())) &&
-              succeeded(activation(op, "residual", linear.getResidual())) &&
-              succeeded(weight(op, "weight", linear.getWeight())) &&
-              succeeded(weight(op, "bias", linear.getBias())));
-        })
-        .Case([&](SparseLinearOp linear) {
+        .Case<LinearOp, SparseLinearOp>([&](auto linear) {
           return success(
               succeeded(activation(op, "input", linear.getInput())) &&
               succeeded(activation(op, "residual", linear.getResidual())) &&
