@@ -38,8 +38,9 @@ export PYTHONPATH="$repo/python"
 
 status=0
 for model in "$tmp"/*.mlir; do
-  for lowering in convert-decode-to-host convert-decode-to-gpu; do
-    name="$(basename "$model" .mlir).$lowering"
+  for lowering in convert-decode-to-host convert-decode-to-gpu=target=sm_90 \
+      convert-decode-to-gpu=target=gfx942 convert-decode-to-gpu=target=gfx1100; do
+    name="$(basename "$model" .mlir).${lowering//=/-}"
     for compiler in clang gcc; do
       build="$clang_build"
       [[ "$compiler" == gcc ]] && build="$gcc_build"

@@ -9,6 +9,7 @@
 
 #include "fdc/Conversion/Passes.h"
 #include "fdc/Dialect/Decode/IR/Decode.h"
+#include "fdc/Dialect/Decode/IR/KnownTargets.h"
 #include "fdc/Dialect/Decode/Transforms/Passes.h"
 #include "fdc/Target/ModelLibrary.h"
 
@@ -124,6 +125,16 @@ LogicalResult compile(MLIRContext &context, const CompileOptions &options) {
 
   std::optional<fdc::target::CudaImages> images;
   if (cuda) {
+    SmallVector<std::string> archs;
+    for (const fdc::target::CudaArch &arch : cuda->archs)
+      archs.push_back(arch.name());
+    FailureOr<fdc::decode::GpuTargetAttr> gpuTarget =
+        fdc::decode::getCommonGpuTarget(
+            &context, archs, [&] { return emitError(module->getLoc()); });
+    if (failed(gpuTarget))
+      return failure();
+    (*module)->setAttr(fdc::decode::GpuTargetAttr::getModuleAttrName(),
+                       *gpuTarget);
     PassManager kernels(&context);
     kernels.addPass(fdc::createConvertDecodeToGPU());
     kernels.addPass(fdc::createLowerKernelLaunches());

@@ -37,7 +37,18 @@ def ConvertDecodeToGPU : Pass<"convert-decode-to-gpu", "mlir::ModuleOp"> {
     with `gpu.launch_func`. Sets `fdc.kernels`,
     `fdc.scratch_bytes_per_sequence` and `fdc.scratch_fixed_bytes` on the
     module for the manifest.
+
+    The kernels are generated for the module's `decode.gpu_target`
+    attribute (a `#decode.gpu_target`, set by `fdc compile` or written by
+    hand); without one, for the archs of the `target` option, looked up in
+    the known-targets table (`target=sm_90`, `target=gfx90a,gfx942`).
   }];
+  let options = [
+    Option<"target", "target", "std::string", /*default=*/"\"\"",
+           "GPU arch(s) to generate kernels for when the module has no "
+           "decode.gpu_target attribute, comma-separated (e.g. sm_90, "
+           "gfx942,gfx90a)">,
+  ];
   let dependentDialects = [
     "mlir::arith::ArithDialect", "mlir::func::FuncDialect",
     "mlir::gpu::GPUDialect", "mlir::LLVM::LLVMDialect",

@@ -16,6 +16,7 @@
 #include "fdc/Conversion/Utils/MemRefFromPointer.h"
 #include "fdc/Conversion/Utils/StepAbi.h"
 #include "fdc/Dialect/Decode/IR/Decode.h"
+#include "fdc/Dialect/Decode/IR/KnownTargets.h"
 
 #include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/MathExtras.h"
@@ -253,6 +254,29 @@ struct ConvertDecodeToGPU
     : public fdc::impl::ConvertDecodeToGPUBase<ConvertDecodeToGPU> {
   using Base::Base;
 
+  /// The module's decode.gpu_target, else the table's for `target`.
+  FailureOr<decode::GpuTargetAttr> resolveTarget(ModuleOp module) {
+    Attribute attr =
+        module->getAttr(decode::GpuTargetAttr::getModuleAttrName());
+    if (attr) {
+      if (auto gpuTarget = dyn_cast<decode::GpuTargetAttr>(attr))
+        return gpuTarget;
+      return module.emitError()
+             << "'" << decode::GpuTargetAttr::getModuleAttrName()
+             << "' must be a #decode.gpu_target, got " << attr;
+    }
+    if (target.empty())
+      return module.emitError()
+             << "convert-decode-to-gpu needs a GPU target: the module's '"
+             << decode::GpuTargetAttr::getModuleAttrName()
+             << "' attribute or the pass option target=ARCH[,ARCH...]";
+    SmallVector<std::string> archs;
+    for (StringRef arch : llvm::split(StringRef(target), ','))
+      archs.push_back(arch.trim().str());
+    return decode::getCommonGpuTarget(&getContext(), archs,
+                                      [&] { return module.emitError(); });
+  }
+
   void runOnOperation() override {
     ModuleOp module = getOperation();
     FailureOr<decode::ModelOp> found =
@@ -261,6 +285,10 @@ struct ConvertDecodeToGPU
       return signalPassFailure();
     decode::ModelOp model = *found;
     MLIRContext *ctx = &getContext();
+    FailureOr<decode::GpuTargetAttr> gpuTarget = resolveTarget(module);
+    if (failed(gpuTarget))
+      return signalPassFailure();
+    module->setAttr(decode::GpuTargetAttr::getModuleAttrName(), *gpuTarget);
     module->setAttr(mlir::gpu::GPUDialect::getContainerModuleAttrName(),
                     UnitAttr::get(ctx));
     ImplicitLocOpBuilder b(model.getLoc(), model);

@@ -1,12 +1,12 @@
-// RUN: fdc-opt %S/Inputs/head128-bf16.mlir --pass-pipeline='builtin.module(decode.model(decode-assign-weight-layout),convert-decode-to-gpu)' | FileCheck %s
-// RUN: fdc-opt %S/Inputs/head128-bf16.mlir --pass-pipeline='builtin.module(decode.model(decode-assign-weight-layout),convert-decode-to-gpu,fdc-lower-kernel-launches)' \
+// RUN: fdc-opt %S/Inputs/head128-bf16.mlir --pass-pipeline='builtin.module(decode.model(decode-assign-weight-layout),convert-decode-to-gpu{target=sm_90})' | FileCheck %s
+// RUN: fdc-opt %S/Inputs/head128-bf16.mlir --pass-pipeline='builtin.module(decode.model(decode-assign-weight-layout),convert-decode-to-gpu{target=sm_90},fdc-lower-kernel-launches)' \
 // RUN:   | FileCheck %s --check-prefix=LAUNCH --implicit-check-not=gpu.launch_func
 
 // A two-layer bf16 model with the 7B-wide head layout (hidden 512, 4 query
 // heads and 2 kv heads of 128), lowered to GPU kernels and a launching step.
 
 // The module records the kernels in launch order and the scratch they need.
-// CHECK: module attributes {fdc.kernels = ["embedding_0", "rms_norm_1", "linear_2", "linear_3", "linear_4", "rope_5", "rope_6", "kv_append_7", "attention_partial_8", "attention_reduce_9", "linear_10",
+// CHECK: module attributes {decode.gpu_target = #decode.gpu_target<vendor = nvidia, arch = "sm_90", subgroup = 32, units = 132{{.*}}>, fdc.kernels = ["embedding_0", "rms_norm_1", "linear_2", "linear_3", "linear_4", "rope_5", "rope_6", "kv_append_7", "attention_partial_8", "attention_reduce_9", "linear_10",
 // CHECK-SAME: "sample_29"], fdc.scratch_bytes_per_sequence = {{[0-9]+}} : i64, fdc.scratch_fixed_bytes = {{[0-9]+}} : i64, gpu.container_module}
 
 // CHECK-LABEL: gpu.module @fdc_kernels

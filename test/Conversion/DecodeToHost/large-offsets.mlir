@@ -1,5 +1,5 @@
 // RUN: fdc-opt %s --pass-pipeline='builtin.module(decode.model(decode-assign-weight-layout),convert-decode-to-host)' | FileCheck %s
-// RUN: fdc-opt %s --pass-pipeline='builtin.module(decode.model(decode-assign-weight-layout),convert-decode-to-gpu)' | FileCheck %s --check-prefix=GPU
+// RUN: fdc-opt %s --pass-pipeline='builtin.module(decode.model(decode-assign-weight-layout),convert-decode-to-gpu{target=sm_90})' | FileCheck %s --check-prefix=GPU
 
 // A weight placed past 256 MiB in the arena: a constant GEP index holds 29
 // bits (LLVM::kGEPConstantBitWidth), so its offset must be an i64 value (a

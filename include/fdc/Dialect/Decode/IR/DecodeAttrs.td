@@ -65,4 +65,67 @@ def Decode_SoftmaxAttr : AttrDef<Decode_Dialect, "Softmax"> {
   let genVerifyDecl = 1;
 }
 
+
+//===----------------------------------------------------------------------===//
+// GPU target description
+//===----------------------------------------------------------------------===//
+
+def Decode_GpuVendorNvidia : I32EnumAttrCase<"nvidia", 0>;
+def Decode_GpuVendorAmd : I32EnumAttrCase<"amd", 1>;
+def Decode_GpuVendor : I32EnumAttr<"GpuVendor", "GPU vendor",
+    [Decode_GpuVendorNvidia, Decode_GpuVendorAmd]> {
+  let cppNamespace = "::fdc::decode";
+  let genSpecializedAttr = 0;
+}
+
+def Decode_MmaShapeAttr : AttrDef<Decode_Dialect, "MmaShape"> {
+  let mnemonic = "mma";
+  let summary = "one matrix-multiply-accumulate shape a GPU executes";
+  let description = [{
+    `#decode.mma<m = 16, n = 8, k = 16, a = bf16, acc = f32>`: one subgroup
+    computes an `m x n` accumulator of `acc` from an `m x k` and a `k x n`
+    operand of `a` (NVIDIA `mma.sync`, AMD MFMA / WMMA).
+  }];
+  let parameters = (ins "int64_t":$m, "int64_t":$n, "int64_t":$k,
+                        "::mlir::Type":$a, "::mlir::Type":$acc);
+  let assemblyFormat = "`<` struct(params) `>`";
+}
+
+def Decode_GpuTargetAttr : AttrDef<Decode_Dialect, "GpuTarget"> {
+  let mnemonic = "gpu_target";
+  let summary = "the hardware facts kernel generators read";
+  let description = [{
+    The GPU a model's kernels are generated for, as data: the generators ask
+    it for the subgroup (warp / wavefront) size, the number of compute units
+    (SMs / CUs) a grid should fill, the shared memory (LDS) one workgroup may
+    use, the widest vector load, and the matrix-multiply shapes, instead of
+    naming a vendor. `fdc compile` fills it from the known-targets table
+    (`decode::lookupGpuTarget`); a test can write one by hand.
+
+    ```mlir
+    #decode.gpu_target<vendor = nvidia, arch = "sm_90", subgroup = 32,
+                       units = 132, shared_memory = 232448, vector_bytes = 16,
+                       max_workgroup_size = 1024,
+                       mma = [#decode.mma<m = 16, n = 8, k = 16, a = bf16, acc = f32>]>
+    ```
+  }];
+  let parameters = (ins
+    EnumParameter<Decode_GpuVendor>:$vendor,
+    "::mlir::StringAttr":$arch,
+    "int64_t":$subgroup,
+    "int64_t":$units,
+    "int64_t":$shared_memory,
+    "int64_t":$vector_bytes,
+    "int64_t":$max_workgroup_size,
+    "::mlir::ArrayAttr":$mma);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    /// The name of the attribute that carries the target on a module.
+    static llvm::StringRef getModuleAttrName() { return "decode.gpu_target"; }
+    /// The MMA shapes (every element of `mma` is a #decode.mma).
+    llvm::SmallVector<MmaShapeAttr> getMmaShapes() const;
+  }];
+}
+
 #endif // FDC_DIALECT_DECODE_IR_DECODEATTRS_TD

@@ -1,0 +1,224 @@
+//===- KnownTargets.cpp - the GPUs fdc generates kernels for --------------===//
+//
+// Each entry describes the arch's flagship part (unit counts differ between
+// parts of one arch; the grid heuristics only need the order of magnitude).
+//
+//===----------------------------------------------------------------------===//
+
+#include "fdc/Dialect/Decode/IR/KnownTargets.h"
+
+#include "llvm/ADT/StringExtras.h"
+
+using namespace mlir;
+using namespace fdc::decode;
+
+namespace {
+enum class Element { F16, BF16 };
+
+struct MmaShape {
+  int64_t m, n, k;
+  Element a;
+};
+
+struct KnownTarget {
+  const char *arch;
+  GpuVendor vendor;
+  /// Preferred first.
+  std::initializer_list<int64_t> subgroups;
+  int64_t units;
+  int64_t sharedMemory;
+  int64_t vectorBytes;
+  int64_t maxWorkgroupSize;
+  std::initializer_list<MmaShape> mma;
+};
+
+constexpr int64_t KiB = 1024;
+
+// mma.sync (sm_80+): m16n8k16 with f16 / bf16 inputs, f32 accumulators.
+#define NVIDIA_MMA {{16, 8, 16, Element::F16}, {16, 8, 16, Element::BF16}}
+// MFMA (CDNA2/3): 32x32x8 and 16x16x16, f16 and bf16 (the _1k forms).
+#define CDNA_MFMA                                                              \
+  {{32, 32, 8, Element::F16},                                                  \
+   {16, 16, 16, Element::F16},                                                 \
+   {32, 32, 8, Element::BF16},                                                 \
+   {16, 16, 16, Element::BF16}}
+// WMMA (RDNA3): 16x16x16, f16 and bf16.
+#define RDNA3_WMMA {{16, 16, 16, Element::F16}, {16, 16, 16, Element::BF16}}
+
+const KnownTarget kKnownTargets[] = {
+    // A100 SXM: 108 SMs, 163 KiB of shared memory per block (opt-in).
+    {"sm_80", GpuVendor::nvidia, {32}, 108, 163 * KiB, 16, 1024, NVIDIA_MMA},
+    // A40 / RTX 3090 (GA102): 84 SMs, 99 KiB.
+    {"sm_86", GpuVendor::nvidia, {32}, 84, 99 * KiB, 16, 1024, NVIDIA_MMA},
+    // L40S (AD102): 142 SMs, 99 KiB.
+    {"sm_89", GpuVendor::nvidia, {32}, 142, 99 * KiB, 16, 1024, NVIDIA_MMA},
+    // H100 SXM: 132 SMs, 227 KiB.
+    {"sm_90", GpuVendor::nvidia, {32}, 132, 227 * KiB, 16, 1024, NVIDIA_MMA},
+    // MI250X (one GCD): 110 CUs, 64 KiB of LDS, wave64.
+    {"gfx90a", GpuVendor::amd, {64}, 110, 64 * KiB, 16, 1024, CDNA_MFMA},
+    // MI300X: 304 CUs, 64 KiB of LDS, wave64.
+    {"gfx942", GpuVendor::amd, {64}, 304, 64 * KiB, 16, 1024, CDNA_MFMA},
+    // RX 7900 XTX: 96 CUs, 64 KiB of LDS, wave32 (wave64 also runs).
+    {"gfx1100", GpuVendor::amd, {32, 64}, 96, 64 * KiB, 16, 1024, RDNA3_WMMA},
+};
+
+#undef NVIDIA_MMA
+#undef CDNA_MFMA
+#undef RDNA3_WMMA
+
+/// "sm_90a" (an arch-specific NVIDIA target) has sm_90's facts.
+StringRef tableName(StringRef arch) {
+  if (arch.starts_with("sm_") && arch.ends_with("a"))
+    return arch.drop_back();
+  return arch;
+}
+
+const KnownTarget *find(StringRef arch) {
+  StringRef name = tableName(arch);
+  for (const KnownTarget &target : kKnownTargets)
+    if (name == target.arch)
+      return &target;
+  return nullptr;
+}
+
+Type elementType(MLIRContext *context, Element element) {
+  switch (element) {
+  case Element::F16:
+    return Float16Type::get(context);
+  case Element::BF16:
+    return BFloat16Type::get(context);
+  }
+  llvm_unreachable("unknown element");
+}
+
+ArrayAttr mmaShapes(MLIRContext *context, const KnownTarget &target) {
+  SmallVector<Attribute> shapes;
+  Type f32 = Float32Type::get(context);
+  for (const MmaShape &shape : target.mma)
+    shapes.push_back(MmaShapeAttr::get(context, shape.m, shape.n, shape.k,
+                                       elementType(context, shape.a), f32));
+  return ArrayAttr::get(context, shapes);
+}
+
+std::string knownArchList() {
+  return llvm::join(getKnownGpuArchs(), ", ");
+}
+} // namespace
+
+SmallVector<StringRef> fdc::decode::getKnownGpuArchs() {
+  SmallVector<StringRef> names;
+  for (const KnownTarget &target : kKnownTargets)
+    names.push_back(target.arch);
+  return names;
+}
+
+std::optional<GpuVendor> fdc::decode::getKnownGpuVendor(StringRef arch) {
+  if (const KnownTarget *target = find(arch))
+    return target->vendor;
+  return std::nullopt;
+}
+
+SmallVector<int64_t> fdc::decode::getSubgroupChoices(StringRef arch) {
+  if (const KnownTarget *target = find(arch))
+    return SmallVector<int64_t>(target->subgroups);
+  return {};
+}
+
+FailureOr<GpuTargetAttr>
+fdc::decode::lookupGpuTarget(MLIRContext *context, StringRef arch,
+                             function_ref<InFlightDiagnostic()> emitError) {
+  const KnownTarget *target = find(arch);
+  if (!target)
+    return emitError() << "unknown GPU arch '" << arch
+                       << "'; known archs: " << knownArchList();
+  return GpuTargetAttr::get(context, target->vendor,
+                            StringAttr::get(context, arch),
+                            *target->subgroups.begin(), target->units,
+                            target->sharedMemory, target->vectorBytes,
+                            target->maxWorkgroupSize,
+                            mmaShapes(context, *target));
+}
+
+FailureOr<GpuTargetAttr>
+fdc::decode::getCommonGpuTarget(MLIRContext *context, ArrayRef<std::string> archs,
+                                function_ref<InFlightDiagnostic()> emitError) {
+  if (archs.empty())
+    return emitError() << "a GPU target needs at least one arch";
+  FailureOr<GpuTargetAttr> first =
+      lookupGpuTarget(context, archs.front(), emitError);
+  if (failed(first))
+    return failure();
+  SmallVector<int64_t> subgroups = getSubgroupChoices(archs.front());
+  int64_t sharedMemory = first->getSharedMemory();
+  int64_t vectorBytes = first->getVectorBytes();
+  int64_t maxWorkgroupSize = first->getMaxWorkgroupSize();
+  SmallVector<Attribute> mma(first->getMma().getValue());
+  for (StringRef arch : ArrayRef<std::string>(archs).drop_front()) {
+    FailureOr<GpuTargetAttr> other = lookupGpuTarget(context, arch, emitError);
+    if (failed(other))
+      return failure();
+    if (other->getVendor() != first->getVendor())
+      return emitError() << "GPU archs '" << archs.front() << "' and '" << arch
+                         << "' are of different vendors: one library holds "
+                            "code for one vendor";
+    SmallVector<int64_t> choices = getSubgroupChoices(arch);
+    llvm::erase_if(subgroups,
+                   [&](int64_t size) { return !llvm::is_contained(choices, size); });
+    sharedMemory = std::min(sharedMemory, other->getSharedMemory());
+    vectorBytes = std::min(vectorBytes, other->getVectorBytes());
+    maxWorkgroupSize =
+        std::min(maxWorkgroupSize, other->getMaxWorkgroupSize());
+    llvm::erase_if(mma, [&](Attribute shape) {
+      return !llvm::is_contained(other->getMma().getValue(), shape);
+    });
+  }
+  if (subgroups.empty())
+    return emitError() << "GPU archs " << llvm::join(archs, ", ")
+                       << " share no subgroup size";
+  return GpuTargetAttr::get(context, first->getVendor(), first->getArch(),
+                            subgroups.front(), first->getUnits(), sharedMemory,
+                            vectorBytes, maxWorkgroupSize,
+                            ArrayAttr::get(context, mma));
+}
+
+LogicalResult
+GpuTargetAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                      GpuVendor vendor, StringAttr arch, int64_t subgroup,
+                      int64_t units, int64_t sharedMemory, int64_t vectorBytes,
+                      int64_t maxWorkgroupSize, ArrayAttr mma) {
+  if (!mma)
+    return emitError() << "#decode.gpu_target needs an mma list (maybe [])";
+  for (Attribute shape : mma)
+    if (!isa<MmaShapeAttr>(shape))
+      return emitError() << "#decode.gpu_target mma lists #decode.mma "
+                            "shapes, got "
+                         << shape;
+  if (!arch || arch.getValue().empty())
+    return emitError() << "#decode.gpu_target needs an arch name";
+  if (subgroup != 32 && subgroup != 64)
+    return emitError() << "#decode.gpu_target subgroup must be 32 or 64, got "
+                       << subgroup;
+  if (units < 1 || units > (1 << 20))
+    return emitError() << "#decode.gpu_target units must be in [1, 2^20], got "
+                       << units;
+  if (sharedMemory < 1024 || sharedMemory > (int64_t(1) << 30))
+    return emitError()
+           << "#decode.gpu_target shared_memory must be in [1024, 2^30], got "
+           << sharedMemory;
+  if (!llvm::isPowerOf2_64(vectorBytes) || vectorBytes < 4 || vectorBytes > 64)
+    return emitError() << "#decode.gpu_target vector_bytes must be a power of "
+                          "two in [4, 64], got "
+                       << vectorBytes;
+  if (maxWorkgroupSize < subgroup || maxWorkgroupSize % subgroup != 0 ||
+      maxWorkgroupSize > 4096)
+    return emitError() << "#decode.gpu_target max_workgroup_size must be a "
+                          "multiple of the subgroup size in ["
+                       << subgroup << ", 4096], got " << maxWorkgroupSize;
+  return success();
+}
+
+SmallVector<MmaShapeAttr> GpuTargetAttr::getMmaShapes() const {
+  return llvm::map_to_vector(getMma(), [](Attribute shape) {
+    return cast<MmaShapeAttr>(shape);
+  });
+}
