@@ -14,7 +14,8 @@ cd "$repo"
 packages=(
   cmake ninja-build
   clang-22 lld-22 llvm-22-dev llvm-22-tools libmlir-22-dev mlir-22-tools
-  libclang-rt-22-dev libgtest-dev
+  libclang-rt-22-dev libgtest-dev clang-format-22
+  rocm-device-libs libamdhip64-dev
   g++
   python3 python3-venv python3-pip
   git ca-certificates

@@ -35,15 +35,23 @@ struct KnownTarget {
 constexpr int64_t KiB = 1024;
 
 // mma.sync (sm_80+): m16n8k16 with f16 / bf16 inputs, f32 accumulators.
-#define NVIDIA_MMA {{16, 8, 16, Element::F16}, {16, 8, 16, Element::BF16}}
+#define NVIDIA_MMA                                                             \
+  {                                                                            \
+    {16, 8, 16, Element::F16}, { 16, 8, 16, Element::BF16 }                    \
+  }
 // MFMA (CDNA2/3): 32x32x8 and 16x16x16, f16 and bf16 (the _1k forms).
 #define CDNA_MFMA                                                              \
-  {{32, 32, 8, Element::F16},                                                  \
-   {16, 16, 16, Element::F16},                                                 \
-   {32, 32, 8, Element::BF16},                                                 \
-   {16, 16, 16, Element::BF16}}
+  {                                                                            \
+    {32, 32, 8, Element::F16}, {16, 16, 16, Element::F16},                     \
+        {32, 32, 8, Element::BF16}, {                                          \
+      16, 16, 16, Element::BF16                                                \
+    }                                                                          \
+  }
 // WMMA (RDNA3): 16x16x16, f16 and bf16.
-#define RDNA3_WMMA {{16, 16, 16, Element::F16}, {16, 16, 16, Element::BF16}}
+#define RDNA3_WMMA                                                             \
+  {                                                                            \
+    {16, 16, 16, Element::F16}, { 16, 16, 16, Element::BF16 }                  \
+  }
 
 const KnownTarget kKnownTargets[] = {
     // A100 SXM: 108 SMs, 163 KiB of shared memory per block (opt-in).
@@ -100,9 +108,7 @@ ArrayAttr mmaShapes(MLIRContext *context, const KnownTarget &target) {
   return ArrayAttr::get(context, shapes);
 }
 
-std::string knownArchList() {
-  return llvm::join(getKnownGpuArchs(), ", ");
-}
+std::string knownArchList() { return llvm::join(getKnownGpuArchs(), ", "); }
 } // namespace
 
 SmallVector<StringRef> fdc::decode::getKnownGpuArchs() {
@@ -131,16 +137,16 @@ fdc::decode::lookupGpuTarget(MLIRContext *context, StringRef arch,
   if (!target)
     return emitError() << "unknown GPU arch '" << arch
                        << "'; known archs: " << knownArchList();
-  return GpuTargetAttr::get(context, target->vendor,
-                            StringAttr::get(context, arch),
-                            *target->subgroups.begin(), target->units,
-                            target->sharedMemory, target->vectorBytes,
-                            target->maxWorkgroupSize,
-                            mmaShapes(context, *target));
+  return GpuTargetAttr::get(
+      context, target->vendor, StringAttr::get(context, arch),
+      *target->subgroups.begin(), target->units, target->sharedMemory,
+      target->vectorBytes, target->maxWorkgroupSize,
+      mmaShapes(context, *target));
 }
 
 FailureOr<GpuTargetAttr>
-fdc::decode::getCommonGpuTarget(MLIRContext *context, ArrayRef<std::string> archs,
+fdc::decode::getCommonGpuTarget(MLIRContext *context,
+                                ArrayRef<std::string> archs,
                                 function_ref<InFlightDiagnostic()> emitError) {
   if (archs.empty())
     return emitError() << "a GPU target needs at least one arch";
@@ -162,12 +168,12 @@ fdc::decode::getCommonGpuTarget(MLIRContext *context, ArrayRef<std::string> arch
                          << "' are of different vendors: one library holds "
                             "code for one vendor";
     SmallVector<int64_t> choices = getSubgroupChoices(arch);
-    llvm::erase_if(subgroups,
-                   [&](int64_t size) { return !llvm::is_contained(choices, size); });
+    llvm::erase_if(subgroups, [&](int64_t size) {
+      return !llvm::is_contained(choices, size);
+    });
     sharedMemory = std::min(sharedMemory, other->getSharedMemory());
     vectorBytes = std::min(vectorBytes, other->getVectorBytes());
-    maxWorkgroupSize =
-        std::min(maxWorkgroupSize, other->getMaxWorkgroupSize());
+    maxWorkgroupSize = std::min(maxWorkgroupSize, other->getMaxWorkgroupSize());
     llvm::erase_if(mma, [&](Attribute shape) {
       return !llvm::is_contained(other->getMma().getValue(), shape);
     });
@@ -218,7 +224,6 @@ GpuTargetAttr::verify(function_ref<InFlightDiagnostic()> emitError,
 }
 
 SmallVector<MmaShapeAttr> GpuTargetAttr::getMmaShapes() const {
-  return llvm::map_to_vector(getMma(), [](Attribute shape) {
-    return cast<MmaShapeAttr>(shape);
-  });
+  return llvm::map_to_vector(
+      getMma(), [](Attribute shape) { return cast<MmaShapeAttr>(shape); });
 }
