@@ -35,24 +35,25 @@ struct Shape {
   int64_t vecLen;     // elements per lane
 };
 
-FailureOr<Shape> getShape(decode::KVCacheType cache, int64_t queryHeads) {
+FailureOr<Shape> getShape(decode::KVCacheType cache, int64_t queryHeads,
+                          int64_t subgroup, int64_t vectorBytes) {
   Shape shape{queryHeads, cache.getKvHeads(), cache.getHeadDim(), 0, 0};
   int64_t d = shape.headDim;
   if (!isa<decode::Int4Type>(cache.getElementType())) {
     int64_t bytes = d * cache.getElementType().getIntOrFloatBitWidth() / 8;
-    if (bytes % 16 == 0 && bytes / 16 <= kWarpSize &&
-        kWarpSize % (bytes / 16) == 0) {
-      shape.groupLanes = bytes / 16;
+    if (bytes % vectorBytes == 0 && bytes / vectorBytes <= subgroup &&
+        subgroup % (bytes / vectorBytes) == 0) {
+      shape.groupLanes = bytes / vectorBytes;
       shape.vecLen = d / shape.groupLanes;
       return shape;
     }
   }
-  if (d % kWarpSize == 0) {
-    shape.groupLanes = kWarpSize;
-    shape.vecLen = d / kWarpSize;
+  if (d % subgroup == 0) {
+    shape.groupLanes = subgroup;
+    shape.vecLen = d / subgroup;
     return shape;
   }
-  if (kWarpSize % d == 0) {
+  if (subgroup % d == 0) {
     shape.groupLanes = d;
     shape.vecLen = 1;
     return shape;
@@ -102,24 +103,6 @@ Value dotVector(GpuEmitter &e, Value a, Value b2) {
   return vector::ReductionOp::create(b, vector::CombiningKind::ADD, product);
 }
 
-Value shuffleXor(GpuEmitter &e, Value value, int32_t offset) {
-  ImplicitLocOpBuilder &b = e.builder();
-  if (auto vectorType = dyn_cast<VectorType>(value.getType())) {
-    Value result = value;
-    for (int64_t c = 0; c < vectorType.getNumElements(); ++c) {
-      Value lane = e.extract(value, c);
-      Value moved = mlir::gpu::ShuffleOp::create(b, lane, offset, kWarpSize,
-                                                 mlir::gpu::ShuffleMode::XOR)
-                        .getShuffleResult();
-      result = vector::InsertOp::create(b, moved, result, ArrayRef<int64_t>{c});
-    }
-    return result;
-  }
-  return mlir::gpu::ShuffleOp::create(b, value, offset, kWarpSize,
-                                      mlir::gpu::ShuffleMode::XOR)
-      .getShuffleResult();
-}
-
 Value splat(GpuEmitter &e, Value scalar, int64_t lanes) {
   return vector::BroadcastOp::create(
       e.builder(), VectorType::get({lanes}, e.builder().getF32Type()), scalar);
@@ -139,17 +122,20 @@ LogicalResult fdc::gpu::buildAttention(
     decode::SoftmaxAttr softmax, int64_t splits, Buffer out) {
   ImplicitLocOpBuilder &host = ctx.host;
   int64_t queryHeads = query.type.getDimSize(1);
-  FailureOr<Shape> maybeShape = getShape(cacheType, queryHeads);
+  int64_t subgroup = ctx.subgroupSize();
+  FailureOr<Shape> maybeShape =
+      getShape(cacheType, queryHeads, subgroup, ctx.primitives.vectorBytes());
   if (failed(maybeShape))
     return emitError(loc) << "head_dim " << cacheType.getHeadDim() << " of "
                           << cacheType.getElementType()
-                          << " does not split into warp lanes for the GPU "
-                             "attention generator";
+                          << " does not split into the " << subgroup
+                          << " lanes of a subgroup for the GPU attention "
+                             "generator";
   Shape shape = *maybeShape;
   int64_t d = shape.headDim, g = shape.groupLanes, vecLen = shape.vecLen;
   int64_t group = queryHeads / shape.kvHeads;
   int64_t warps = config.warps;
-  int64_t positionsPerWarp = kWarpSize / g;
+  int64_t positionsPerWarp = subgroup / g;
   int64_t stride = warps * positionsPerWarp;
   int64_t rowFloats = d + 2;
   bool unified = softmax.getScheme() == decode::SoftmaxScheme::unified_max;
@@ -165,7 +151,9 @@ LogicalResult fdc::gpu::buildAttention(
   } else {
     Value work =
         arith::MulIOp::create(host, ctx.batch, ctx.hostI64(queryHeads));
-    Value wanted = ctx.ceilDiv(ctx.hostI64(config.targetBlocks), work);
+    Value targetBlocks =
+        ctx.hostI64(config.wavesPerUnit * ctx.primitives.units());
+    Value wanted = ctx.ceilDiv(targetBlocks, work);
     Value maxSplits = ctx.hostI64(config.maxSplits);
     Value splitsOfMinLength =
         ctx.ceilDiv(ctx.maxContext, ctx.hostI64(config.minSplitLength));
@@ -188,13 +176,13 @@ LogicalResult fdc::gpu::buildAttention(
        KernelArg::scalar(chunk)},
       {ctx.toIndex(numSplits), ctx.hostIndex(queryHeads),
        ctx.toIndex(ctx.batch)},
-      warps * kWarpSize, warps * rowFloats,
+      warps * subgroup, warps * rowFloats,
       [&](GpuEmitter &e, ArrayRef<Value> v) {
         ImplicitLocOpBuilder &b = e.builder();
         Value s = e.blockId(Dimension::x), h = e.blockId(Dimension::y),
               i = e.blockId(Dimension::z);
         Value shared = v.back();
-        Value warp = e.warpId(), lane = e.laneId();
+        Value warp = e.subgroupId(), lane = e.laneId();
         Value sub = arith::DivUIOp::create(b, lane, e.index(g));
         Value groupLane = arith::RemUIOp::create(b, lane, e.index(g));
         Value d0 = mulI(b, groupLane, e.index(vecLen));
@@ -222,8 +210,7 @@ LogicalResult fdc::gpu::buildAttention(
           Value k = loadCacheVector(e, v[1], cacheType,
                                     row(e, slot, 0, kvHead, t), d0, vecLen);
           Value dot = dotVector(e, q, k);
-          for (int32_t offset = g / 2; offset > 0; offset /= 2)
-            dot = e.add(dot, shuffleXor(e, dot, offset));
+          dot = e.target().subgroupReduce(b, dot, ReduceKind::Sum, g);
           return e.mul(dot, e.f32(scale));
         };
         auto value = [&](Value t) {
@@ -253,10 +240,10 @@ LogicalResult fdc::gpu::buildAttention(
                     newMax, e.add(e.mul(c[1], correction), p), acc};
               });
           // Combine the position groups of the warp.
-          for (int32_t offset = g; offset < kWarpSize; offset *= 2) {
-            Value otherMax = shuffleXor(e, state[0], offset);
-            Value otherSum = shuffleXor(e, state[1], offset);
-            Value otherAcc = shuffleXor(e, state[2], offset);
+          for (int64_t offset = g; offset < subgroup; offset *= 2) {
+            Value otherMax = e.shuffleXor(state[0], offset);
+            Value otherSum = e.shuffleXor(state[1], offset);
+            Value otherAcc = e.shuffleXor(state[2], offset);
             Value newMax = arith::MaximumFOp::create(b, state[0], otherMax);
             Value c1 = scaleFactor(e, state[0], newMax);
             Value c2 = scaleFactor(e, otherMax, newMax);
@@ -290,12 +277,12 @@ LogicalResult fdc::gpu::buildAttention(
                     arith::MulFOp::create(b, valueT, splat(e, p, vecLen)));
                 return SmallVector<Value>{flag, e.add(c[1], p), acc};
               });
-          for (int32_t offset = g; offset < kWarpSize; offset *= 2) {
+          for (int64_t offset = g; offset < subgroup; offset *= 2) {
             state = {arith::MaximumFOp::create(b, state[0],
-                                               shuffleXor(e, state[0], offset)),
-                     e.add(state[1], shuffleXor(e, state[1], offset)),
+                                               e.shuffleXor(state[0], offset)),
+                     e.add(state[1], e.shuffleXor(state[1], offset)),
                      arith::AddFOp::create(b, state[2],
-                                           shuffleXor(e, state[2], offset))};
+                                           e.shuffleXor(state[2], offset))};
           }
         }
         // Lanes of position group 0 hold the warp's result: to shared.
@@ -333,7 +320,7 @@ LogicalResult fdc::gpu::buildAttention(
         };
         Value thread = e.threadId();
         Value dims = e.index(d);
-        Value blockThreads = e.index(warps * kWarpSize);
+        Value blockThreads = e.index(warps * subgroup);
         e.loop(thread, dims, blockThreads, [&](Value j) {
           Value acc = e.f32(0);
           for (int64_t w = 0; w < warps; ++w) {
@@ -357,8 +344,8 @@ LogicalResult fdc::gpu::buildAttention(
         });
       });
 
-  int64_t threads = std::max<int64_t>(kWarpSize, std::min<int64_t>(d, 1024));
-  threads = (threads + kWarpSize - 1) / kWarpSize * kWarpSize;
+  int64_t threads = std::max<int64_t>(subgroup, std::min<int64_t>(d, 1024));
+  threads = (threads + subgroup - 1) / subgroup * subgroup;
   ctx.launch(
       "attention_reduce",
       {KernelArg::buffer(query), KernelArg::buffer(cache),
@@ -462,9 +449,7 @@ LogicalResult fdc::gpu::buildAttention(
           Value flagged = arith::OrIOp::create(b, anyFlag, unusable);
           e.ifThenElse(
               flagged, [&] { recompute(j); },
-              [&] {
-                e.store(e.div(sums[2], sums[1]), v[6], {i, h, j});
-              });
+              [&] { e.store(e.div(sums[2], sums[1]), v[6], {i, h, j}); });
         });
       });
   return success();

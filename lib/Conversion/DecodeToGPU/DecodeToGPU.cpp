@@ -36,8 +36,9 @@ constexpr int64_t kScratchAlignment = 256;
 class GpuStepLowering {
 public:
   GpuStepLowering(decode::ModelOp model, ImplicitLocOpBuilder &b,
-                  mlir::gpu::GPUModuleOp kernels)
-      : model(model), b(b), kernels(kernels) {}
+                  mlir::gpu::GPUModuleOp kernels,
+                  const GpuPrimitives &primitives)
+      : model(model), b(b), kernels(kernels), primitives(primitives) {}
 
   LogicalResult run();
 
@@ -50,10 +51,22 @@ private:
   Buffer scratch(MemRefType type, int64_t bytesPerSequence);
   Buffer resultBuffer(Value result);
   LogicalResult lowerOp(Operation &op, KernelContext &ctx);
+  /// Configs with the target's vector width.
+  ElementwiseConfig elementwiseConfig() const {
+    ElementwiseConfig config;
+    config.vectorBytes = primitives.vectorBytes();
+    return config;
+  }
+  GemvConfig gemvConfig() const {
+    GemvConfig config;
+    config.vectorBytes = primitives.vectorBytes();
+    return config;
+  }
 
   decode::ModelOp model;
   ImplicitLocOpBuilder &b;
   mlir::gpu::GPUModuleOp kernels;
+  const GpuPrimitives &primitives;
   Value args, batch, scratchBase, scratchOffset;
   DenseMap<Value, Buffer> buffers;
   DenseMap<Value, Value> scalars;
@@ -125,7 +138,8 @@ LogicalResult GpuStepLowering::run() {
                         getBufferType(operand.getType())};
   }
 
-  KernelContext kernelContext(b, kernels, batch, numSlots, maxContext);
+  KernelContext kernelContext(b, kernels, primitives, batch, numSlots,
+                              maxContext);
   for (Operation &op : body.without_terminator())
     if (failed(lowerOp(op, kernelContext)))
       return failure();
@@ -170,7 +184,7 @@ LogicalResult GpuStepLowering::lowerOp(Operation &op, KernelContext &ctx) {
         return success();
       })
       .Case([&](decode::EmbeddingOp embedding) {
-        buildEmbedding(ctx, {}, get(embedding.getTable()),
+        buildEmbedding(ctx, elementwiseConfig(), get(embedding.getTable()),
                        get(embedding.getTokens()), out(embedding.getResult()));
         return success();
       })
@@ -180,10 +194,10 @@ LogicalResult GpuStepLowering::lowerOp(Operation &op, KernelContext &ctx) {
         return success();
       })
       .Case([&](decode::LinearOp linear) {
-        buildLinear(ctx, {}, get(linear.getInput()), get(linear.getWeight()),
-                    linear.getWeight().getType(), optional(linear.getBias()),
-                    optional(linear.getResidual()), linear.getActivation(),
-                    out(linear.getResult()));
+        buildLinear(ctx, gemvConfig(), get(linear.getInput()),
+                    get(linear.getWeight()), linear.getWeight().getType(),
+                    optional(linear.getBias()), optional(linear.getResidual()),
+                    linear.getActivation(), out(linear.getResult()));
         return success();
       })
       .Case([&](decode::SparseLinearOp sparse) {
@@ -200,9 +214,9 @@ LogicalResult GpuStepLowering::lowerOp(Operation &op, KernelContext &ctx) {
         return success();
       })
       .Case([&](decode::RopeOp rope) {
-        buildRope(ctx, {}, get(rope.getInput()), get(rope.getPositions()),
-                  rope.getRotaryDim(), rope.getTheta().convertToFloat(),
-                  out(rope.getResult()));
+        buildRope(ctx, elementwiseConfig(), get(rope.getInput()),
+                  get(rope.getPositions()), rope.getRotaryDim(),
+                  rope.getTheta().convertToFloat(), out(rope.getResult()));
         return success();
       })
       .Case([&](decode::KVAppendOp append) {
@@ -293,7 +307,9 @@ struct ConvertDecodeToGPU
                     UnitAttr::get(ctx));
     ImplicitLocOpBuilder b(model.getLoc(), model);
     auto kernels = mlir::gpu::GPUModuleOp::create(b, "fdc_kernels");
-    GpuStepLowering lowering(model, b, kernels);
+    std::unique_ptr<GpuPrimitives> primitives =
+        GpuPrimitives::create(*gpuTarget);
+    GpuStepLowering lowering(model, b, kernels, *primitives);
     if (failed(lowering.run()))
       return signalPassFailure();
     SmallVector<Attribute> names;

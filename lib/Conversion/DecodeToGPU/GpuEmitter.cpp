@@ -13,33 +13,41 @@ Value GpuEmitter::blockId(mlir::gpu::Dimension dimension) {
 }
 Value GpuEmitter::laneId() {
   Value thread = threadId();
-  return arith::RemUIOp::create(builder(), thread, index(kWarpSize));
+  return arith::RemUIOp::create(builder(), thread, index(subgroupSize()));
 }
-Value GpuEmitter::warpId() {
+Value GpuEmitter::subgroupId() {
   Value thread = threadId();
-  return arith::DivUIOp::create(builder(), thread, index(kWarpSize));
+  return arith::DivUIOp::create(builder(), thread, index(subgroupSize()));
 }
-void GpuEmitter::barrier() { mlir::gpu::BarrierOp::create(builder()); }
+void GpuEmitter::barrier() { primitives.barrier(builder()); }
 
-Value GpuEmitter::warpReduce(Value value, bool isMax) {
-  for (int32_t offset = kWarpSize / 2; offset > 0; offset /= 2) {
-    Value other =
-        mlir::gpu::ShuffleOp::create(builder(), value, offset, kWarpSize,
-                                     mlir::gpu::ShuffleMode::XOR)
-            .getShuffleResult();
-    value = isMax ? Value(arith::MaximumFOp::create(builder(), value, other))
-                  : add(value, other);
-  }
-  return value;
+Value GpuEmitter::subgroupSum(Value value) {
+  return primitives.subgroupReduce(builder(), value, ReduceKind::Sum);
 }
-Value GpuEmitter::warpSum(Value value) { return warpReduce(value, false); }
-Value GpuEmitter::warpMax(Value value) { return warpReduce(value, true); }
+Value GpuEmitter::subgroupMax(Value value) {
+  return primitives.subgroupReduce(builder(), value, ReduceKind::Max);
+}
+
+Value GpuEmitter::shuffleXor(Value value, int64_t offset) {
+  ImplicitLocOpBuilder &b = builder();
+  auto vectorType = dyn_cast<VectorType>(value.getType());
+  if (!vectorType)
+    return primitives.shuffleXor(b, value, offset);
+  Value result = value;
+  for (int64_t c = 0; c < vectorType.getNumElements(); ++c) {
+    Value lane = extract(value, c);
+    Value moved = primitives.shuffleXor(b, lane, offset);
+    result = vector::InsertOp::create(b, moved, result, ArrayRef<int64_t>{c});
+  }
+  return result;
+}
 
 Value GpuEmitter::blockReduce(Value value, Value shared, int64_t warps,
-                              bool isMax) {
+                              ReduceKind kind) {
   ImplicitLocOpBuilder &b = builder();
-  Value partial = warpReduce(value, isMax);
-  Value lane = laneId(), warp = warpId();
+  bool isMax = kind == ReduceKind::Max;
+  Value partial = primitives.subgroupReduce(b, value, kind);
+  Value lane = laneId(), warp = subgroupId();
   Value firstLane = cmpi(arith::CmpIPredicate::eq, lane, index(0));
   barrier(); // the shared slots may still be read by an earlier reduction
   ifThenElse(firstLane,
@@ -49,13 +57,13 @@ Value GpuEmitter::blockReduce(Value value, Value shared, int64_t warps,
   Value inRange = cmpi(arith::CmpIPredicate::ult, lane, index(warps));
   Value laneIndex = select(inRange, lane, index(0));
   Value mine = memref::LoadOp::create(b, shared, laneIndex);
-  return warpReduce(select(inRange, mine, identity), isMax);
+  return primitives.subgroupReduce(b, select(inRange, mine, identity), kind);
 }
-Value GpuEmitter::blockSum(Value value, Value shared, int64_t warps) {
-  return blockReduce(value, shared, warps, false);
+Value GpuEmitter::blockSum(Value value, Value shared, int64_t subgroups) {
+  return blockReduce(value, shared, subgroups, ReduceKind::Sum);
 }
-Value GpuEmitter::blockMax(Value value, Value shared, int64_t warps) {
-  return blockReduce(value, shared, warps, true);
+Value GpuEmitter::blockMax(Value value, Value shared, int64_t subgroups) {
+  return blockReduce(value, shared, subgroups, ReduceKind::Max);
 }
 
 Value GpuEmitter::loadVector(Value memref, ValueRange indices, int64_t lanes) {

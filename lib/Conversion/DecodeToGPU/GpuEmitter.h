@@ -1,8 +1,9 @@
 //===- GpuEmitter.h - helpers for building GPU kernels ----------*- C++ -*-===//
 //
 // HostEmitter's loops and arithmetic plus what kernels need: thread and block
-// indices, warp- and block-wide reductions through shuffles and shared
-// memory, and 16-byte vector loads.
+// indices, subgroup- and block-wide reductions (the target's primitives, then
+// shared memory), and vector loads. The subgroup size and every cross-lane
+// operation come from the GpuPrimitives of the module's #decode.gpu_target.
 //
 //===----------------------------------------------------------------------===//
 
@@ -10,31 +11,39 @@
 #define FDC_LIB_CONVERSION_DECODETOGPU_GPUEMITTER_H
 
 #include "../DecodeToHost/HostEmitter.h"
+#include "Primitives/GpuPrimitives.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
 namespace fdc::gpu {
 
-constexpr int64_t kWarpSize = 32;
-
 class GpuEmitter : public host::HostEmitter {
 public:
-  using HostEmitter::HostEmitter;
+  GpuEmitter(mlir::ImplicitLocOpBuilder &b, const GpuPrimitives &primitives)
+      : HostEmitter(b), primitives(primitives) {}
+
+  const GpuPrimitives &target() const { return primitives; }
+  int64_t subgroupSize() const { return primitives.subgroupSize(); }
 
   mlir::Value threadId();
   mlir::Value blockId(mlir::gpu::Dimension dimension);
+  /// The thread's lane in its subgroup, and its subgroup in the block.
   mlir::Value laneId();
-  mlir::Value warpId();
+  mlir::Value subgroupId();
   void barrier();
 
-  /// Sum / max of `value` over the 32 lanes of a warp; every lane gets it.
-  mlir::Value warpSum(mlir::Value value);
-  mlir::Value warpMax(mlir::Value value);
-  /// Sum / max over a block of `warps` warps through `shared` (a workgroup
-  /// memref of at least `warps` f32); every thread gets the result.
-  mlir::Value blockSum(mlir::Value value, mlir::Value shared, int64_t warps);
-  mlir::Value blockMax(mlir::Value value, mlir::Value shared, int64_t warps);
+  /// Sum / max of `value` over the lanes of a subgroup; every lane gets it.
+  mlir::Value subgroupSum(mlir::Value value);
+  mlir::Value subgroupMax(mlir::Value value);
+  /// Lane `lane ^ offset`'s f32 value, elementwise for a vector.
+  mlir::Value shuffleXor(mlir::Value value, int64_t offset);
+  /// Sum / max over a block of `subgroups` subgroups through `shared` (a
+  /// workgroup memref of at least `subgroups` f32); every thread gets it.
+  mlir::Value blockSum(mlir::Value value, mlir::Value shared,
+                       int64_t subgroups);
+  mlir::Value blockMax(mlir::Value value, mlir::Value shared,
+                       int64_t subgroups);
 
   /// A vector of `lanes` elements of `memref` at `indices`, 16-byte aligned
   /// when `lanes * element bytes` is 16 (callers guarantee the alignment),
@@ -45,9 +54,10 @@ public:
   mlir::Value extract(mlir::Value vector, int64_t i);
 
 private:
-  mlir::Value warpReduce(mlir::Value value, bool isMax);
-  mlir::Value blockReduce(mlir::Value value, mlir::Value shared, int64_t warps,
-                          bool isMax);
+  mlir::Value blockReduce(mlir::Value value, mlir::Value shared,
+                          int64_t subgroups, ReduceKind kind);
+
+  const GpuPrimitives &primitives;
 };
 
 } // namespace fdc::gpu

@@ -81,7 +81,7 @@ void KernelContext::launch(StringRef name, ArrayRef<KernelArg> args,
   values.push_back(kBatch);
   if (workgroupF32 > 0)
     values.push_back(func.getWorkgroupAttributions().front());
-  GpuEmitter emitter(kernel);
+  GpuEmitter emitter(kernel, primitives);
   body(emitter, values);
   mlir::gpu::ReturnOp::create(kernel);
 

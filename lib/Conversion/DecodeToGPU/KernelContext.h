@@ -38,9 +38,13 @@ struct KernelArg {
 class KernelContext {
 public:
   KernelContext(mlir::ImplicitLocOpBuilder &host, mlir::gpu::GPUModuleOp module,
-                mlir::Value batch, mlir::Value numSlots, mlir::Value maxContext)
-      : host(host), module(module), batch(batch), numSlots(numSlots),
-        maxContext(maxContext) {}
+                const GpuPrimitives &primitives, mlir::Value batch,
+                mlir::Value numSlots, mlir::Value maxContext)
+      : host(host), module(module), primitives(primitives), batch(batch),
+        numSlots(numSlots), maxContext(maxContext) {}
+
+  /// Lanes of a subgroup on the target.
+  int64_t subgroupSize() const { return primitives.subgroupSize(); }
 
   /// Body of a kernel: the emitter inside it and its arguments, buffers
   /// already viewed as memrefs, scalars as i64, in the order given.
@@ -56,6 +60,8 @@ public:
 
   mlir::ImplicitLocOpBuilder &host;
   mlir::gpu::GPUModuleOp module;
+  /// The target's facts and cross-lane operations.
+  const GpuPrimitives &primitives;
   /// Host i64 values from FdcStepArgs.
   mlir::Value batch, numSlots, maxContext;
   /// Names of the kernels created, in launch order.
@@ -80,7 +86,7 @@ struct RowConfig {
   int64_t threads = 256;
 };
 struct GemvConfig {
-  /// One warp per output row; rows per block.
+  /// One subgroup per output row; rows per block.
   int64_t warpsPerBlock = 4;
   int64_t vectorBytes = 16;
 };
@@ -88,8 +94,9 @@ struct AttentionConfig {
   int64_t warps = 4;
   /// Upper bound on KV splits (sizes the scratch for partial results).
   int64_t maxSplits = 64;
-  /// Target number of blocks (2 waves of 132 SMs) when splits are automatic.
-  int64_t targetBlocks = 264;
+  /// Blocks per compute unit of the target that automatic splits aim for
+  /// (two waves).
+  int64_t wavesPerUnit = 2;
   /// Fewest positions per split when splits are automatic.
   int64_t minSplitLength = 64;
 };

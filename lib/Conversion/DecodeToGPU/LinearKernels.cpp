@@ -81,14 +81,14 @@ void fdc::gpu::buildLinear(KernelContext &ctx, const GemvConfig &config,
       "linear", args,
       {ctx.hostIndex((n + warps - 1) / warps), ctx.hostIndex(1),
        ctx.hostIndex(1)},
-      warps * kWarpSize, 0, [&](GpuEmitter &e, ArrayRef<Value> v) {
+      warps * ctx.subgroupSize(), 0, [&](GpuEmitter &e, ArrayRef<Value> v) {
         ImplicitLocOpBuilder &b = e.builder();
         Value block = e.blockId(Dimension::x);
         Value firstRow = arith::MulIOp::create(b, block, e.index(warps));
-        Value row = arith::AddIOp::create(b, firstRow, e.warpId());
+        Value row = arith::AddIOp::create(b, firstRow, e.subgroupId());
         Value lane = e.laneId();
         Value start = arith::MulIOp::create(b, lane, e.index(lanes));
-        Value stride = e.index(kWarpSize * lanes);
+        Value stride = e.index(e.subgroupSize() * lanes);
         Value batch =
             arith::IndexCastOp::create(b, b.getIndexType(), v[args.size()]);
         auto dot = [&](Value i, Value weightRow) {
@@ -119,11 +119,11 @@ void fdc::gpu::buildLinear(KernelContext &ctx, const GemvConfig &config,
         };
         e.ifThenElse(e.cmpi(CmpIPredicate::ult, row, e.index(n)), [&] {
           e.loop(batch, [&](Value i) {
-            Value accRow = e.warpSum(dot(i, row));
+            Value accRow = e.subgroupSum(dot(i, row));
             Value accUp;
             if (activation == decode::Activation::silu_gate_up)
-              accUp =
-                  e.warpSum(dot(i, arith::AddIOp::create(b, row, e.index(n))));
+              accUp = e.subgroupSum(
+                  dot(i, arith::AddIOp::create(b, row, e.index(n))));
             e.ifThenElse(e.cmpi(CmpIPredicate::eq, lane, e.index(0)), [&] {
               emitEpilogue(e, v, opt, activation, i, row, accRow, accUp, v[2],
                            n);
@@ -142,7 +142,7 @@ void fdc::gpu::buildSparseLinear(KernelContext &ctx, const RowConfig &config,
   int64_t tileRows = type.getTile()[0], tileCols = type.getTile()[1];
   int64_t tilesPerRow = cols / tileCols;
   int64_t tiles = (rows / tileRows) * tilesPerRow;
-  int64_t warps = config.threads / kWarpSize;
+  int64_t warps = config.threads / ctx.subgroupSize();
   Type valueType = type.getElementType();
 
   // First version (correct, not yet Flash-LLM's kernel): one block per

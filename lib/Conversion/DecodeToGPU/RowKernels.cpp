@@ -19,7 +19,7 @@ void fdc::gpu::buildRMSNorm(KernelContext &ctx, const RowConfig &config,
                             Buffer input, Buffer weight, float eps,
                             Buffer out) {
   int64_t hidden = input.type.getDimSize(1);
-  int64_t warps = config.threads / kWarpSize;
+  int64_t warps = config.threads / ctx.subgroupSize();
   Type storage = input.type.getElementType();
   ctx.launch("rms_norm",
              {KernelArg::buffer(input), KernelArg::buffer(weight),
@@ -58,7 +58,7 @@ void emitBlockArgmax(GpuEmitter &e, int64_t threads, Value logits, Value out,
                      Value i, Value shared) {
   ImplicitLocOpBuilder &b = e.builder();
   int64_t vocab = cast<MemRefType>(logits.getType()).getDimSize(1);
-  int64_t warps = threads / kWarpSize;
+  int64_t warps = threads / e.subgroupSize();
   Value thread = e.threadId();
   Value vocabEnd = e.index(vocab);
   Value step = e.index(threads);
@@ -90,7 +90,7 @@ void fdc::gpu::buildArgmax(KernelContext &ctx, const RowConfig &config,
                            Buffer logits, Buffer out) {
   ctx.launch("argmax", {KernelArg::buffer(logits), KernelArg::buffer(out)},
              {ctx.toIndex(ctx.batch), ctx.hostIndex(1), ctx.hostIndex(1)},
-             config.threads, config.threads / kWarpSize,
+             config.threads, config.threads / ctx.subgroupSize(),
              [&](GpuEmitter &e, ArrayRef<Value> v) {
                emitBlockArgmax(e, config.threads, v[0], v[1],
                                e.blockId(Dimension::x), v.back());
@@ -106,7 +106,7 @@ void fdc::gpu::buildSample(KernelContext &ctx, const RowConfig &config,
        KernelArg::buffer(temperature), KernelArg::buffer(topK),
        KernelArg::buffer(topP), KernelArg::buffer(out)},
       {ctx.toIndex(ctx.batch), ctx.hostIndex(1), ctx.hostIndex(1)},
-      config.threads, config.threads / kWarpSize,
+      config.threads, config.threads / ctx.subgroupSize(),
       [&](GpuEmitter &e, ArrayRef<Value> v) {
         Value i = e.blockId(Dimension::x);
         Value t = e.load(v[2], i);
