@@ -164,8 +164,12 @@ LogicalResult fdc::gpu::buildAttention(
   }
   Value chunk = ctx.ceilDiv(ctx.maxContext, numSplits);
 
+  // The layer is an argument (the last one) of both kernels, so one kernel
+  // serves every layer; each body sets `layerIndex` first.
+  Value layerIndex;
+  Value layerArg = ctx.hostI64(layer);
   auto row = [&](GpuEmitter &e, Value slot, int64_t kv, Value head, Value t) {
-    return SmallVector<Value>{slot, e.index(layer), e.index(kv), head, t};
+    return SmallVector<Value>{slot, layerIndex, e.index(kv), head, t};
   };
 
   ctx.launch(
@@ -173,12 +177,13 @@ LogicalResult fdc::gpu::buildAttention(
       {KernelArg::buffer(query), KernelArg::buffer(cache),
        KernelArg::buffer(slots), KernelArg::buffer(positions),
        KernelArg::buffer(partials), KernelArg::scalar(numSplits),
-       KernelArg::scalar(chunk)},
+       KernelArg::scalar(chunk), KernelArg::scalar(layerArg)},
       {ctx.toIndex(numSplits), ctx.hostIndex(queryHeads),
        ctx.toIndex(ctx.batch)},
       warps * subgroup, warps * rowFloats,
       [&](GpuEmitter &e, ArrayRef<Value> v) {
         ImplicitLocOpBuilder &b = e.builder();
+        layerIndex = idx(b, v[7]);
         Value s = e.blockId(Dimension::x), h = e.blockId(Dimension::y),
               i = e.blockId(Dimension::z);
         Value shared = v.back();
@@ -351,10 +356,11 @@ LogicalResult fdc::gpu::buildAttention(
       {KernelArg::buffer(query), KernelArg::buffer(cache),
        KernelArg::buffer(slots), KernelArg::buffer(positions),
        KernelArg::buffer(partials), KernelArg::scalar(numSplits),
-       KernelArg::buffer(out)},
+       KernelArg::buffer(out), KernelArg::scalar(layerArg)},
       {ctx.hostIndex(queryHeads), ctx.toIndex(ctx.batch), ctx.hostIndex(1)},
       threads, 0, [&](GpuEmitter &e, ArrayRef<Value> v) {
         ImplicitLocOpBuilder &b = e.builder();
+        layerIndex = idx(b, v[7]);
         Value h = e.blockId(Dimension::x), i = e.blockId(Dimension::y);
         Value numSplitsIndex = idx(b, v[5]);
         Value rowIndex = addI(b, mulI(b, i, e.index(queryHeads)), h);

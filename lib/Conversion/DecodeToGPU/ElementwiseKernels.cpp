@@ -141,14 +141,16 @@ void fdc::gpu::buildKVAppend(KernelContext &ctx, Buffer key, Buffer value,
       "kv_append",
       {KernelArg::buffer(key), KernelArg::buffer(value),
        KernelArg::buffer(cache), KernelArg::buffer(slots),
-       KernelArg::buffer(positions)},
+       KernelArg::buffer(positions), KernelArg::scalar(ctx.hostI64(layer))},
       {ctx.hostIndex(heads), ctx.toIndex(ctx.batch), ctx.hostIndex(1)}, threads,
       0, [&](GpuEmitter &e, ArrayRef<Value> v) {
         Value h = e.blockId(Dimension::x), i = e.blockId(Dimension::y);
         Value d = e.threadId();
         Value slot = e.loadIndex(v[3], i);
         Value position = e.loadIndex(v[4], i);
-        Value layerIndex = e.index(layer);
+        // The layer is an argument: one kernel serves every layer.
+        Value layerIndex = arith::IndexCastOp::create(
+            e.builder(), e.builder().getIndexType(), v[5]);
         if (int4) {
           Value thread = e.cmpi(arith::CmpIPredicate::ult, d, e.index(2));
           e.ifThenElse(thread, [&] {

@@ -7,6 +7,9 @@
 using namespace mlir;
 using namespace fdc::gpu;
 
+/// A kernel's name while it is compared with the ones built before.
+static constexpr llvm::StringLiteral kPendingKernelName = "fdc_pending_kernel";
+
 Value KernelContext::hostIndex(int64_t value) {
   return arith::ConstantIndexOp::create(host, value);
 }
@@ -20,12 +23,29 @@ Value KernelContext::ceilDiv(Value a, Value b) {
   return arith::CeilDivSIOp::create(host, a, b);
 }
 
+mlir::gpu::GPUFuncOp KernelContext::deduplicate(mlir::gpu::GPUFuncOp func,
+                                                StringRef family) {
+  // The kernel's text under its pending name is its identity: two kernels
+  // that print alike are the same kernel.
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  func->print(os, OpPrintingFlags().useLocalScope());
+  auto [it, inserted] = kernelsByText.try_emplace(text, func);
+  if (!inserted) {
+    func.erase();
+    return it->second;
+  }
+  unsigned &count = kernelsPerFamily[family];
+  std::string unique = (family + "_" + Twine(count++)).str();
+  func.setName(unique);
+  kernelNames.push_back(unique);
+  return func;
+}
+
 void KernelContext::launch(StringRef name, ArrayRef<KernelArg> args,
                            std::array<Value, 3> grid, int64_t block,
                            int64_t workgroupF32, BodyBuilder body) {
   MLIRContext *ctx = host.getContext();
-  std::string unique = (name + "_" + Twine(kernelNames.size())).str();
-  kernelNames.push_back(unique);
   auto ptrType = LLVM::LLVMPointerType::get(ctx);
   Type i64 = host.getI64Type();
 
@@ -49,9 +69,9 @@ void KernelContext::launch(StringRef name, ArrayRef<KernelArg> args,
         mlir::gpu::AddressSpaceAttr::get(ctx,
                                          mlir::gpu::AddressSpace::Workgroup)));
   OpBuilder moduleBuilder = OpBuilder::atBlockEnd(module.getBody());
-  auto func = mlir::gpu::GPUFuncOp::create(moduleBuilder, host.getLoc(), unique,
-                                           FunctionType::get(ctx, types, {}),
-                                           workgroup);
+  auto func = mlir::gpu::GPUFuncOp::create(
+      moduleBuilder, host.getLoc(), kPendingKernelName,
+      FunctionType::get(ctx, types, {}), workgroup);
   func->setAttr(mlir::gpu::GPUDialect::getKernelFuncAttrName(),
                 UnitAttr::get(ctx));
   func.setKnownBlockSizeAttr(
@@ -84,6 +104,7 @@ void KernelContext::launch(StringRef name, ArrayRef<KernelArg> args,
   GpuEmitter emitter(kernel, primitives);
   body(emitter, values);
   mlir::gpu::ReturnOp::create(kernel);
+  func = deduplicate(func, name);
 
   auto dim = [&](Value v) { return v; };
   mlir::gpu::LaunchFuncOp::create(

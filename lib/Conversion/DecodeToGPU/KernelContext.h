@@ -51,9 +51,12 @@ public:
   using BodyBuilder =
       std::function<void(GpuEmitter &, llvm::ArrayRef<mlir::Value>)>;
 
-  /// Creates gpu.func `name` (unique-ified) with `workgroupF32` f32s of
+  /// Creates a gpu.func of kernel family `name` with `workgroupF32` f32s of
   /// shared memory (passed after the args, if non-zero), and launches it with
-  /// `grid` (host index values) and `block` threads.
+  /// `grid` (host index values) and `block` threads. A kernel identical to
+  /// one built before is not kept: the launch reuses that one, so every
+  /// distinct kernel exists once however many layers use it. Kernels are
+  /// named `<family>_<n>`, n counting the family's distinct kernels.
   void launch(llvm::StringRef name, llvm::ArrayRef<KernelArg> args,
               std::array<mlir::Value, 3> grid, int64_t block,
               int64_t workgroupF32, BodyBuilder body);
@@ -64,7 +67,7 @@ public:
   const GpuPrimitives &primitives;
   /// Host i64 values from FdcStepArgs.
   mlir::Value batch, numSlots, maxContext;
-  /// Names of the kernels created, in launch order.
+  /// Names of the distinct kernels, in order of their first launch.
   llvm::SmallVector<std::string> kernelNames;
 
   /// Host helpers.
@@ -72,6 +75,15 @@ public:
   mlir::Value hostI64(int64_t value);
   mlir::Value toIndex(mlir::Value i64);
   mlir::Value ceilDiv(mlir::Value a, mlir::Value b); // i64
+
+private:
+  /// `func` under a unique name, or the identical kernel built before it
+  /// (then `func` is erased).
+  mlir::gpu::GPUFuncOp deduplicate(mlir::gpu::GPUFuncOp func,
+                                   llvm::StringRef family);
+
+  llvm::StringMap<mlir::gpu::GPUFuncOp> kernelsByText;
+  llvm::StringMap<unsigned> kernelsPerFamily;
 };
 
 //===----------------------------------------------------------------------===//
