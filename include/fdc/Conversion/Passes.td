@@ -57,6 +57,29 @@ def ConvertDecodeToGPU : Pass<"convert-decode-to-gpu", "mlir::ModuleOp"> {
   ];
 }
 
+def SelectKernels : Pass<"decode-select-kernels", "mlir::ModuleOp"> {
+  let summary = "Choose each op's GPU kernel family and config";
+  let description = [{
+    Writes on every op of the `decode.model`'s step that becomes a GPU kernel
+    a `decode.kernel` attribute, `#decode.kernel<"family", {config}>`: the
+    kernel family of fdc's registry that lowers it (the preferred family that
+    can) and the family's config, every entry spelled out with its default
+    for the module's `#decode.gpu_target`. A `decode.kernel` already on an op
+    (written by hand, e.g. to pin a config in a test) is kept: it is checked
+    (known family, one that lowers the op, known config entries with values
+    the target allows) and its missing entries are filled in.
+    `convert-decode-to-gpu` builds what the attributes name.
+
+    The target is the module's `decode.gpu_target`, else the `target`
+    option's archs (as for `convert-decode-to-gpu`), which it then records.
+  }];
+  let options = [
+    Option<"target", "target", "std::string", /*default=*/"\"\"",
+           "GPU arch(s) to select for when the module has no "
+           "decode.gpu_target attribute, comma-separated">,
+  ];
+}
+
 def LowerKernelLaunches : Pass<"fdc-lower-kernel-launches", "mlir::ModuleOp"> {
   let summary = "Lower gpu.launch_func to the runtime's launch callback";
   let description = [{

@@ -10,13 +10,12 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "KernelContext.h"
+#include "KernelRegistry.h"
 
 #include "fdc/Conversion/Passes.h"
 #include "fdc/Conversion/Utils/MemRefFromPointer.h"
 #include "fdc/Conversion/Utils/StepAbi.h"
 #include "fdc/Dialect/Decode/IR/Decode.h"
-#include "fdc/Dialect/Decode/IR/KnownTargets.h"
 
 #include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/MathExtras.h"
@@ -33,7 +32,7 @@ using namespace fdc::gpu;
 namespace {
 constexpr int64_t kScratchAlignment = 256;
 
-class GpuStepLowering {
+class GpuStepLowering : public StepBuffers {
 public:
   GpuStepLowering(decode::ModelOp model, ImplicitLocOpBuilder &b,
                   mlir::gpu::GPUModuleOp kernels,
@@ -47,22 +46,17 @@ public:
 
 private:
   Value loadField(int64_t field, Type type);
-  /// Scratch for a value of `type` needing `bytesPerSequence` per sequence.
-  Buffer scratch(MemRefType type, int64_t bytesPerSequence);
-  Buffer resultBuffer(Value result);
-  LogicalResult lowerOp(Operation &op, KernelContext &ctx);
-  /// Configs with the target's vector width.
-  ElementwiseConfig elementwiseConfig() const {
-    ElementwiseConfig config;
-    config.vectorBytes = primitives.vectorBytes();
-    return config;
-  }
-  GemvConfig gemvConfig() const {
-    GemvConfig config;
-    config.vectorBytes = primitives.vectorBytes();
-    return config;
+  // StepBuffers
+  Buffer get(Value value) override { return buffers.lookup(value); }
+  Buffer result(Value result) override;
+  Buffer scratch(MemRefType type, int64_t bytesPerSequence) override;
+  void alias(Value result, Value source) override {
+    buffers[result] = get(source);
   }
 
+  LogicalResult lowerOp(Operation &op, KernelContext &ctx);
+  /// Ops that are no kernel: views, weight addresses, index constants.
+  LogicalResult lowerStructuralOp(Operation &op);
   decode::ModelOp model;
   ImplicitLocOpBuilder &b;
   mlir::gpu::GPUModuleOp kernels;
@@ -92,15 +86,20 @@ Buffer GpuStepLowering::scratch(MemRefType type, int64_t bytesPerSequence) {
   return {pointer, type};
 }
 
-Buffer GpuStepLowering::resultBuffer(Value result) {
+Buffer GpuStepLowering::result(Value result) {
+  Buffer buffer;
   auto it = outputs.find(result);
-  if (it != outputs.end())
-    return it->second;
-  MemRefType type = getBufferType(result.getType());
-  int64_t perSequence = type.getElementTypeBitWidth() / 8;
-  for (int64_t d = 1; d < type.getRank(); ++d)
-    perSequence *= type.getDimSize(d);
-  return scratch(type, perSequence);
+  if (it != outputs.end()) {
+    buffer = it->second;
+  } else {
+    MemRefType type = getBufferType(result.getType());
+    int64_t perSequence = type.getElementTypeBitWidth() / 8;
+    for (int64_t d = 1; d < type.getRank(); ++d)
+      perSequence *= type.getDimSize(d);
+    buffer = scratch(type, perSequence);
+  }
+  buffers[result] = buffer;
+  return buffer;
 }
 
 LogicalResult GpuStepLowering::run() {
@@ -149,15 +148,17 @@ LogicalResult GpuStepLowering::run() {
 }
 
 LogicalResult GpuStepLowering::lowerOp(Operation &op, KernelContext &ctx) {
-  auto get = [&](Value value) { return buffers.lookup(value); };
-  auto out = [&](Value result) {
-    Buffer buffer = resultBuffer(result);
-    buffers[result] = buffer;
-    return buffer;
-  };
-  auto optional = [&](Value value) {
-    return value ? get(value) : Buffer{Value(), MemRefType()};
-  };
+  FailureOr<decode::KernelAttr> kernel = resolveKernel(&op, primitives);
+  if (failed(kernel))
+    return failure();
+  if (!*kernel)
+    return lowerStructuralOp(op);
+  const KernelFamily *family =
+      KernelRegistry::get().lookup(kernel->getFamily().getValue());
+  return family->build(&op, KernelConfig(kernel->getConfig()), *this, ctx);
+}
+
+LogicalResult GpuStepLowering::lowerStructuralOp(Operation &op) {
   auto view = [&](Value result, Value source) {
     buffers[result] = {get(source).pointer, getBufferType(result.getType())};
     return success();
@@ -183,80 +184,12 @@ LogicalResult GpuStepLowering::lowerOp(Operation &op, KernelContext &ctx) {
         buffers[ref.getResult()] = {*address, getBufferType(ref.getType())};
         return success();
       })
-      .Case([&](decode::EmbeddingOp embedding) {
-        buildEmbedding(ctx, elementwiseConfig(), get(embedding.getTable()),
-                       get(embedding.getTokens()), out(embedding.getResult()));
-        return success();
-      })
-      .Case([&](decode::RMSNormOp norm) {
-        buildRMSNorm(ctx, {}, get(norm.getInput()), get(norm.getWeight()),
-                     norm.getEps().convertToFloat(), out(norm.getResult()));
-        return success();
-      })
-      .Case([&](decode::LinearOp linear) {
-        buildLinear(ctx, gemvConfig(), get(linear.getInput()),
-                    get(linear.getWeight()), linear.getWeight().getType(),
-                    optional(linear.getBias()), optional(linear.getResidual()),
-                    linear.getActivation(), out(linear.getResult()));
-        return success();
-      })
-      .Case([&](decode::SparseLinearOp sparse) {
-        auto type = sparse.getWeight().getType();
-        int64_t rows = type.getShape()[0];
-        Buffer accumulator = scratch(
-            MemRefType::get({ShapedType::kDynamic, rows}, b.getF32Type()),
-            rows * 4);
-        buildSparseLinear(ctx, {}, get(sparse.getInput()),
-                          get(sparse.getWeight()), type, accumulator,
-                          optional(sparse.getBias()),
-                          optional(sparse.getResidual()),
-                          sparse.getActivation(), out(sparse.getResult()));
-        return success();
-      })
-      .Case([&](decode::RopeOp rope) {
-        buildRope(ctx, elementwiseConfig(), get(rope.getInput()),
-                  get(rope.getPositions()), rope.getRotaryDim(),
-                  rope.getTheta().convertToFloat(), out(rope.getResult()));
-        return success();
-      })
-      .Case([&](decode::KVAppendOp append) {
-        buildKVAppend(ctx, get(append.getKey()), get(append.getValue()),
-                      get(append.getCache()), append.getCache().getType(),
-                      get(append.getSlots()), get(append.getPositions()),
-                      append.getLayer());
-        buffers[append.getResult()] = get(append.getCache());
-        return success();
-      })
-      .Case([&](decode::AttentionOp attention) {
-        AttentionConfig config;
-        Buffer partials =
-            scratch(MemRefType::get({ShapedType::kDynamic}, b.getF32Type()),
-                    attentionScratchPerSequence(
-                        config, attention.getQuery().getType()));
-        return buildAttention(
-            attention.getLoc(), ctx, config, get(attention.getQuery()),
-            get(attention.getCache()), attention.getCache().getType(),
-            get(attention.getSlots()), get(attention.getPositions()), partials,
-            attention.getLayer(), attention.getScale().convertToFloat(),
-            attention.getSoftmax(), attention.getSplits(),
-            out(attention.getResult()));
-      })
-      .Case([&](decode::ArgmaxOp argmax) {
-        buildArgmax(ctx, {}, get(argmax.getLogits()), out(argmax.getResult()));
-        return success();
-      })
-      .Case([&](decode::SampleOp sample) {
-        buildSample(ctx, {}, get(sample.getLogits()), get(sample.getUniform()),
-                    get(sample.getTemperature()), get(sample.getTopK()),
-                    get(sample.getTopP()), out(sample.getResult()));
-        return success();
-      })
       .Case([&](decode::AllReduceOp allReduce) -> LogicalResult {
         if (allReduce.getGroupSize() != 1)
           return allReduce.emitOpError()
                  << "tensor parallelism (group_size > 1) is not supported by "
                     "the GPU lowering yet";
-        buffers[allReduce.getResult()] = get(allReduce.getInput());
+        alias(allReduce.getResult(), allReduce.getInput());
         return success();
       })
       .Default([&](Operation *other) -> LogicalResult {
@@ -268,29 +201,6 @@ struct ConvertDecodeToGPU
     : public fdc::impl::ConvertDecodeToGPUBase<ConvertDecodeToGPU> {
   using Base::Base;
 
-  /// The module's decode.gpu_target, else the table's for `target`.
-  FailureOr<decode::GpuTargetAttr> resolveTarget(ModuleOp module) {
-    Attribute attr =
-        module->getAttr(decode::GpuTargetAttr::getModuleAttrName());
-    if (attr) {
-      if (auto gpuTarget = dyn_cast<decode::GpuTargetAttr>(attr))
-        return gpuTarget;
-      return module.emitError()
-             << "'" << decode::GpuTargetAttr::getModuleAttrName()
-             << "' must be a #decode.gpu_target, got " << attr;
-    }
-    if (target.empty())
-      return module.emitError()
-             << "convert-decode-to-gpu needs a GPU target: the module's '"
-             << decode::GpuTargetAttr::getModuleAttrName()
-             << "' attribute or the pass option target=ARCH[,ARCH...]";
-    SmallVector<std::string> archs;
-    for (StringRef arch : llvm::split(StringRef(target), ','))
-      archs.push_back(arch.trim().str());
-    return decode::getCommonGpuTarget(&getContext(), archs,
-                                      [&] { return module.emitError(); });
-  }
-
   void runOnOperation() override {
     ModuleOp module = getOperation();
     FailureOr<decode::ModelOp> found =
@@ -299,7 +209,8 @@ struct ConvertDecodeToGPU
       return signalPassFailure();
     decode::ModelOp model = *found;
     MLIRContext *ctx = &getContext();
-    FailureOr<decode::GpuTargetAttr> gpuTarget = resolveTarget(module);
+    FailureOr<decode::GpuTargetAttr> gpuTarget =
+        resolveGpuTarget(module, target, getArgument());
     if (failed(gpuTarget))
       return signalPassFailure();
     module->setAttr(decode::GpuTargetAttr::getModuleAttrName(), *gpuTarget);

@@ -4,6 +4,8 @@
 
 using namespace mlir;
 using namespace fdc::gpu;
+using arith::CmpFPredicate;
+using arith::CmpIPredicate;
 
 Value GpuEmitter::threadId() {
   return mlir::gpu::ThreadIdOp::create(builder(), mlir::gpu::Dimension::x);
@@ -83,4 +85,43 @@ Value GpuEmitter::loadVector(Value memref, ValueRange indices, int64_t lanes) {
 
 Value GpuEmitter::extract(Value vector, int64_t i) {
   return vector::ExtractOp::create(builder(), vector, ArrayRef<int64_t>{i});
+}
+
+Value GpuEmitter::globalIdX(int64_t threadsPerBlock) {
+  ImplicitLocOpBuilder &b = builder();
+  Value block = blockId(mlir::gpu::Dimension::x);
+  Value blockStart = arith::MulIOp::create(b, block, index(threadsPerBlock));
+  return arith::AddIOp::create(b, blockStart, threadId());
+}
+
+void GpuEmitter::blockArgmax(int64_t threads, Value logits, Value out, Value i,
+                             Value shared) {
+  GpuEmitter &e = *this;
+  ImplicitLocOpBuilder &b = e.builder();
+  int64_t vocab = cast<MemRefType>(logits.getType()).getDimSize(1);
+  int64_t warps = threads / subgroupSize();
+  Value thread = e.threadId();
+  Value vocabEnd = e.index(vocab);
+  Value step = e.index(threads);
+  SmallVector<Value> best =
+      e.reduce(thread, vocabEnd, step, {e.f32(-INFINITY), e.index(0)},
+               [&](Value j, ValueRange carried) {
+                 Value x = e.load(logits, {i, j});
+                 Value greater = e.cmpf(CmpFPredicate::OGT, x, carried[0]);
+                 return SmallVector<Value>{e.select(greater, x, carried[0]),
+                                           e.select(greater, j, carried[1])};
+               });
+  Value maximum = e.blockMax(best[0], shared, warps);
+  // The smallest index holding the maximum: indices < 2^24 are exact in f32.
+  Value isMaximum = e.cmpf(CmpFPredicate::OEQ, best[0], maximum);
+  Value index = e.toF32(best[1]);
+  Value infinity = e.f32(INFINITY);
+  Value mine = e.select(isMaximum, index, infinity);
+  Value zero = e.f32(0);
+  Value first = e.sub(zero, e.blockMax(e.sub(e.f32(0), mine), shared, warps));
+  Value threadForStore = e.threadId();
+  e.ifThenElse(e.cmpi(CmpIPredicate::eq, threadForStore, e.index(0)), [&] {
+    Value index = arith::FPToSIOp::create(b, b.getI32Type(), first);
+    memref::StoreOp::create(b, index, out, i);
+  });
 }

@@ -1,6 +1,6 @@
 //===- GpuEmitter.h - helpers for building GPU kernels ----------*- C++ -*-===//
 //
-// HostEmitter's loops and arithmetic plus what kernels need: thread and block
+// Emitter's loops and arithmetic plus what kernels need: thread and block
 // indices, subgroup- and block-wide reductions (the target's primitives, then
 // shared memory), and vector loads. The subgroup size and every cross-lane
 // operation come from the GpuPrimitives of the module's #decode.gpu_target.
@@ -10,18 +10,18 @@
 #ifndef FDC_LIB_CONVERSION_DECODETOGPU_GPUEMITTER_H
 #define FDC_LIB_CONVERSION_DECODETOGPU_GPUEMITTER_H
 
-#include "../DecodeToHost/HostEmitter.h"
 #include "Primitives/GpuPrimitives.h"
+#include "fdc/Conversion/Utils/Emitter.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
 namespace fdc::gpu {
 
-class GpuEmitter : public host::HostEmitter {
+class GpuEmitter : public Emitter {
 public:
   GpuEmitter(mlir::ImplicitLocOpBuilder &b, const GpuPrimitives &primitives)
-      : HostEmitter(b), primitives(primitives) {}
+      : Emitter(b), primitives(primitives) {}
 
   const GpuPrimitives &target() const { return primitives; }
   int64_t subgroupSize() const { return primitives.subgroupSize(); }
@@ -30,6 +30,8 @@ public:
   mlir::Value blockId(mlir::gpu::Dimension dimension);
   /// The thread's lane in its subgroup, and its subgroup in the block.
   mlir::Value laneId();
+  /// blockIdx.x * threadsPerBlock + threadIdx.x
+  mlir::Value globalIdX(int64_t threadsPerBlock);
   mlir::Value subgroupId();
   void barrier();
 
@@ -44,6 +46,12 @@ public:
                        int64_t subgroups);
   mlir::Value blockMax(mlir::Value value, mlir::Value shared,
                        int64_t subgroups);
+
+  /// out[i] = the first index of the largest element of row `i` of `logits`
+  /// ([M, vocab] f32), computed by a block of `threads` threads through
+  /// `shared` (a workgroup memref of at least threads / subgroup f32).
+  void blockArgmax(int64_t threads, mlir::Value logits, mlir::Value out,
+                   mlir::Value i, mlir::Value shared);
 
   /// A vector of `lanes` elements of `memref` at `indices`, 16-byte aligned
   /// when `lanes * element bytes` is 16 (callers guarantee the alignment),

@@ -86,69 +86,6 @@ private:
   llvm::StringMap<unsigned> kernelsPerFamily;
 };
 
-//===----------------------------------------------------------------------===//
-// Generators. Each builds one kernel (or two) from a config and launches it.
-//===----------------------------------------------------------------------===//
-
-struct ElementwiseConfig {
-  int64_t threads = 256;
-  int64_t vectorBytes = 16;
-};
-struct RowConfig {
-  int64_t threads = 256;
-};
-struct GemvConfig {
-  /// One subgroup per output row; rows per block.
-  int64_t warpsPerBlock = 4;
-  int64_t vectorBytes = 16;
-};
-struct AttentionConfig {
-  int64_t warps = 4;
-  /// Upper bound on KV splits (sizes the scratch for partial results).
-  int64_t maxSplits = 64;
-  /// Blocks per compute unit of the target that automatic splits aim for
-  /// (two waves).
-  int64_t wavesPerUnit = 2;
-  /// Fewest positions per split when splits are automatic.
-  int64_t minSplitLength = 64;
-};
-
-void buildEmbedding(KernelContext &ctx, const ElementwiseConfig &config,
-                    Buffer table, Buffer tokens, Buffer out);
-void buildRMSNorm(KernelContext &ctx, const RowConfig &config, Buffer input,
-                  Buffer weight, float eps, Buffer out);
-/// Dense or INT4 weight; bias / residual may have a null pointer.
-void buildLinear(KernelContext &ctx, const GemvConfig &config, Buffer input,
-                 Buffer weight, mlir::Type weightType, Buffer bias,
-                 Buffer residual, decode::Activation activation, Buffer out);
-/// `accumulator` is f32 scratch of [M, N] (the weight's N).
-void buildSparseLinear(KernelContext &ctx, const RowConfig &config,
-                       Buffer input, Buffer weight, decode::TiledCSLType type,
-                       Buffer accumulator, Buffer bias, Buffer residual,
-                       decode::Activation activation, Buffer out);
-void buildRope(KernelContext &ctx, const ElementwiseConfig &config,
-               Buffer input, Buffer positions, int64_t rotaryDim, float theta,
-               Buffer out);
-void buildKVAppend(KernelContext &ctx, Buffer key, Buffer value, Buffer cache,
-                   decode::KVCacheType cacheType, Buffer slots,
-                   Buffer positions, int64_t layer);
-/// Scratch bytes per sequence the attention of `query` needs for partials.
-int64_t attentionScratchPerSequence(const AttentionConfig &config,
-                                    mlir::RankedTensorType query);
-/// Fails (with a diagnostic at `loc`) for head dims it cannot split into lanes.
-mlir::LogicalResult buildAttention(mlir::Location loc, KernelContext &ctx,
-                                   const AttentionConfig &config, Buffer query,
-                                   Buffer cache, decode::KVCacheType cacheType,
-                                   Buffer slots, Buffer positions,
-                                   Buffer partials, int64_t layer, float scale,
-                                   decode::SoftmaxAttr softmax, int64_t splits,
-                                   Buffer out);
-void buildArgmax(KernelContext &ctx, const RowConfig &config, Buffer logits,
-                 Buffer out);
-void buildSample(KernelContext &ctx, const RowConfig &config, Buffer logits,
-                 Buffer uniform, Buffer temperature, Buffer topK, Buffer topP,
-                 Buffer out);
-
 } // namespace fdc::gpu
 
 #endif // FDC_LIB_CONVERSION_DECODETOGPU_KERNELCONTEXT_H

@@ -10,7 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "HostKernels.h"
-#include "PackedLayouts.h"
+#include "fdc/Conversion/Utils/PackedLayouts.h"
 
 #include "fdc/Conversion/Passes.h"
 #include "fdc/Conversion/Utils/MemRefFromPointer.h"
@@ -52,7 +52,7 @@ private:
 
   decode::ModelOp model;
   ImplicitLocOpBuilder &b;
-  HostEmitter e;
+  Emitter e;
   IRMapping mapping;
   Value args, batch, batchI64;
   DenseMap<Value, Value> outputBuffers;

@@ -1,7 +1,9 @@
 //===- HostKernels.cpp - one host kernel per decode op --------------------===//
 
 #include "HostKernels.h"
-#include "PackedLayouts.h"
+#include "fdc/Conversion/Utils/LinearEpilogue.h"
+#include "fdc/Conversion/Utils/PackedLayouts.h"
+#include "fdc/Conversion/Utils/Sampling.h"
 
 using namespace mlir;
 using namespace fdc;
@@ -11,7 +13,7 @@ using arith::CmpFPredicate;
 using arith::CmpIPredicate;
 
 namespace {
-Value dim(HostEmitter &e, Value memref, int64_t index) {
+Value dim(Emitter &e, Value memref, int64_t index) {
   return memref::DimOp::create(e.builder(), memref, index);
 }
 int64_t staticDim(Value memref, int64_t index) {
@@ -20,24 +22,23 @@ int64_t staticDim(Value memref, int64_t index) {
 Type elementType(Value memref) {
   return cast<MemRefType>(memref.getType()).getElementType();
 }
-Value negInf(HostEmitter &e) {
+Value negInf(Emitter &e) {
   return e.f32(-std::numeric_limits<float>::infinity());
 }
 } // namespace
 
-void fdc::host::emitEmbedding(HostEmitter &e, Value table, Value tokens,
+void fdc::host::emitEmbedding(Emitter &e, Value table, Value tokens,
                               Value out) {
   int64_t hidden = staticDim(table, 1);
   e.loop(dim(e, tokens, 0), [&](Value i) {
     Value token = e.loadIndex(tokens, i);
-    e.loop(hidden, [&](Value j) {
-      e.store(e.load(table, {token, j}), out, {i, j});
-    });
+    e.loop(hidden,
+           [&](Value j) { e.store(e.load(table, {token, j}), out, {i, j}); });
   });
 }
 
-void fdc::host::emitRMSNorm(HostEmitter &e, Value input, Value weight,
-                            float eps, Value out) {
+void fdc::host::emitRMSNorm(Emitter &e, Value input, Value weight, float eps,
+                            Value out) {
   int64_t hidden = staticDim(input, 1);
   Type storage = elementType(input);
   e.loop(dim(e, input, 0), [&](Value i) {
@@ -59,37 +60,24 @@ void fdc::host::emitRMSNorm(HostEmitter &e, Value input, Value weight,
   });
 }
 
-void fdc::host::emitLinearEpilogue(HostEmitter &e, Value batch,
+void fdc::host::emitLinearEpilogue(Emitter &e, Value batch,
                                    AccumulatorReader acc, Value bias,
                                    Value residual,
                                    decode::Activation activation, Value out) {
   int64_t n = staticDim(out, 1);
-  auto biased = [&](Value i, Value row) {
-    Value value = acc(i, row);
-    return bias ? e.add(value, e.load(bias, row)) : value;
-  };
+  LinearEpilogueOperands operands{bias, residual, out, activation};
   e.loop(batch, [&](Value i) {
     e.loop(n, [&](Value j) {
-      Value result;
-      if (activation == decode::Activation::silu_gate_up) {
-        Value gate = biased(i, j);
-        Value up = biased(i, arith::AddIOp::create(e.builder(), j, e.index(n)));
-        // silu(g) = g / (1 + exp(-g))
-        Value one = e.f32(1);
-        Value expNegGate = e.exp(e.sub(e.f32(0), gate));
-        Value silu = e.div(gate, e.add(one, expNegGate));
-        result = e.mul(silu, up);
-      } else {
-        result = biased(i, j);
-      }
-      if (residual)
-        result = e.add(result, e.load(residual, {i, j}));
-      e.store(result, out, {i, j});
+      Value gate = acc(i, j);
+      Value up;
+      if (activation == decode::Activation::silu_gate_up)
+        up = acc(i, arith::AddIOp::create(e.builder(), j, e.index(n)));
+      emitLinearOutput(e, operands, i, j, gate, up);
     });
   });
 }
 
-void fdc::host::emitLinear(HostEmitter &e, Value input, WeightReader weight,
+void fdc::host::emitLinear(Emitter &e, Value input, WeightReader weight,
                            Value bias, Value residual,
                            decode::Activation activation, Value out) {
   int64_t k = staticDim(input, 1);
@@ -105,7 +93,7 @@ void fdc::host::emitLinear(HostEmitter &e, Value input, WeightReader weight,
   emitLinearEpilogue(e, dim(e, input, 0), dot, bias, residual, activation, out);
 }
 
-void fdc::host::emitRope(HostEmitter &e, Value input, Value positions,
+void fdc::host::emitRope(Emitter &e, Value input, Value positions,
                          int64_t rotaryDim, float theta, Value out) {
   int64_t heads = staticDim(input, 1), headDim = staticDim(input, 2);
   int64_t half = rotaryDim / 2;
@@ -142,9 +130,9 @@ void fdc::host::emitRope(HostEmitter &e, Value input, Value positions,
   });
 }
 
-void fdc::host::emitKVAppend(HostEmitter &e, Value key, Value value,
-                             Value cache, decode::KVCacheType cacheType,
-                             Value slots, Value positions, int64_t layer) {
+void fdc::host::emitKVAppend(Emitter &e, Value key, Value value, Value cache,
+                             decode::KVCacheType cacheType, Value slots,
+                             Value positions, int64_t layer) {
   int64_t heads = staticDim(key, 1), headDim = staticDim(key, 2);
   Value layerIndex = e.index(layer), k = e.index(0), v = e.index(1);
   auto int4 = dyn_cast<decode::Int4Type>(cacheType.getElementType());
@@ -169,7 +157,7 @@ void fdc::host::emitKVAppend(HostEmitter &e, Value key, Value value,
   });
 }
 
-void fdc::host::emitAttention(HostEmitter &e, Value query, Value cache,
+void fdc::host::emitAttention(Emitter &e, Value query, Value cache,
                               decode::KVCacheType cacheType, Value slots,
                               Value positions, int64_t layer, float scale,
                               decode::SoftmaxAttr softmax, Value out) {
@@ -288,7 +276,7 @@ void fdc::host::emitAttention(HostEmitter &e, Value query, Value cache,
 
 namespace {
 /// Index of the first largest element of logits[i, :], as an index.
-Value emitRowArgmax(HostEmitter &e, Value logits, Value i) {
+Value emitRowArgmax(Emitter &e, Value logits, Value i) {
   int64_t vocab = staticDim(logits, 1);
   Value start = e.index(0);
   Value end = e.index(vocab);
@@ -302,45 +290,14 @@ Value emitRowArgmax(HostEmitter &e, Value logits, Value i) {
   return best[1];
 }
 
-/// Monotone map of an f32 onto i64: a < b  <=>  key(a) < key(b).
-Value orderedKey(HostEmitter &e, Value x) {
-  ImplicitLocOpBuilder &b = e.builder();
-  Value bits = arith::BitcastOp::create(b, b.getI32Type(), x);
-  Value negative = e.cmpi(CmpIPredicate::slt, bits, e.i32(0));
-  Value flipped = arith::XOrIOp::create(b, bits, e.i32(0x7fffffff));
-  Value key = e.select(negative, flipped, bits);
-  return arith::ExtSIOp::create(b, b.getI64Type(), key);
-}
-
-/// The largest key K in [lo, hi] with predicate(K) true, predicate monotone
-/// (true up to some K, false above). 33 halvings cover the i32 key range.
-Value bisectLargest(HostEmitter &e, Value lo, Value hi,
-                    function_ref<Value(Value)> holdsAt) {
-  ImplicitLocOpBuilder &b = e.builder();
-  Value start = e.index(0);
-  Value halvings = e.index(33);
-  SmallVector<Value> range =
-      e.reduce(start, halvings, {lo, hi}, [&](Value, ValueRange carried) {
-        Value sum = arith::AddIOp::create(b, carried[0], carried[1]);
-        Value roundUp = arith::AddIOp::create(b, sum, e.i64(1));
-        Value mid = arith::ShRSIOp::create(b, roundUp, e.i64(1));
-        Value open = e.cmpi(CmpIPredicate::slt, carried[0], carried[1]);
-        Value ok = arith::AndIOp::create(b, open, holdsAt(mid));
-        Value below = arith::SubIOp::create(b, mid, e.i64(1));
-        Value newHi =
-            e.select(open, e.select(ok, carried[1], below), carried[1]);
-        return SmallVector<Value>{e.select(ok, mid, carried[0]), newHi};
-      });
-  return range[0];
-}
 } // namespace
 
-void fdc::host::emitArgmax(HostEmitter &e, Value logits, Value out) {
+void fdc::host::emitArgmax(Emitter &e, Value logits, Value out) {
   e.loop(dim(e, logits, 0),
          [&](Value i) { e.store(emitRowArgmax(e, logits, i), out, i); });
 }
 
-void fdc::host::emitSample(HostEmitter &e, Value logits, Value uniform,
+void fdc::host::emitSample(Emitter &e, Value logits, Value uniform,
                            Value temperature, Value topK, Value topP,
                            Value out) {
   e.loop(dim(e, logits, 0), [&](Value i) {
@@ -352,94 +309,4 @@ void fdc::host::emitSample(HostEmitter &e, Value logits, Value uniform,
           emitSampleRow(e, logits, uniform, temperature, topK, topP, out, i);
         });
   });
-}
-
-void fdc::host::emitSampleRow(HostEmitter &e, Value logits, Value uniform,
-                              Value temperature, Value topK, Value topP,
-                              Value out, Value i) {
-  ImplicitLocOpBuilder &b = e.builder();
-  int64_t vocab = staticDim(logits, 1);
-  Value vocabIndex = e.index(vocab);
-  Value t = e.load(temperature, i);
-  auto z = [&](Value j) { return e.div(e.load(logits, {i, j}), t); };
-  // Top-k: keep z >= the k-th largest z (ties kept).
-  Value k = arith::ExtSIOp::create(b, b.getI64Type(),
-                                   memref::LoadOp::create(b, topK, i));
-  Value kPositive = e.cmpi(CmpIPredicate::sgt, k, e.i64(0));
-  Value kBelowVocab = e.cmpi(CmpIPredicate::slt, k, e.i64(vocab));
-  Value useK = arith::AndIOp::create(b, kPositive, kBelowVocab);
-  Value minKey = e.i64(std::numeric_limits<int32_t>::min());
-  Value maxKey = e.i64(std::numeric_limits<int32_t>::max());
-  Value kthKey = bisectLargest(e, minKey, maxKey, [&](Value key) {
-    Value count = e.reduce1(vocabIndex, e.i64(0), [&](Value j, Value n) {
-      Value ge = e.cmpi(CmpIPredicate::sge, orderedKey(e, z(j)), key);
-      return e.add(n, arith::ExtUIOp::create(b, b.getI64Type(), ge));
-    });
-    return e.cmpi(CmpIPredicate::sge, count, k);
-  });
-  Value kThreshold = e.select(useK, kthKey, minKey);
-  auto keptByK = [&](Value j) {
-    return e.cmpi(CmpIPredicate::sge, orderedKey(e, z(j)), kThreshold);
-  };
-  Value zMax = e.reduce1(vocabIndex, negInf(e), [&](Value j, Value m) {
-    Value kept = keptByK(j);
-    Value larger = arith::MaximumFOp::create(b, m, z(j));
-    return e.select(kept, larger, m);
-  });
-  // Unnormalised probabilities of the tokens top-k kept.
-  auto prob = [&](Value j) {
-    Value kept = keptByK(j);
-    Value unnormalised = e.exp(e.sub(z(j), zMax));
-    return e.select(kept, unnormalised, e.f32(0));
-  };
-  auto probKey = [&](Value p) {
-    Value bits = arith::BitcastOp::create(b, b.getI32Type(), p);
-    return arith::ExtSIOp::create(b, b.getI64Type(), bits);
-  };
-  Value zero = e.f32(0);
-  Value total = e.reduce1(vocabIndex, zero,
-                          [&](Value j, Value s) { return e.add(s, prob(j)); });
-  // Top-p: keep p >= the largest threshold whose mass >= top_p.
-  Value p = e.load(topP, i);
-  Value useP = e.cmpf(CmpFPredicate::OLT, p, e.f32(1));
-  Value target = e.mul(p, total);
-  Value zeroKey = e.i64(0);
-  Value infinityKey = e.i64(0x7f800000);
-  Value pKey = bisectLargest(e, zeroKey, infinityKey, [&](Value key) {
-    Value mass = e.reduce1(vocabIndex, e.f32(0), [&](Value j, Value s) {
-      Value pj = prob(j);
-      Value ge = e.cmpi(CmpIPredicate::sge, probKey(pj), key);
-      return e.add(s, e.select(ge, pj, e.f32(0)));
-    });
-    return e.cmpf(CmpFPredicate::OGE, mass, target);
-  });
-  Value pThreshold = e.select(useP, pKey, e.i64(0));
-  auto keptProb = [&](Value j) {
-    Value pj = prob(j);
-    Value byK = keptByK(j);
-    Value byP = e.cmpi(CmpIPredicate::sge, probKey(pj), pThreshold);
-    Value kept = arith::AndIOp::create(b, byK, byP);
-    return std::make_pair(kept, e.select(kept, pj, e.f32(0)));
-  };
-  Value mass = e.reduce1(vocabIndex, e.f32(0), [&](Value j, Value s) {
-    return e.add(s, keptProb(j).second);
-  });
-  Value draw = e.mul(e.load(uniform, i), mass);
-  Value falseValue = arith::ConstantIntOp::create(b, b.getI1Type(), 0);
-  Value start = e.index(0);
-  SmallVector<Value> scan = e.reduce(
-      start, vocabIndex, {e.f32(0), e.index(0), falseValue, e.index(0)},
-      [&](Value j, ValueRange carried) {
-        auto [kept, pj] = keptProb(j);
-        Value cumulative = e.add(carried[0], pj);
-        Value notFound = arith::XOrIOp::create(
-            b, carried[2], arith::ConstantIntOp::create(b, b.getI1Type(), 1));
-        Value keptAndNotFound = arith::AndIOp::create(b, notFound, kept);
-        Value passed = e.cmpf(CmpFPredicate::OGT, cumulative, draw);
-        Value hit = arith::AndIOp::create(b, keptAndNotFound, passed);
-        return SmallVector<Value>{cumulative, e.select(hit, j, carried[1]),
-                                  arith::OrIOp::create(b, carried[2], hit),
-                                  e.select(kept, j, carried[3])};
-      });
-  e.store(e.select(scan[2], scan[1], scan[3]), out, i);
 }

@@ -9,16 +9,16 @@
 #ifndef FDC_LIB_CONVERSION_DECODETOHOST_HOSTKERNELS_H
 #define FDC_LIB_CONVERSION_DECODETOHOST_HOSTKERNELS_H
 
-#include "HostEmitter.h"
+#include "fdc/Conversion/Utils/Emitter.h"
 
 #include "fdc/Dialect/Decode/IR/Decode.h"
 
 namespace fdc::host {
 
-void emitEmbedding(HostEmitter &e, mlir::Value table, mlir::Value tokens,
+void emitEmbedding(Emitter &e, mlir::Value table, mlir::Value tokens,
                    mlir::Value out);
-void emitRMSNorm(HostEmitter &e, mlir::Value input, mlir::Value weight,
-                 float eps, mlir::Value out);
+void emitRMSNorm(Emitter &e, mlir::Value input, mlir::Value weight, float eps,
+                 mlir::Value out);
 /// Reads element (row, k) of a linear weight as f32 (dense or packed).
 using WeightReader =
     llvm::function_ref<mlir::Value(mlir::Value row, mlir::Value k)>;
@@ -29,36 +29,30 @@ using AccumulatorReader =
 
 /// Writes out[i, j] = epilogue(acc) for every i < M, j < N (the result's
 /// width): bias, silu_gate_up (gate row j, up row j + N), residual.
-void emitLinearEpilogue(HostEmitter &e, mlir::Value batch,
-                        AccumulatorReader acc, mlir::Value bias,
-                        mlir::Value residual, decode::Activation activation,
-                        mlir::Value out);
+void emitLinearEpilogue(Emitter &e, mlir::Value batch, AccumulatorReader acc,
+                        mlir::Value bias, mlir::Value residual,
+                        decode::Activation activation, mlir::Value out);
 
 /// `bias` and `residual` may be null.
-void emitLinear(HostEmitter &e, mlir::Value input, WeightReader weight,
+void emitLinear(Emitter &e, mlir::Value input, WeightReader weight,
                 mlir::Value bias, mlir::Value residual,
                 decode::Activation activation, mlir::Value out);
-void emitRope(HostEmitter &e, mlir::Value input, mlir::Value positions,
+void emitRope(Emitter &e, mlir::Value input, mlir::Value positions,
               int64_t rotaryDim, float theta, mlir::Value out);
 /// `cache` is the whole cache viewed as
 /// [slots][layers][2][kv_heads][max_context][head_dim] of its element type,
 /// or [..][row_bytes] of i8 for an INT4 cache.
-void emitKVAppend(HostEmitter &e, mlir::Value key, mlir::Value value,
+void emitKVAppend(Emitter &e, mlir::Value key, mlir::Value value,
                   mlir::Value cache, decode::KVCacheType cacheType,
                   mlir::Value slots, mlir::Value positions, int64_t layer);
-void emitAttention(HostEmitter &e, mlir::Value query, mlir::Value cache,
+void emitAttention(Emitter &e, mlir::Value query, mlir::Value cache,
                    decode::KVCacheType cacheType, mlir::Value slots,
                    mlir::Value positions, int64_t layer, float scale,
                    decode::SoftmaxAttr softmax, mlir::Value out);
-void emitArgmax(HostEmitter &e, mlir::Value logits, mlir::Value out);
-void emitSample(HostEmitter &e, mlir::Value logits, mlir::Value uniform,
+void emitArgmax(Emitter &e, mlir::Value logits, mlir::Value out);
+void emitSample(Emitter &e, mlir::Value logits, mlir::Value uniform,
                 mlir::Value temperature, mlir::Value topK, mlir::Value topP,
                 mlir::Value out);
-/// The sampled branch of decode.sample (temperature > 0) for row `i`.
-void emitSampleRow(HostEmitter &e, mlir::Value logits, mlir::Value uniform,
-                   mlir::Value temperature, mlir::Value topK, mlir::Value topP,
-                   mlir::Value out, mlir::Value i);
-
 } // namespace fdc::host
 
 #endif // FDC_LIB_CONVERSION_DECODETOHOST_HOSTKERNELS_H

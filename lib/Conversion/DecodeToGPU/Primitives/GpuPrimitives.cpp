@@ -2,6 +2,8 @@
 
 #include "GpuPrimitives.h"
 
+#include "fdc/Dialect/Decode/IR/KnownTargets.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 
@@ -38,4 +40,24 @@ Value fdc::gpu::combine(ImplicitLocOpBuilder &b, ReduceKind kind, Value x,
   if (kind == ReduceKind::Max)
     return arith::MaximumFOp::create(b, x, y);
   return arith::AddFOp::create(b, x, y);
+}
+
+FailureOr<decode::GpuTargetAttr>
+fdc::gpu::resolveGpuTarget(ModuleOp module, StringRef archs, StringRef pass) {
+  StringRef name = decode::GpuTargetAttr::getModuleAttrName();
+  if (Attribute attr = module->getAttr(name)) {
+    if (auto gpuTarget = dyn_cast<decode::GpuTargetAttr>(attr))
+      return gpuTarget;
+    return module.emitError()
+           << "'" << name << "' must be a #decode.gpu_target, got " << attr;
+  }
+  if (archs.empty())
+    return module.emitError()
+           << pass << " needs a GPU target: the module's '" << name
+           << "' attribute or the pass option target=ARCH[,ARCH...]";
+  SmallVector<std::string> list;
+  for (StringRef arch : llvm::split(archs, ','))
+    list.push_back(arch.trim().str());
+  return decode::getCommonGpuTarget(module.getContext(), list,
+                                    [&] { return module.emitError(); });
 }

@@ -14,6 +14,7 @@
 
 #include "fdc/Dialect/Decode/IR/Decode.h"
 
+#include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 
 #include <memory>
@@ -66,6 +67,12 @@ std::unique_ptr<GpuPrimitives>
 createNVVMPrimitives(decode::GpuTargetAttr target);
 std::unique_ptr<GpuPrimitives>
 createROCDLPrimitives(decode::GpuTargetAttr target);
+
+/// The module's #decode.gpu_target, else the known-targets table's for the
+/// comma-separated archs of `archs` (a pass option); errors name `pass`.
+mlir::FailureOr<decode::GpuTargetAttr> resolveGpuTarget(mlir::ModuleOp module,
+                                                        llvm::StringRef archs,
+                                                        llvm::StringRef pass);
 
 /// `kind` of two f32 values.
 mlir::Value combine(mlir::ImplicitLocOpBuilder &b, ReduceKind kind,

@@ -128,4 +128,24 @@ def Decode_GpuTargetAttr : AttrDef<Decode_Dialect, "GpuTarget"> {
   }];
 }
 
+def Decode_KernelAttr : AttrDef<Decode_Dialect, "Kernel"> {
+  let mnemonic = "kernel";
+  let summary = "the GPU kernel family and config chosen for an op";
+  let description = [{
+    `#decode.kernel<"gemv", {rows_per_block = 4 : i64}>` on an op (attribute
+    name `decode.kernel`) names the kernel family of fdc's registry that
+    lowers it and the family's config. `decode-select-kernels` writes one on
+    every op that becomes a kernel; a kernel written by hand is kept (and
+    checked), so a test can pin one. Config entries a family does not name
+    are refused; entries left out take the family's defaults for the target.
+  }];
+  let parameters = (ins "::mlir::StringAttr":$family,
+                        "::mlir::DictionaryAttr":$config);
+  let assemblyFormat = "`<` $family `,` $config `>`";
+  let extraClassDeclaration = [{
+    /// The name of the attribute that carries the kernel on an op.
+    static llvm::StringRef getOpAttrName() { return "decode.kernel"; }
+  }];
+}
+
 #endif // FDC_DIALECT_DECODE_IR_DECODEATTRS_TD

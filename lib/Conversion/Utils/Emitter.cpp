@@ -1,30 +1,30 @@
-//===- HostEmitter.cpp - loop-building helpers for host kernels -----------===//
+//===- Emitter.cpp - loop-building helpers for host kernels -----------===//
 
-#include "HostEmitter.h"
+#include "fdc/Conversion/Utils/Emitter.h"
 
 using namespace mlir;
-using namespace fdc::host;
+using namespace fdc;
 
-Value HostEmitter::index(int64_t value) {
+Value Emitter::index(int64_t value) {
   return arith::ConstantIndexOp::create(b, value);
 }
-Value HostEmitter::f32(double value) {
+Value Emitter::f32(double value) {
   return arith::ConstantFloatOp::create(
       b, b.getF32Type(), llvm::APFloat(static_cast<float>(value)));
 }
-Value HostEmitter::i32(int64_t value) {
+Value Emitter::i32(int64_t value) {
   return arith::ConstantIntOp::create(b, b.getI32Type(), value);
 }
-Value HostEmitter::i64(int64_t value) {
+Value Emitter::i64(int64_t value) {
   return arith::ConstantIntOp::create(b, b.getI64Type(), value);
 }
 
-void HostEmitter::loop(Value lb, Value ub, function_ref<void(Value)> body) {
+void Emitter::loop(Value lb, Value ub, function_ref<void(Value)> body) {
   loop(lb, ub, index(1), body);
 }
 
-void HostEmitter::loop(Value lb, Value ub, Value step,
-                       function_ref<void(Value)> body) {
+void Emitter::loop(Value lb, Value ub, Value step,
+                   function_ref<void(Value)> body) {
   auto forOp = scf::ForOp::create(b, lb, ub, step);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPoint(forOp.getBody()->getTerminator());
@@ -32,14 +32,14 @@ void HostEmitter::loop(Value lb, Value ub, Value step,
 }
 
 SmallVector<Value>
-HostEmitter::reduce(Value lb, Value ub, ValueRange init,
-                    function_ref<SmallVector<Value>(Value, ValueRange)> body) {
+Emitter::reduce(Value lb, Value ub, ValueRange init,
+                function_ref<SmallVector<Value>(Value, ValueRange)> body) {
   return reduce(lb, ub, index(1), init, body);
 }
 
 SmallVector<Value>
-HostEmitter::reduce(Value lb, Value ub, Value step, ValueRange init,
-                    function_ref<SmallVector<Value>(Value, ValueRange)> body) {
+Emitter::reduce(Value lb, Value ub, Value step, ValueRange init,
+                function_ref<SmallVector<Value>(Value, ValueRange)> body) {
   auto forOp = scf::ForOp::create(b, lb, ub, step, init);
   {
     OpBuilder::InsertionGuard guard(b);
@@ -52,15 +52,15 @@ HostEmitter::reduce(Value lb, Value ub, Value step, ValueRange init,
   return SmallVector<Value>(results.begin(), results.end());
 }
 
-Value HostEmitter::reduce1(Value ub, Value init,
-                           function_ref<Value(Value, Value)> body) {
+Value Emitter::reduce1(Value ub, Value init,
+                       function_ref<Value(Value, Value)> body) {
   return reduce(index(0), ub, init, [&](Value iv, ValueRange carried) {
     return SmallVector<Value>{body(iv, carried[0])};
   })[0];
 }
 
-void HostEmitter::ifThenElse(Value cond, function_ref<void()> then,
-                             function_ref<void()> otherwise) {
+void Emitter::ifThenElse(Value cond, function_ref<void()> then,
+                         function_ref<void()> otherwise) {
   auto ifOp = scf::IfOp::create(b, cond, /*withElseRegion=*/bool(otherwise));
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
@@ -71,7 +71,7 @@ void HostEmitter::ifThenElse(Value cond, function_ref<void()> then,
   }
 }
 
-Value HostEmitter::load(Value memref, ValueRange indices) {
+Value Emitter::load(Value memref, ValueRange indices) {
   Value value = memref::LoadOp::create(b, memref, indices);
   Type type = value.getType();
   if (isa<FloatType>(type) && !type.isF32())
@@ -79,12 +79,12 @@ Value HostEmitter::load(Value memref, ValueRange indices) {
   return value;
 }
 
-Value HostEmitter::loadIndex(Value memref, ValueRange indices) {
+Value Emitter::loadIndex(Value memref, ValueRange indices) {
   Value value = memref::LoadOp::create(b, memref, indices);
   return arith::IndexCastOp::create(b, b.getIndexType(), value);
 }
 
-void HostEmitter::store(Value value, Value memref, ValueRange indices) {
+void Emitter::store(Value value, Value memref, ValueRange indices) {
   Type element = cast<MemRefType>(memref.getType()).getElementType();
   if (value.getType() != element) {
     if (isa<FloatType>(element))
@@ -95,42 +95,40 @@ void HostEmitter::store(Value value, Value memref, ValueRange indices) {
   memref::StoreOp::create(b, value, memref, indices);
 }
 
-Value HostEmitter::roundTo(Value value, Type storage) {
+Value Emitter::roundTo(Value value, Type storage) {
   if (storage.isF32())
     return value;
   Value narrow = arith::TruncFOp::create(b, storage, value);
   return arith::ExtFOp::create(b, b.getF32Type(), narrow);
 }
 
-Value HostEmitter::add(Value x, Value y) {
+Value Emitter::add(Value x, Value y) {
   if (isa<FloatType>(x.getType()))
     return arith::AddFOp::create(b, x, y);
   return arith::AddIOp::create(b, x, y);
 }
-Value HostEmitter::sub(Value x, Value y) {
+Value Emitter::sub(Value x, Value y) {
   if (isa<FloatType>(x.getType()))
     return arith::SubFOp::create(b, x, y);
   return arith::SubIOp::create(b, x, y);
 }
-Value HostEmitter::mul(Value x, Value y) {
+Value Emitter::mul(Value x, Value y) {
   if (isa<FloatType>(x.getType()))
     return arith::MulFOp::create(b, x, y);
   return arith::MulIOp::create(b, x, y);
 }
-Value HostEmitter::div(Value x, Value y) {
-  return arith::DivFOp::create(b, x, y);
-}
-Value HostEmitter::exp(Value x) { return math::ExpOp::create(b, x); }
-Value HostEmitter::select(Value cond, Value x, Value y) {
+Value Emitter::div(Value x, Value y) { return arith::DivFOp::create(b, x, y); }
+Value Emitter::exp(Value x) { return math::ExpOp::create(b, x); }
+Value Emitter::select(Value cond, Value x, Value y) {
   return arith::SelectOp::create(b, cond, x, y);
 }
-Value HostEmitter::cmpf(arith::CmpFPredicate pred, Value x, Value y) {
+Value Emitter::cmpf(arith::CmpFPredicate pred, Value x, Value y) {
   return arith::CmpFOp::create(b, pred, x, y);
 }
-Value HostEmitter::cmpi(arith::CmpIPredicate pred, Value x, Value y) {
+Value Emitter::cmpi(arith::CmpIPredicate pred, Value x, Value y) {
   return arith::CmpIOp::create(b, pred, x, y);
 }
-Value HostEmitter::toF32(Value value) {
+Value Emitter::toF32(Value value) {
   if (value.getType().isIndex())
     value = arith::IndexCastOp::create(b, b.getI64Type(), value);
   return arith::SIToFPOp::create(b, b.getF32Type(), value);

@@ -1,13 +1,13 @@
-//===- HostEmitter.h - loop-building helpers for host kernels ---*- C++ -*-===//
+//===- Emitter.h - loop-building helpers for host kernels ---*- C++ -*-===//
 //
-// Small helpers that keep the host kernels readable: constants, scf.for loops
-// (with and without loop-carried values), conditionals, and loads / stores
-// that compute in f32 whatever the storage type.
+// Small helpers that keep the host and GPU kernels readable: constants, scf.for
+// loops (with and without loop-carried values), conditionals, and loads /
+// stores that compute in f32 whatever the storage type.
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef FDC_LIB_CONVERSION_DECODETOHOST_HOSTEMITTER_H
-#define FDC_LIB_CONVERSION_DECODETOHOST_HOSTEMITTER_H
+#ifndef FDC_CONVERSION_UTILS_EMITTER_H
+#define FDC_CONVERSION_UTILS_EMITTER_H
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
@@ -15,11 +15,11 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 
-namespace fdc::host {
+namespace fdc {
 
-class HostEmitter {
+class Emitter {
 public:
-  explicit HostEmitter(mlir::ImplicitLocOpBuilder &b) : b(b) {}
+  explicit Emitter(mlir::ImplicitLocOpBuilder &b) : b(b) {}
 
   mlir::ImplicitLocOpBuilder &builder() { return b; }
 
@@ -88,6 +88,6 @@ private:
   mlir::ImplicitLocOpBuilder &b;
 };
 
-} // namespace fdc::host
+} // namespace fdc
 
-#endif // FDC_LIB_CONVERSION_DECODETOHOST_HOSTEMITTER_H
+#endif // FDC_CONVERSION_UTILS_EMITTER_H

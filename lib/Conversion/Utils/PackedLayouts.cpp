@@ -1,24 +1,23 @@
 //===- PackedLayouts.cpp - host access to packed weights and caches -------===//
 
-#include "PackedLayouts.h"
+#include "fdc/Conversion/Utils/PackedLayouts.h"
 
 #include <cmath>
 
 using namespace mlir;
 using namespace fdc;
-using namespace fdc::host;
 
 namespace {
-Value addIndex(HostEmitter &e, Value a, Value b) {
+Value addIndex(Emitter &e, Value a, Value b) {
   return arith::AddIOp::create(e.builder(), a, b);
 }
-Value mulIndex(HostEmitter &e, Value a, int64_t b) {
+Value mulIndex(Emitter &e, Value a, int64_t b) {
   return arith::MulIOp::create(e.builder(), a, e.index(b));
 }
 
 /// An element of `byteType` (f16 / bf16 / f32) stored little-endian at byte
 /// `offset` of an i8 memref whose leading indices are `prefix`.
-Value loadScalarFromBytes(HostEmitter &e, Value bytes, ValueRange prefix,
+Value loadScalarFromBytes(Emitter &e, Value bytes, ValueRange prefix,
                           Value offset, Type scalarType) {
   ImplicitLocOpBuilder &b = e.builder();
   unsigned width = scalarType.getIntOrFloatBitWidth();
@@ -39,8 +38,8 @@ Value loadScalarFromBytes(HostEmitter &e, Value bytes, ValueRange prefix,
 }
 
 /// Stores an f32 as f16 (little-endian) at byte `offset`.
-void storeF16ToBytes(HostEmitter &e, Value value, Value bytes,
-                     ValueRange prefix, Value offset) {
+void storeF16ToBytes(Emitter &e, Value value, Value bytes, ValueRange prefix,
+                     Value offset) {
   ImplicitLocOpBuilder &b = e.builder();
   Value half = arith::TruncFOp::create(b, b.getF16Type(), value);
   Value bits = arith::BitcastOp::create(b, b.getI16Type(), half);
@@ -56,7 +55,7 @@ void storeF16ToBytes(HostEmitter &e, Value value, Value bytes,
 
 /// The 4-bit value at nibble index `k` of the packed bytes starting at byte
 /// `base` (element 2j in the low nibble of byte j), as f32.
-Value loadNibble(HostEmitter &e, Value bytes, ValueRange prefix, Value base,
+Value loadNibble(Emitter &e, Value bytes, ValueRange prefix, Value base,
                  Value k) {
   ImplicitLocOpBuilder &b = e.builder();
   Value byteIndex = addIndex(e, base, arith::DivUIOp::create(b, k, e.index(2)));
@@ -74,9 +73,8 @@ Value loadNibble(HostEmitter &e, Value bytes, ValueRange prefix, Value base,
 }
 } // namespace
 
-Value fdc::host::loadInt4CacheElement(HostEmitter &e, Value cache,
-                                      decode::Int4Type int4, int64_t headDim,
-                                      ValueRange row, Value d) {
+Value fdc::loadInt4CacheElement(Emitter &e, Value cache, decode::Int4Type int4,
+                                int64_t headDim, ValueRange row, Value d) {
   int64_t groupSize = headDim / int4.getGroups();
   Value group = arith::DivUIOp::create(e.builder(), d, e.index(groupSize));
   Value pair = mulIndex(e, group, 4);
@@ -88,9 +86,9 @@ Value fdc::host::loadInt4CacheElement(HostEmitter &e, Value cache,
   return e.add(min, e.mul(scale, q));
 }
 
-void fdc::host::storeInt4CacheRow(HostEmitter &e, Value source, Value i,
-                                  Value h, Value cache, decode::Int4Type int4,
-                                  int64_t headDim, ValueRange row) {
+void fdc::storeInt4CacheRow(Emitter &e, Value source, Value i, Value h,
+                            Value cache, decode::Int4Type int4, int64_t headDim,
+                            ValueRange row) {
   ImplicitLocOpBuilder &b = e.builder();
   int64_t groups = int4.getGroups(), groupSize = headDim / groups;
   Value nibbleBase = e.index(4 * groups);
@@ -142,9 +140,8 @@ void fdc::host::storeInt4CacheRow(HostEmitter &e, Value source, Value i,
   });
 }
 
-Value fdc::host::loadInt4Weight(HostEmitter &e, Value bytes,
-                                decode::QuantTensorType type, Value n,
-                                Value k) {
+Value fdc::loadInt4Weight(Emitter &e, Value bytes, decode::QuantTensorType type,
+                          Value n, Value k) {
   int64_t rows = type.getShape()[0], cols = type.getShape()[1];
   int64_t groups = cols / type.getGroupSize();
   Type scaleType = type.getScaleType();
@@ -162,8 +159,8 @@ Value fdc::host::loadInt4Weight(HostEmitter &e, Value bytes,
   return e.add(min, e.mul(scale, q));
 }
 
-Value fdc::host::emitSparseProduct(HostEmitter &e, Value input, Value words,
-                                   decode::TiledCSLType type) {
+Value fdc::emitSparseProduct(Emitter &e, Value input, Value words,
+                             decode::TiledCSLType type) {
   ImplicitLocOpBuilder &b = e.builder();
   int64_t n = type.getShape()[0], k = type.getShape()[1];
   int64_t tileRows = type.getTile()[0], tileCols = type.getTile()[1];
@@ -173,9 +170,8 @@ Value fdc::host::emitSparseProduct(HostEmitter &e, Value input, Value words,
       b, MemRefType::get({ShapedType::kDynamic, n}, b.getF32Type()),
       ValueRange{batch});
   e.loop(batch, [&](Value i) {
-    e.loop(n, [&](Value j) {
-      memref::StoreOp::create(b, e.f32(0), acc, {i, j});
-    });
+    e.loop(n,
+           [&](Value j) { memref::StoreOp::create(b, e.f32(0), acc, {i, j}); });
   });
   Value wordBase = e.index(tiles + 1);
   auto offsetAt = [&](Value tile) {

@@ -1,4 +1,4 @@
-//===- AttentionKernels.cpp - split-KV decode attention -------------------===//
+//===- SplitKVAttention.cpp - kernel family "split_kv_attention" ----------===//
 //
 // Flash-decoding with the two softmax schemes of #decode.softmax.
 //
@@ -18,8 +18,9 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "../DecodeToHost/PackedLayouts.h"
-#include "KernelContext.h"
+#include "../KernelRegistry.h"
+
+#include "fdc/Conversion/Utils/PackedLayouts.h"
 
 using namespace mlir;
 using namespace fdc;
@@ -29,6 +30,27 @@ using arith::CmpIPredicate;
 using mlir::gpu::Dimension;
 
 namespace {
+
+/// The family's config (see getDefaultConfig).
+struct AttentionConfig {
+  /// Subgroups per partial block.
+  int64_t warps;
+  /// Upper bound on KV splits (sizes the scratch for partial results).
+  int64_t maxSplits;
+  /// Blocks per compute unit of the target that automatic splits aim for.
+  int64_t wavesPerUnit;
+  /// Fewest positions per split when splits are automatic.
+  int64_t minSplitLength;
+
+  explicit AttentionConfig(const KernelConfig &config)
+      : warps(config.get("subgroups")), maxSplits(config.get("max_splits")),
+        wavesPerUnit(config.get("waves_per_unit")),
+        minSplitLength(config.get("min_split_length")) {}
+
+  /// Scratch bytes per sequence the partial results of `query` need.
+  int64_t scratchPerSequence(RankedTensorType query) const;
+};
+
 struct Shape {
   int64_t queryHeads, kvHeads, headDim;
   int64_t groupLanes; // lanes that hold one head vector
@@ -87,8 +109,8 @@ Value loadCacheVector(GpuEmitter &e, Value cache, decode::KVCacheType type,
   if (auto int4 = dyn_cast<decode::Int4Type>(type.getElementType())) {
     SmallVector<Value> elements;
     for (int64_t c = 0; c < vecLen; ++c)
-      elements.push_back(host::loadInt4CacheElement(
-          e, cache, int4, type.getHeadDim(), row, addI(b, d0, e.index(c))));
+      elements.push_back(loadInt4CacheElement(e, cache, int4, type.getHeadDim(),
+                                              row, addI(b, d0, e.index(c))));
     return vector::FromElementsOp::create(
         b, VectorType::get({vecLen}, b.getF32Type()), elements);
   }
@@ -109,17 +131,19 @@ Value splat(GpuEmitter &e, Value scalar, int64_t lanes) {
 }
 } // namespace
 
-int64_t fdc::gpu::attentionScratchPerSequence(const AttentionConfig &config,
-                                              RankedTensorType query) {
+int64_t AttentionConfig::scratchPerSequence(RankedTensorType query) const {
   int64_t heads = query.getDimSize(1), headDim = query.getDimSize(2);
-  return heads * config.maxSplits * (headDim + 2) * 4;
+  return heads * maxSplits * (headDim + 2) * 4;
 }
 
-LogicalResult fdc::gpu::buildAttention(
-    Location loc, KernelContext &ctx, const AttentionConfig &config,
-    Buffer query, Buffer cache, decode::KVCacheType cacheType, Buffer slots,
-    Buffer positions, Buffer partials, int64_t layer, float scale,
-    decode::SoftmaxAttr softmax, int64_t splits, Buffer out) {
+namespace {
+LogicalResult buildAttention(Location loc, KernelContext &ctx,
+                             const AttentionConfig &config, Buffer query,
+                             Buffer cache, decode::KVCacheType cacheType,
+                             Buffer slots, Buffer positions, Buffer partials,
+                             int64_t layer, float scale,
+                             decode::SoftmaxAttr softmax, int64_t splits,
+                             Buffer out) {
   ImplicitLocOpBuilder &host = ctx.host;
   int64_t queryHeads = query.type.getDimSize(1);
   int64_t subgroup = ctx.subgroupSize();
@@ -459,4 +483,60 @@ LogicalResult fdc::gpu::buildAttention(
         });
       });
   return success();
+}
+
+class SplitKVAttentionFamily : public KernelFamily {
+public:
+  StringRef getName() const override { return "split_kv_attention"; }
+  bool canLower(Operation *op) const override {
+    return isa<decode::AttentionOp>(op);
+  }
+  DictionaryAttr getDefaultConfig(Operation *op,
+                                  const GpuPrimitives &) const override {
+    return makeConfig(op->getContext(), {{"subgroups", 4},
+                                         {"max_splits", 64},
+                                         {"waves_per_unit", 2},
+                                         {"min_split_length", 64}});
+  }
+  LogicalResult verifyConfig(Operation *op, const KernelConfig &config,
+                             const GpuPrimitives &target) const override {
+    int64_t maxSubgroups =
+        target.target().getMaxWorkgroupSize() / target.subgroupSize();
+    if (failed(checkRange(op, config, "subgroups", 1, maxSubgroups)) ||
+        failed(checkRange(op, config, "max_splits", 1, 1024)) ||
+        failed(checkRange(op, config, "waves_per_unit", 1, 64)) ||
+        failed(checkRange(op, config, "min_split_length", 1, 1 << 20)))
+      return failure();
+    auto attention = cast<decode::AttentionOp>(op);
+    int64_t headDim = attention.getQuery().getType().getDimSize(2);
+    int64_t sharedBytes = config.get("subgroups") * (headDim + 2) * 4;
+    if (sharedBytes > target.target().getSharedMemory())
+      return op->emitOpError()
+             << "kernel config subgroups = " << config.get("subgroups")
+             << " needs " << sharedBytes << " bytes of shared memory, more "
+             << "than the " << target.target().getSharedMemory() << " of "
+             << target.target().getArch().getValue();
+    return success();
+  }
+  LogicalResult build(Operation *op, const KernelConfig &kernelConfig,
+                      StepBuffers &buffers, KernelContext &ctx) const override {
+    auto attention = cast<decode::AttentionOp>(op);
+    AttentionConfig config(kernelConfig);
+    Builder b(op->getContext());
+    Buffer partials = buffers.scratch(
+        MemRefType::get({ShapedType::kDynamic}, b.getF32Type()),
+        config.scratchPerSequence(attention.getQuery().getType()));
+    return buildAttention(
+        attention.getLoc(), ctx, config, buffers.get(attention.getQuery()),
+        buffers.get(attention.getCache()), attention.getCache().getType(),
+        buffers.get(attention.getSlots()),
+        buffers.get(attention.getPositions()), partials, attention.getLayer(),
+        attention.getScale().convertToFloat(), attention.getSoftmax(),
+        attention.getSplits(), buffers.result(attention.getResult()));
+  }
+};
+} // namespace
+
+std::unique_ptr<KernelFamily> fdc::gpu::createSplitKVAttentionFamily() {
+  return std::make_unique<SplitKVAttentionFamily>();
 }

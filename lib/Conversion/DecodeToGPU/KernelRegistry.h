@@ -1,0 +1,125 @@
+//===- KernelRegistry.h - the GPU kernel families -------------*- C++ -*-===//
+//
+// A kernel family is one generator (Kernels/<Family>.cpp): the ops it lowers,
+// the entries of its config with their defaults for a target, the checks of
+// a config, and the build of its kernels. The registry lists the families in
+// order of preference; decode-select-kernels writes each op's choice as a
+// #decode.kernel, and convert-decode-to-gpu builds what that names.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FDC_LIB_CONVERSION_DECODETOGPU_KERNELREGISTRY_H
+#define FDC_LIB_CONVERSION_DECODETOGPU_KERNELREGISTRY_H
+
+#include "KernelContext.h"
+
+#include <memory>
+
+namespace fdc::gpu {
+
+/// What a family's build asks of the step lowering: the device buffers of
+/// the op's operands and results.
+class StepBuffers {
+public:
+  virtual ~StepBuffers();
+  /// The buffer of an operand.
+  virtual Buffer get(mlir::Value value) = 0;
+  /// The buffer of an optional operand: a null pointer when absent.
+  Buffer getOptional(mlir::Value value) {
+    return value ? get(value) : Buffer{mlir::Value(), mlir::MemRefType()};
+  }
+  /// The buffer a result is written to (scratch, or a step output).
+  virtual Buffer result(mlir::Value result) = 0;
+  /// Scratch of `type` taking `bytesPerSequence` per sequence.
+  virtual Buffer scratch(mlir::MemRefType type, int64_t bytesPerSequence) = 0;
+  /// `result` lives in `source`'s buffer (an in-place update).
+  virtual void alias(mlir::Value result, mlir::Value source) = 0;
+};
+
+/// A complete config: every entry of the family, defaults filled in.
+class KernelConfig {
+public:
+  explicit KernelConfig(mlir::DictionaryAttr entries) : entries(entries) {}
+  /// An entry the family declared (asserts it is there).
+  int64_t get(llvm::StringRef name) const;
+  mlir::DictionaryAttr getEntries() const { return entries; }
+
+private:
+  mlir::DictionaryAttr entries;
+};
+
+class KernelFamily {
+public:
+  virtual ~KernelFamily();
+  /// The name in #decode.kernel, e.g. "gemv".
+  virtual llvm::StringRef getName() const = 0;
+  /// Whether the family lowers `op` (its kind and shapes).
+  virtual bool canLower(mlir::Operation *op) const = 0;
+  /// Every config entry the family takes (integers), with its default for
+  /// `op` on `target`.
+  virtual mlir::DictionaryAttr
+  getDefaultConfig(mlir::Operation *op, const GpuPrimitives &target) const = 0;
+  /// Checks the values of a complete config, with errors at `op`.
+  virtual mlir::LogicalResult verifyConfig(mlir::Operation *op,
+                                           const KernelConfig &config,
+                                           const GpuPrimitives &target) const;
+  /// Builds and launches the kernels of `op`.
+  virtual mlir::LogicalResult build(mlir::Operation *op,
+                                    const KernelConfig &config,
+                                    StepBuffers &buffers,
+                                    KernelContext &ctx) const = 0;
+
+protected:
+  /// Checks that config entry `name` is a whole number of subgroups that
+  /// fits a workgroup of the target.
+  static mlir::LogicalResult checkThreads(mlir::Operation *op,
+                                          const KernelConfig &config,
+                                          llvm::StringRef name,
+                                          const GpuPrimitives &target);
+  /// Checks that entry `name` is in [lo, hi].
+  static mlir::LogicalResult checkRange(mlir::Operation *op,
+                                        const KernelConfig &config,
+                                        llvm::StringRef name, int64_t lo,
+                                        int64_t hi);
+  /// A config from (name, value) pairs.
+  static mlir::DictionaryAttr
+  makeConfig(mlir::MLIRContext *context,
+             llvm::ArrayRef<std::pair<llvm::StringRef, int64_t>> entries);
+};
+
+class KernelRegistry {
+public:
+  /// The registry of every family, in order of preference.
+  static const KernelRegistry &get();
+
+  const KernelFamily *lookup(llvm::StringRef name) const;
+  /// The preferred family that lowers `op`, or null.
+  const KernelFamily *select(mlir::Operation *op) const;
+  llvm::SmallVector<llvm::StringRef> getFamilyNames() const;
+
+private:
+  KernelRegistry();
+  llvm::SmallVector<std::unique_ptr<KernelFamily>> families;
+};
+
+/// The kernel of `op`: its decode.kernel, checked against the registry with
+/// the family's defaults filled in, or else the registry's choice with the
+/// defaults. A null attribute for an op no family lowers (and that names no
+/// kernel); failure, with an error naming the op, for a bad decode.kernel.
+mlir::FailureOr<decode::KernelAttr> resolveKernel(mlir::Operation *op,
+                                                  const GpuPrimitives &target);
+
+/// The families, one per file in Kernels/.
+std::unique_ptr<KernelFamily> createEmbeddingFamily();
+std::unique_ptr<KernelFamily> createRMSNormFamily();
+std::unique_ptr<KernelFamily> createGemvFamily();
+std::unique_ptr<KernelFamily> createSparseRowScanFamily();
+std::unique_ptr<KernelFamily> createRopeFamily();
+std::unique_ptr<KernelFamily> createKVAppendFamily();
+std::unique_ptr<KernelFamily> createSplitKVAttentionFamily();
+std::unique_ptr<KernelFamily> createArgmaxFamily();
+std::unique_ptr<KernelFamily> createSampleFamily();
+
+} // namespace fdc::gpu
+
+#endif // FDC_LIB_CONVERSION_DECODETOGPU_KERNELREGISTRY_H

@@ -1,0 +1,140 @@
+//===- Gemv.cpp - kernel family "gemv" ------------------------------------===//
+//
+// decode.linear, first version: one subgroup per output row n. Each lane
+// reads `vector_bytes` of the weight row per step (a subgroup covers
+// subgroup * vector_bytes contiguous bytes, fully coalesced), multiplies with
+// the same slice of each of the M activation rows and accumulates in f32; a
+// subgroup reduction gives the dot product and lane 0 applies the shared
+// epilogue. The weight row is read from HBM once; the M passes over it hit
+// L1. INT4 weights are dequantised on the fly. `rows_per_block` subgroups
+// share a block.
+//
+//===----------------------------------------------------------------------===//
+
+#include "../KernelRegistry.h"
+#include "LinearArgs.h"
+
+#include "fdc/Conversion/Utils/PackedLayouts.h"
+
+using namespace mlir;
+using namespace fdc;
+using namespace fdc::gpu;
+using arith::CmpIPredicate;
+using mlir::gpu::Dimension;
+
+namespace {
+void buildGemv(KernelContext &ctx, int64_t rowsPerBlock, int64_t vectorBytes,
+               Buffer input, Buffer weight, Type weightType, Buffer bias,
+               Buffer residual, decode::Activation activation, Buffer out) {
+  int64_t k = input.type.getDimSize(1);
+  int64_t n = out.type.getDimSize(1);
+  auto quant = dyn_cast<decode::QuantTensorType>(weightType);
+  int64_t elementBytes =
+      input.type.getElementType().getIntOrFloatBitWidth() / 8;
+  int64_t lanes = vectorBytes / elementBytes;
+  if (quant || k % lanes != 0)
+    lanes = 1;
+  int64_t warps = rowsPerBlock;
+
+  SmallVector<KernelArg> args = {KernelArg::buffer(input),
+                                 KernelArg::buffer(weight),
+                                 KernelArg::buffer(out)};
+  LinearOptionalArgs opt(activation);
+  opt.add(args, bias, residual);
+  ctx.launch(
+      "linear", args,
+      {ctx.hostIndex((n + warps - 1) / warps), ctx.hostIndex(1),
+       ctx.hostIndex(1)},
+      warps * ctx.subgroupSize(), 0, [&](GpuEmitter &e, ArrayRef<Value> v) {
+        ImplicitLocOpBuilder &b = e.builder();
+        Value block = e.blockId(Dimension::x);
+        Value firstRow = arith::MulIOp::create(b, block, e.index(warps));
+        Value row = arith::AddIOp::create(b, firstRow, e.subgroupId());
+        Value lane = e.laneId();
+        Value start = arith::MulIOp::create(b, lane, e.index(lanes));
+        Value stride = e.index(e.subgroupSize() * lanes);
+        Value batch =
+            arith::IndexCastOp::create(b, b.getIndexType(), v[args.size()]);
+        auto dot = [&](Value i, Value weightRow) {
+          if (quant) {
+            Value end = e.index(k);
+            Value zero = e.f32(0);
+            return e.reduce(
+                start, end, stride, zero, [&](Value kk, ValueRange acc) {
+                  Value w = loadInt4Weight(e, v[1], quant, weightRow, kk);
+                  Value x = e.load(v[0], {i, kk});
+                  return SmallVector<Value>{e.add(acc[0], e.mul(w, x))};
+                })[0];
+          }
+          auto vectorType = VectorType::get({lanes}, b.getF32Type());
+          Value zero = arith::ConstantOp::create(
+              b, vectorType, DenseElementsAttr::get(vectorType, 0.0f));
+          Value acc =
+              e.reduce(start, e.index(k), stride, zero,
+                       [&](Value kk, ValueRange carried) {
+                         Value w = e.loadVector(v[1], {weightRow, kk}, lanes);
+                         Value x = e.loadVector(v[0], {i, kk}, lanes);
+                         Value product = arith::MulFOp::create(b, w, x);
+                         return SmallVector<Value>{
+                             arith::AddFOp::create(b, carried[0], product)};
+                       })[0];
+          return Value(
+              vector::ReductionOp::create(b, vector::CombiningKind::ADD, acc));
+        };
+        e.ifThenElse(e.cmpi(CmpIPredicate::ult, row, e.index(n)), [&] {
+          e.loop(batch, [&](Value i) {
+            Value accRow = e.subgroupSum(dot(i, row));
+            Value accUp;
+            if (activation == decode::Activation::silu_gate_up)
+              accUp = e.subgroupSum(
+                  dot(i, arith::AddIOp::create(b, row, e.index(n))));
+            e.ifThenElse(e.cmpi(CmpIPredicate::eq, lane, e.index(0)), [&] {
+              emitLinearOutput(e, opt.operands(v, v[2]), i, row, accRow, accUp);
+            });
+          });
+        });
+      });
+}
+
+class GemvFamily : public KernelFamily {
+public:
+  StringRef getName() const override { return "gemv"; }
+  bool canLower(Operation *op) const override {
+    return isa<decode::LinearOp>(op);
+  }
+  DictionaryAttr getDefaultConfig(Operation *op,
+                                  const GpuPrimitives &target) const override {
+    return makeConfig(
+        op->getContext(),
+        {{"rows_per_block", 4}, {"vector_bytes", target.vectorBytes()}});
+  }
+  LogicalResult verifyConfig(Operation *op, const KernelConfig &config,
+                             const GpuPrimitives &target) const override {
+    int64_t maxRows =
+        target.target().getMaxWorkgroupSize() / target.subgroupSize();
+    if (failed(checkRange(op, config, "rows_per_block", 1, maxRows)))
+      return failure();
+    int64_t bytes = config.get("vector_bytes");
+    if (!llvm::isPowerOf2_64(bytes) || bytes > target.vectorBytes())
+      return op->emitOpError()
+             << "kernel config vector_bytes = " << bytes
+             << " must be a power of two of at most " << target.vectorBytes();
+    return success();
+  }
+  LogicalResult build(Operation *op, const KernelConfig &config,
+                      StepBuffers &buffers, KernelContext &ctx) const override {
+    auto linear = cast<decode::LinearOp>(op);
+    buildGemv(ctx, config.get("rows_per_block"), config.get("vector_bytes"),
+              buffers.get(linear.getInput()), buffers.get(linear.getWeight()),
+              linear.getWeight().getType(),
+              buffers.getOptional(linear.getBias()),
+              buffers.getOptional(linear.getResidual()), linear.getActivation(),
+              buffers.result(linear.getResult()));
+    return success();
+  }
+};
+} // namespace
+
+std::unique_ptr<KernelFamily> fdc::gpu::createGemvFamily() {
+  return std::make_unique<GemvFamily>();
+}
