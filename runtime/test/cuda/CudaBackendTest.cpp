@@ -239,13 +239,13 @@ protected:
 TEST_P(CudaBackendTest, GeneratesTokenPlusOne) {
   std::unique_ptr<Model> model = mustLoad(FDC_TEST_CUDA_PTX);
   ASSERT_TRUE(model);
-  ASSERT_NE(model->cudaBackend(), nullptr);
-  EXPECT_EQ(model->cudaBackend()->kernelImage(), "fdc_ptx");
+  ASSERT_NE(model->deviceBackend(), nullptr);
+  EXPECT_EQ(model->deviceBackend()->kernelImage(), "fdc_ptx");
   EXPECT_EQ(model->weights().size(), 0u); // uploaded, host copy dropped
   EXPECT_EQ(model->kvCache().data(), nullptr);
   EXPECT_EQ(model->kvCache().size(), 3u * 1 * 2 * 1 * 16 * 4);
   if (fake())
-    EXPECT_EQ(model->cudaBackend()->deviceDescription(),
+    EXPECT_EQ(model->deviceBackend()->deviceDescription(),
               "Fake GPU 0 (device 0, sm_90)");
 
   GenerationResult result = generate(*model, {1, 2, 3}, 4);
@@ -283,9 +283,9 @@ TEST_P(CudaBackendTest, LoadsTheCubinForItsArch) {
 #else
   std::unique_ptr<Model> model = mustLoad(FDC_TEST_CUDA_CUBIN);
   ASSERT_TRUE(model);
-  const std::string &device = model->cudaBackend()->deviceDescription();
+  const std::string &device = model->deviceBackend()->deviceDescription();
   bool sm90 = contains(device, "sm_90)");
-  EXPECT_EQ(model->cudaBackend()->kernelImage(),
+  EXPECT_EQ(model->deviceBackend()->kernelImage(),
             sm90 ? "fdc_cubin_sm_90" : "fdc_ptx")
       << device;
   EXPECT_EQ(generate(*model, {7}, 3).tokens, (std::vector<int32_t>{8, 9, 10}));
@@ -466,7 +466,7 @@ TEST_F(CudaFakeDriverTest, ChoosesTheDevice) {
     ScopedEnv device("FDC_CUDA_DEVICE", "1");
     Expected<std::unique_ptr<Model>> model = load(FDC_TEST_CUDA_PTX);
     ASSERT_TRUE(model) << model.error().message();
-    EXPECT_EQ((*model)->cudaBackend()->deviceDescription(),
+    EXPECT_EQ((*model)->deviceBackend()->deviceDescription(),
               "Fake GPU 1 (device 1, sm_90)");
   }
   {
@@ -488,8 +488,8 @@ TEST_F(CudaFakeDriverTest, OtherArchJitsThePtx) {
   ScopedEnv cc("FDC_FAKE_CUDA_CC", "86");
   Expected<std::unique_ptr<Model>> model = load(FDC_TEST_CUDA_CUBIN);
   ASSERT_TRUE(model) << model.error().message();
-  EXPECT_EQ((*model)->cudaBackend()->kernelImage(), "fdc_ptx");
-  EXPECT_EQ((*model)->cudaBackend()->deviceDescription(),
+  EXPECT_EQ((*model)->deviceBackend()->kernelImage(), "fdc_ptx");
+  EXPECT_EQ((*model)->deviceBackend()->deviceDescription(),
             "Fake GPU 0 (device 0, sm_86)");
 #else
   GTEST_SKIP() << "ptxas was not found at configure time";
@@ -501,7 +501,7 @@ TEST_F(CudaFakeDriverTest, RejectedCubinFallsBackToPtx) {
   ScopedEnv reject("FDC_FAKE_CUDA_REJECT_CUBIN", "1");
   Expected<std::unique_ptr<Model>> model = load(FDC_TEST_CUDA_CUBIN);
   ASSERT_TRUE(model) << model.error().message();
-  EXPECT_EQ((*model)->cudaBackend()->kernelImage(), "fdc_ptx");
+  EXPECT_EQ((*model)->deviceBackend()->kernelImage(), "fdc_ptx");
 #else
   GTEST_SKIP() << "ptxas was not found at configure time";
 #endif

@@ -52,6 +52,8 @@ public:
   /// The manifest JSON text as the library holds it.
   const char *manifestText() const { return rawManifest; }
   FdcModelStepFn stepFunction() const { return step; }
+  /// True for the "host" target: the step runs on the CPU, no backend.
+  bool runsOnHost() const { return targetName == "host"; }
   /// True for a "cuda:..." target.
   bool isCuda() const;
   /// The address of exported symbol `name`, or nullptr when there is none.
