@@ -5,13 +5,15 @@
 #include "fdc/runtime/ModelLibrary.h"
 #include "fdc/runtime/cuda/CudaBackend.h"
 #include "fdc/runtime/cuda/CudaTarget.h"
+#include "fdc/runtime/hip/HipBackend.h"
+#include "fdc/runtime/hip/HipTarget.h"
 
 using namespace fdc::runtime;
 
 DeviceBackend::~DeviceBackend() = default;
 
 bool fdc::runtime::isDeviceTarget(std::string_view target) {
-  return cuda::isCudaTarget(target);
+  return cuda::isCudaTarget(target) || hip::isHipTarget(target);
 }
 
 Expected<std::unique_ptr<DeviceBackend>>
@@ -19,6 +21,8 @@ fdc::runtime::createDeviceBackend(const ModelLibrary &library, int device) {
   const std::string &target = library.target();
   if (cuda::isCudaTarget(target))
     return cuda::createCudaBackend(library, device);
+  if (hip::isHipTarget(target))
+    return hip::createHipBackend(library, device);
   return createError("model library ", library.path(), " targets '", target,
                      "', which runs on no device backend");
 }

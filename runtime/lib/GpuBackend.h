@@ -5,7 +5,8 @@
 // next_tokens), the staging of a step's inputs in one copy, the FdcStepArgs
 // of device pointers, the poisoning of the outputs ($FDC_<VENDOR>_POISON) and
 // the errors of a step. The vendor opens the device and loads the kernel
-// image (cuda/CudaBackend.cpp), then hands its GpuDevice to create().
+// image (cuda/CudaBackend.cpp, hip/HipBackend.cpp), then hands its GpuDevice
+// to create().
 //
 //===----------------------------------------------------------------------===//
 

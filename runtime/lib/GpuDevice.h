@@ -1,8 +1,8 @@
 //===- GpuDevice.h - The few device calls a GPU vendor provides -*- C++ -*-===//
 //
 // The vendor-neutral GPU backend (GpuBackend.h) runs a model library's step
-// through this interface; a vendor (CUDA: cuda/CudaDevice.h) implements only
-// these calls, on one device, one stream and one loaded
+// through this interface; CUDA (cuda/CudaDevice.h) and HIP (hip/HipDevice.h)
+// each implement only these calls, on one device, one stream and one loaded
 // kernel image. Every call returns the vendor's status code (0 = success);
 // the caller names the call in its message with GpuVendor's call names and
 // describe().
@@ -20,16 +20,16 @@
 
 namespace fdc::runtime {
 
-/// A vendor status code (CUresult). 0 is success.
+/// A vendor status code: CUresult, hipError_t. 0 is success.
 using DeviceStatus = int;
-/// A device address (CUdeviceptr).
+/// A device address (CUdeviceptr, or a HIP device pointer as an integer).
 using DeviceAddress = uint64_t;
-/// A kernel resolved in the loaded image (CUfunction).
+/// A kernel resolved in the loaded image (CUfunction, hipFunction_t).
 using KernelHandle = void *;
 
 /// How messages and settings name a vendor and its calls.
 struct GpuVendor {
-  /// "CUDA".
+  /// "CUDA", "HIP".
   const char *name;
   /// Environment variables: the device ordinal, synchronizing after every
   /// launch, and filling the outputs with 0xFF bytes before every step.
@@ -47,7 +47,7 @@ struct GpuVendor {
   const char *setSharedLimitCall;
   const char *launchCall;
   /// Dynamic shared memory a kernel may use before it must be opted into
-  /// more with setSharedLimit (CUDA: 48 KiB; UINT32_MAX for none).
+  /// more with setSharedLimit (CUDA: 48 KiB; HIP has no opt-in: UINT32_MAX).
   uint32_t defaultSharedLimit;
 };
 

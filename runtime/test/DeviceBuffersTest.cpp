@@ -124,9 +124,10 @@ TEST(DeviceBackendTest, DeviceOrdinal) {
 
 TEST(DeviceBackendTest, DeviceTargets) {
   EXPECT_TRUE(isDeviceTarget("cuda:sm_90"));
-  EXPECT_TRUE(isDeviceTarget("cuda:"));
+  EXPECT_TRUE(isDeviceTarget("rocm:gfx90a"));
+  EXPECT_TRUE(isDeviceTarget("rocm:"));
   EXPECT_FALSE(isDeviceTarget("host"));
-  EXPECT_FALSE(isDeviceTarget("cuda"));
+  EXPECT_FALSE(isDeviceTarget("rocm"));
   EXPECT_FALSE(isDeviceTarget("vulkan:x"));
 }
 

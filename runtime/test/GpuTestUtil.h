@@ -1,6 +1,6 @@
 //===- GpuTestUtil.h - Helpers for the GPU backends' tests ------*- C++ -*-===//
 //
-// Shared by the GPU backend tests (cuda/): scoped
+// Shared by the CUDA (cuda/) and HIP (hip/) backend tests: scoped
 // environment variables, and a workload whose tokens and logits a GPU test
 // library must reproduce bit for bit from the host test library.
 //

@@ -3,11 +3,15 @@
 #include "fdc/runtime/cuda/CudaTarget.h"
 #include "fdc/runtime/ModelLibrary.h"
 #include "fdc/runtime/cuda/CudaBackend.h"
+#include "fdc/runtime/hip/HipBackend.h"
+
+#include "TestUtil.h"
 
 #include <gtest/gtest.h>
 
 using namespace fdc::runtime;
 using namespace fdc::runtime::cuda;
+using namespace fdc::runtime::test;
 
 namespace {
 
@@ -118,7 +122,7 @@ TEST(CudaTargetTest, DeviceArchName) {
 
 TEST(CudaTargetTest, SupportedTargets) {
   EXPECT_TRUE(isSupportedTarget("host"));
-  EXPECT_FALSE(isSupportedTarget("rocm:gfx942"));
+  EXPECT_FALSE(isSupportedTarget("vulkan:1.3"));
   EXPECT_FALSE(isSupportedTarget("cuda:"));
   EXPECT_FALSE(isSupportedTarget("cuda:sm90"));
   EXPECT_EQ(isSupportedTarget("cuda:sm_90"), backendAvailable());
@@ -126,6 +130,8 @@ TEST(CudaTargetTest, SupportedTargets) {
   std::vector<std::string> expected = {"host"};
   if (backendAvailable())
     expected.push_back("cuda:sm_XX[,sm_YY...]");
+  if (hip::backendAvailable())
+    expected.push_back("rocm:gfxXXX[,gfxYYY...]");
   EXPECT_EQ(supportedTargets(), expected);
 }
 
@@ -136,9 +142,10 @@ TEST(CudaTargetTest, OpensCudaLibraryWhenBuiltWithCuda) {
     ASSERT_FALSE(library);
     EXPECT_EQ(library.error().message(),
               std::string("model library ") + FDC_TEST_CUDA_PTX +
-                  " targets 'cuda:sm_90'; this runtime runs: host (it was "
-                  "built without the CUDA backend: cuda.h was not found, or "
-                  "FDC_RUNTIME_CUDA=OFF)");
+                  " targets 'cuda:sm_90'; this runtime runs: " +
+                  joinedSupportedTargets() +
+                  " (it was built without the CUDA backend: cuda.h was not "
+                  "found, or FDC_RUNTIME_CUDA=OFF)");
     return;
   }
   ASSERT_TRUE(library) << library.error().message();
@@ -160,20 +167,21 @@ TEST(CudaTargetTest, RefusesMalformedCudaTarget) {
                 ": malformed cuda target 'cuda:sm90': 'sm90' is not an "
                 "architecture like sm_90 or sm_90a"
           : std::string("model library ") + FDC_TEST_CUDA_BADTARGET +
-                " targets 'cuda:sm90'; this runtime runs: host (it was built "
-                "without the CUDA backend: cuda.h was not found, or "
-                "FDC_RUNTIME_CUDA=OFF)";
+                " targets 'cuda:sm90'; this runtime runs: " +
+                joinedSupportedTargets() +
+                " (it was built without the CUDA backend: cuda.h was not "
+                "found, or FDC_RUNTIME_CUDA=OFF)";
   EXPECT_EQ(library.error().message(), expected);
 }
 
 TEST(CudaTargetTest, RefusesUnsupportedTarget) {
   Expected<std::unique_ptr<ModelLibrary>> library =
-      ModelLibrary::open(FDC_TEST_MODEL_ROCM);
+      ModelLibrary::open(FDC_TEST_MODEL_VULKAN);
   ASSERT_FALSE(library);
   EXPECT_EQ(library.error().message(),
-            std::string("model library ") + FDC_TEST_MODEL_ROCM +
-                " targets 'rocm:gfx942'; this runtime runs: host" +
-                (backendAvailable() ? ", cuda:sm_XX[,sm_YY...]" : ""));
+            std::string("model library ") + FDC_TEST_MODEL_VULKAN +
+                " targets 'vulkan:1.3'; this runtime runs: " +
+                joinedSupportedTargets());
 }
 
 TEST(CudaTargetTest, HostStyleCudaLibraryWithoutImages) {

@@ -5,7 +5,7 @@
 |* machine without a GPU (the tests point FDC_CUDA_DRIVER here). Every copy   *|
 |* and every emulated kernel access is bounds-checked against the live        *|
 |* allocations. Kernels: the two of TestCudaKernels.ptx, emulated in C        *|
-|* (../fake/FakeDevice.c, shared by the fakes). Streams are synchronous.      *|
+|* (../fake/FakeDevice.c, shared with FakeHip.c). Streams are synchronous.    *|
 |*                                                                            *|
 |* Behaviour is steered by environment variables read at each call:           *|
 |*   FDC_FAKE_CUDA_NO_DEVICE=1      cuInit fails with CUDA_ERROR_NO_DEVICE    *|

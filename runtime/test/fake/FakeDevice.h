@@ -1,6 +1,6 @@
 /*===- FakeDevice.h - Device memory and kernels of the fake GPUs --*- C -*-===*\
 |*                                                                            *|
-|* What the fake GPU runtimes share: "device memory" in host memory, with     *|
+|* What FakeCuda.c and FakeHip.c share: "device memory" in host memory, with  *|
 |* every access bounds-checked against the live allocations, a sticky fault   *|
 |* flag (set by an emulated out-of-bounds access, like a real fault), and the *|
 |* two kernels of the GPU test libraries (TestGpuStep.h), emulated in C.      *|

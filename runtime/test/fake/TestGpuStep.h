@@ -1,6 +1,6 @@
 /*===- TestGpuStep.h - The step of the GPU test libraries ---------*- C -*-===*\
 |*                                                                            *|
-|* The host code of the GPU test libraries' fdc_model_step (TestCudaModel.c): *|
+|* The host code of TestCudaModel.c's and TestHipModel.c's fdc_model_step:    *|
 |* it launches the two test kernels (emulated by ../fake/FakeDevice.c, real   *|
 |* in TestCudaKernels.ptx) through FdcDeviceApi. `mode` picks a misbehaving   *|
 |* step:                                                                      *|

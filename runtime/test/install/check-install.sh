@@ -53,6 +53,7 @@ expect=(
   include/fdc/runtime/Json.h
   include/fdc/runtime/DeviceBackend.h
   include/fdc/runtime/cuda/CudaBackend.h
+  include/fdc/runtime/hip/HipBackend.h
   "$libdir/cmake/fdc_runtime/fdc_runtimeConfig.cmake"
   "$libdir/cmake/fdc_runtime/fdc_runtimeConfigVersion.cmake"
   "$libdir/cmake/fdc_runtime/fdc_runtimeTargets.cmake"

@@ -4,8 +4,8 @@
 // IREE's HAL: the Model uploads the weights, allocates the step's state once
 // and then runs steps through this interface, without knowing the vendor.
 // createDeviceBackend() picks the implementation from the library's target
-// string: "cuda:..." -> the CUDA backend (cuda/CudaBackend.h). A "host"
-// library has no backend.
+// string: "cuda:..." -> the CUDA backend (cuda/CudaBackend.h), "rocm:..." ->
+// the HIP backend (hip/HipBackend.h). A "host" library has no backend.
 //
 //===----------------------------------------------------------------------===//
 
@@ -49,7 +49,8 @@ public:
 
   /// "NVIDIA H100 80GB HBM3 (device 0, sm_90)".
   virtual const std::string &deviceDescription() const = 0;
-  /// The kernel image that was loaded: "fdc_cubin_sm_90", "fdc_ptx".
+  /// The kernel image that was loaded: "fdc_cubin_sm_90", "fdc_ptx",
+  /// "fdc_hsaco_gfx90a".
   virtual const std::string &kernelImage() const = 0;
   /// Device addresses of the weight arena and the KV cache (0 before they
   /// are allocated), for tracing.
@@ -58,7 +59,7 @@ public:
 };
 
 /// True when `target` names a GPU target some backend could run: it starts
-/// with "cuda:" (well-formed or not, built in or not).
+/// with "cuda:" or "rocm:" (well-formed or not, built in or not).
 bool isDeviceTarget(std::string_view target);
 
 /// The backend for `library`'s target: loads the vendor's runtime, opens

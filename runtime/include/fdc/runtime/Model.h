@@ -21,14 +21,14 @@ struct ModelOptions {
   /// Sequences that can run at once.
   int64_t numSlots = 1;
   /// For a GPU library: the device ordinal; -1 = the backend's
-  /// $FDC_CUDA_DEVICE, or 0.
+  /// $FDC_CUDA_DEVICE / $FDC_HIP_DEVICE, or 0.
   int device = -1;
 };
 
 constexpr int64_t kDefaultMaxContext = 2048;
 
 /// A loaded model: the library, its filled weight arena and a KV cache. For
-/// a GPU library ("cuda:...") the weights, KV cache and step
+/// a GPU library ("cuda:...", "rocm:...") the weights, KV cache and step
 /// buffers live on the device, in the DeviceBackend that createDeviceBackend()
 /// picks from the target; the host keeps only the KV-cache slot bookkeeping.
 class Model {
