@@ -4,7 +4,8 @@
 |* and the runtime; docs/model-library.md is the reference. A model library   *|
 |* exports:                                                                   *|
 |*   const uint32_t fdc_abi_version;   FDC_MODEL_ABI_VERSION                  *|
-|*   const char fdc_target[];          "host" or "cuda:sm_90[,sm_80...]"      *|
+|*   const char fdc_target[];          "host", "cuda:sm_90[,sm_80...]" or     *|
+|*                                     "rocm:gfx90a[,gfx942,...]"             *|
 |*   const char fdc_manifest[];        JSON: config, weights, kv_cache, ...   *|
 |*   const uint64_t fdc_manifest_hash; fdc_manifest_hash_of(the manifest)     *|
 |*   void fdc_model_step(const FdcStepArgs *args);                            *|
@@ -12,6 +13,9 @@
 |*   const char fdc_ptx[];             PTX of every kernel (JIT fallback)     *|
 |*   const uint8_t fdc_cubin_sm_XX[];  cubin per listed arch, with            *|
 |*   const uint64_t fdc_cubin_sm_XX_size;                                     *|
+|* or, for a rocm target, one code object per listed arch (no fallback):      *|
+|*   const uint8_t fdc_hsaco_gfxXXX[]; AMDGPU code object (ELF), with         *|
+|*   const uint64_t fdc_hsaco_gfxXXX_size;                                    *|
 |*                                                                            *|
 \*===----------------------------------------------------------------------===*/
 
@@ -46,10 +50,11 @@ static inline uint64_t fdc_manifest_hash_of(const char *bytes,
 typedef struct FdcDeviceApi {
   void *context; /* the runtime's, passed back to every call */
   /* Launches kernel `name` (a NUL-terminated name from the manifest's
-   * "kernels") on the step's stream; `params` as for cuLaunchKernel (every
-   * kernel parameter is 8 bytes: a device pointer or an int64_t). Returns 0
-   * on success; otherwise the runtime has recorded the error with the
-   * kernel's name, and the step should return without launching more. */
+   * "kernels") on the step's stream; `params` as for cuLaunchKernel and
+   * hipModuleLaunchKernel (every kernel parameter is 8 bytes: a device
+   * pointer or an int64_t). Returns 0 on success; otherwise the runtime has
+   * recorded the error with the kernel's name, and the step should return
+   * without launching more. */
   int (*launch)(void *context, const char *name, uint32_t gridX, uint32_t gridY,
                 uint32_t gridZ, uint32_t blockX, uint32_t blockY,
                 uint32_t blockZ, uint32_t sharedBytes, void **params);

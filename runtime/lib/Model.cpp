@@ -42,10 +42,10 @@ Model::create(std::unique_ptr<ModelLibrary> library,
                        manifest.maxPositionEmbeddings);
 
   // A GPU library sets up the device first: no GPU fails fast.
-  std::unique_ptr<cuda::CudaBackend> backend;
-  if (library->isCuda()) {
-    Expected<std::unique_ptr<cuda::CudaBackend>> created =
-        cuda::CudaBackend::create(*library, options.cudaDevice);
+  std::unique_ptr<DeviceBackend> backend;
+  if (!library->runsOnHost()) {
+    Expected<std::unique_ptr<DeviceBackend>> created =
+        createDeviceBackend(*library, options.device);
     if (!created)
       return created.takeError();
     backend = std::move(*created);

@@ -5,6 +5,8 @@
 #include "fdc/runtime/MappedFile.h"
 #include "fdc/runtime/cuda/CudaBackend.h"
 #include "fdc/runtime/cuda/CudaTarget.h"
+#include "fdc/runtime/hip/HipBackend.h"
+#include "fdc/runtime/hip/HipTarget.h"
 
 #include <cerrno>
 #include <cstring>
@@ -20,6 +22,8 @@ const std::vector<std::string> &fdc::runtime::supportedTargets() {
     std::vector<std::string> list = {"host"};
     if (cuda::backendAvailable())
       list.push_back("cuda:sm_XX[,sm_YY...]");
+    if (hip::backendAvailable())
+      list.push_back("rocm:gfxXXX[,gfxYYY...]");
     return list;
   }();
   return targets;
@@ -28,11 +32,18 @@ const std::vector<std::string> &fdc::runtime::supportedTargets() {
 bool fdc::runtime::isSupportedTarget(const std::string &target) {
   if (target == "host")
     return true;
-  return cuda::backendAvailable() && cuda::isCudaTarget(target) &&
-         static_cast<bool>(cuda::parseCudaTarget(target));
+  if (cuda::isCudaTarget(target))
+    return cuda::backendAvailable() &&
+           static_cast<bool>(cuda::parseCudaTarget(target));
+  if (hip::isHipTarget(target))
+    return hip::backendAvailable() &&
+           static_cast<bool>(hip::parseHipTarget(target));
+  return false;
 }
 
 bool ModelLibrary::isCuda() const { return cuda::isCudaTarget(targetName); }
+
+bool ModelLibrary::isRocm() const { return hip::isHipTarget(targetName); }
 
 const void *ModelLibrary::symbol(const char *name) const {
   ::dlerror();
@@ -57,6 +68,32 @@ std::string joinTargets() {
   for (const std::string &target : supportedTargets())
     joined += (joined.empty() ? "" : ", ") + target;
   return joined;
+}
+
+/// Why a runtime without the backend for `target` refuses it, or "".
+const char *missingBackendNote(const std::string &target) {
+  if (cuda::isCudaTarget(target) && !cuda::backendAvailable())
+    return " (it was built without the CUDA backend: cuda.h was not found, "
+           "or FDC_RUNTIME_CUDA=OFF)";
+  if (hip::isHipTarget(target) && !hip::backendAvailable())
+    return " (it was built without the HIP backend: hip/hip_runtime_api.h "
+           "was not found, or FDC_RUNTIME_HIP=OFF)";
+  return "";
+}
+
+/// A GPU target of a backend this runtime has must parse.
+Error checkTargetSyntax(const std::string &target) {
+  if (cuda::isCudaTarget(target) && cuda::backendAvailable()) {
+    Expected<cuda::CudaTarget> parsed = cuda::parseCudaTarget(target);
+    if (!parsed)
+      return parsed.takeError();
+  }
+  if (hip::isHipTarget(target) && hip::backendAvailable()) {
+    Expected<hip::HipTarget> parsed = hip::parseHipTarget(target);
+    if (!parsed)
+      return parsed.takeError();
+  }
+  return Error::success();
 }
 
 /// A bounded strlen: a target name longer than this is garbage.
@@ -213,21 +250,16 @@ ModelLibrary::open(const std::string &path) {
     return createError("model library ", path,
                        ": fdc_target is not a short NUL-terminated string");
   library->targetName.assign(targetText, targetLength);
-  if (cuda::isCudaTarget(library->targetName) && cuda::backendAvailable()) {
-    Expected<cuda::CudaTarget> cudaTarget =
-        cuda::parseCudaTarget(library->targetName);
-    if (!cudaTarget)
-      return createError("model library ", path, ": ",
-                         cudaTarget.error().message());
-  }
+  if (Error err = checkTargetSyntax(library->targetName))
+    return createError("model library ", path, ": ", err.message());
   if (!isSupportedTarget(library->targetName))
-    return createError(
-        "model library ", path, " targets '", library->targetName,
-        "'; this runtime runs: ", joinTargets(),
-        cuda::isCudaTarget(library->targetName)
-            ? " (it was built without the CUDA backend: cuda.h was not "
-              "found, or FDC_RUNTIME_CUDA=OFF)"
-            : "");
+    return createError("model library ", path, " targets '",
+                       library->targetName,
+                       "'; this runtime runs: ", joinTargets(),
+                       missingBackendNote(library->targetName));
+  if (library->isRocm())
+    if (Error err = library->checkCodeObjects())
+      return err;
 
   Expected<void *> manifest = lookup("fdc_manifest");
   if (!manifest)
@@ -272,6 +304,35 @@ ModelLibrary::open(const std::string &path) {
     return step.takeError();
   library->step = reinterpret_cast<FdcModelStepFn>(*step);
   return library;
+}
+
+Error ModelLibrary::checkCodeObjects() const {
+  Expected<hip::HipTarget> target = hip::parseHipTarget(targetName);
+  if (!target)
+    return target.takeError();
+  for (const std::string &arch : target->archs) {
+    std::string image = hip::hsacoSymbol(arch);
+    std::string sizeName = hip::hsacoSizeSymbol(arch);
+    const void *data = symbol(image.c_str());
+    const void *size = symbol(sizeName.c_str());
+    auto lacks = [&](const std::string &name) {
+      return createError("model library ", libraryPath, " lacks symbol ", name,
+                         " (its target '", targetName, "' lists ", arch, ")");
+    };
+    if (!data)
+      return lacks(image);
+    if (!size)
+      return lacks(sizeName);
+    uint64_t bytes = *static_cast<const uint64_t *>(size);
+    if (bytes == 0)
+      return createError("model library ", libraryPath, ": ", sizeName,
+                         " is 0 (an empty code object for ", arch, ")");
+    // The loader knows the array's size when the symbol has one.
+    if (size_t known = symbolSize(data); known != 0 && bytes > known)
+      return createError("model library ", libraryPath, ": ", sizeName,
+                         " says ", bytes, " bytes but ", image, " has ", known);
+  }
+  return Error::success();
 }
 
 ModelLibrary::~ModelLibrary() {

@@ -2,6 +2,7 @@
 
 #include "fdc/runtime/ModelLibrary.h"
 #include "fdc/runtime/cuda/CudaBackend.h"
+#include "fdc/runtime/hip/HipBackend.h"
 
 #include "TestUtil.h"
 
@@ -183,9 +184,28 @@ TEST(ModelLibraryTest, CudaTargetNeedsTheCudaBackend) {
   else
     EXPECT_EQ(openError(FDC_TEST_MODEL_CUDA),
               std::string("model library ") + FDC_TEST_MODEL_CUDA +
-                  " targets 'cuda:sm_90'; this runtime runs: host (it was "
-                  "built without the CUDA backend: cuda.h was not found, or "
-                  "FDC_RUNTIME_CUDA=OFF)");
+                  " targets 'cuda:sm_90'; this runtime runs: " +
+                  joinedSupportedTargets() +
+                  " (it was built without the CUDA backend: cuda.h was not "
+                  "found, or FDC_RUNTIME_CUDA=OFF)");
+}
+
+TEST(ModelLibraryTest, RocmTargetNeedsTheHipBackendAndCodeObjects) {
+  // ../TestModel.c built for rocm:gfx942 has no fdc_hsaco_gfx942. hip/ tests
+  // the rest.
+  if (hip::backendAvailable())
+    EXPECT_EQ(openError(FDC_TEST_MODEL_ROCM),
+              std::string("model library ") + FDC_TEST_MODEL_ROCM +
+                  " lacks symbol fdc_hsaco_gfx942 (its target 'rocm:gfx942' "
+                  "lists gfx942)");
+  else
+    EXPECT_EQ(openError(FDC_TEST_MODEL_ROCM),
+              std::string("model library ") + FDC_TEST_MODEL_ROCM +
+                  " targets 'rocm:gfx942'; this runtime runs: " +
+                  joinedSupportedTargets() +
+                  " (it was built without the HIP backend: "
+                  "hip/hip_runtime_api.h was not found, or "
+                  "FDC_RUNTIME_HIP=OFF)");
 }
 
 TEST(ModelLibraryTest, RefusesMissingStep) {

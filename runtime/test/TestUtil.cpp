@@ -2,6 +2,8 @@
 
 #include "TestUtil.h"
 
+#include "fdc/runtime/ModelLibrary.h"
+
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -90,4 +92,11 @@ std::vector<TestTensor> fdc::runtime::test::testModelTensors() {
 
 void fdc::runtime::test::writeTestCheckpoint(const std::string &dir) {
   writeFile(dir + "/model.safetensors", makeSafetensors(testModelTensors()));
+}
+
+std::string fdc::runtime::test::joinedSupportedTargets() {
+  std::string joined;
+  for (const std::string &target : supportedTargets())
+    joined += (joined.empty() ? "" : ", ") + target;
+  return joined;
 }

@@ -50,6 +50,9 @@ std::vector<TestTensor> testModelTensors();
 /// Writes testModelTensors() as `dir`/model.safetensors.
 void writeTestCheckpoint(const std::string &dir);
 
+/// supportedTargets() as a refusal lists them: "host, cuda:sm_XX[,...]".
+std::string joinedSupportedTargets();
+
 } // namespace fdc::runtime::test
 
 #endif // FDC_RUNTIME_TEST_TESTUTIL_H

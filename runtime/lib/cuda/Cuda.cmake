@@ -25,7 +25,8 @@ target_sources(fdc_runtime PRIVATE lib/cuda/CudaTarget.cpp)
 if(FDC_RUNTIME_HAS_CUDA)
   message(STATUS
     "fdc runtime: CUDA backend on (cuda.h in ${FDC_CUDA_INCLUDE_DIR})")
-  set(FDC_RUNTIME_CUDA_SOURCES lib/cuda/CudaBackend.cpp lib/cuda/CudaDriver.cpp)
+  set(FDC_RUNTIME_CUDA_SOURCES lib/cuda/CudaBackend.cpp lib/cuda/CudaDevice.cpp
+    lib/cuda/CudaDriver.cpp)
   target_sources(fdc_runtime PRIVATE ${FDC_RUNTIME_CUDA_SOURCES})
   # The header only, and only for these files.
   set_source_files_properties(${FDC_RUNTIME_CUDA_SOURCES} PROPERTIES

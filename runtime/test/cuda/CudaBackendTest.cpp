@@ -18,10 +18,12 @@
 #include "fdc/runtime/RunCommand.h"
 #include "fdc_runtime.h"
 
+#include "GpuTestUtil.h"
 #include "TestUtil.h"
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <dlfcn.h>
@@ -34,38 +36,7 @@ using namespace fdc::runtime::test;
 
 namespace {
 
-constexpr int kVocab = 32;
-
-/// Sets (or with nullptr unsets) an environment variable for its lifetime.
-class ScopedEnv {
-public:
-  ScopedEnv(const char *name, const char *value) : name(name) {
-    if (const char *old = std::getenv(name))
-      previous = old;
-    if (value)
-      ::setenv(name, value, 1);
-    else
-      ::unsetenv(name);
-  }
-  ~ScopedEnv() {
-    if (previous)
-      ::setenv(name, previous->c_str(), 1);
-    else
-      ::unsetenv(name);
-  }
-  ScopedEnv(const ScopedEnv &) = delete;
-  ScopedEnv &operator=(const ScopedEnv &) = delete;
-
-private:
-  const char *name;
-  std::optional<std::string> previous;
-};
-
-bool contains(const std::string &text, const std::string &part) {
-  return text.find(part) != std::string::npos;
-}
-
-#define EXPECT_CONTAINS(text, part) EXPECT_PRED2(contains, text, part)
+constexpr int kVocab = kTestVocab;
 
 /// The fake driver's counters (FakeCuda.c).
 struct FakeCudaStats {
@@ -97,71 +68,6 @@ FakeCudaStats fakeStats() {
   return stats;
 }
 #endif
-
-//===----------------------------------------------------------------------===//
-// A workload that must give the same results on host and GPU
-//===----------------------------------------------------------------------===//
-
-struct Outcome {
-  std::vector<int32_t> tokens;
-  std::vector<std::vector<float>> logits;
-  FinishReason reason = FinishReason::Length;
-  std::string error;
-  bool operator==(const Outcome &o) const {
-    return tokens == o.tokens && logits == o.logits && reason == o.reason &&
-           error == o.error;
-  }
-};
-
-std::ostream &operator<<(std::ostream &os, const Outcome &o) {
-  os << finishReasonName(o.reason) << " [";
-  for (int32_t t : o.tokens)
-    os << t << " ";
-  return os << "] " << o.error;
-}
-
-/// Runs two rounds on a model with 3 slots: a batch of greedy, sampled and
-/// invalid-token requests, then new requests that reuse the slots.
-std::vector<Outcome> runWorkload(Model &model) {
-  Engine engine(model);
-  std::map<RequestId, Outcome> outcomes;
-  auto submit = [&](std::vector<int32_t> prompt, int64_t maxNew,
-                    float temperature = 0, uint64_t seed = 0,
-                    int32_t topK = 0) {
-    GenerationRequest r;
-    r.prompt = std::move(prompt);
-    r.maxNewTokens = maxNew;
-    r.sampling.temperature = temperature;
-    r.sampling.seed = seed;
-    r.sampling.topK = topK;
-    auto logits = std::make_shared<std::vector<std::vector<float>>>();
-    r.onToken = [logits](int32_t, const float *row) {
-      logits->emplace_back(row, row + kVocab);
-    };
-    Expected<RequestId> id = engine.submit(std::move(r));
-    EXPECT_TRUE(id) << id.error().message();
-    return std::pair{id ? *id : 0, logits};
-  };
-  std::vector<
-      std::pair<RequestId, std::shared_ptr<std::vector<std::vector<float>>>>>
-      ids;
-  ids.push_back(submit({1, 2, 3}, 5));
-  ids.push_back(submit({30}, 4, 1.0f, 7));
-  ids.push_back(submit({4}, 3, 0, 0, 999)); // the step returns token 37
-  for (GenerationResult &r : engine.runToCompletion())
-    outcomes[r.id] = {r.tokens, {}, r.reason, r.error};
-  ids.push_back(submit({9, 10, 11, 12}, 6, 0.5f, 3));
-  ids.push_back(submit({0}, 2));
-  for (GenerationResult &r : engine.runToCompletion())
-    outcomes[r.id] = {r.tokens, {}, r.reason, r.error};
-  std::vector<Outcome> ordered;
-  for (auto &[id, logits] : ids) {
-    Outcome o = outcomes[id];
-    o.logits = std::move(*logits);
-    ordered.push_back(std::move(o));
-  }
-  return ordered;
-}
 
 //===----------------------------------------------------------------------===//
 // CudaBackendTest: on the fake driver and on a real GPU
@@ -215,19 +121,6 @@ protected:
     return model ? std::move(*model) : nullptr;
   }
 
-  static GenerationResult generate(Model &model, std::vector<int32_t> prompt,
-                                   int64_t maxNew) {
-    Engine engine(model);
-    GenerationRequest r;
-    r.prompt = std::move(prompt);
-    r.maxNewTokens = maxNew;
-    Expected<RequestId> id = engine.submit(std::move(r));
-    EXPECT_TRUE(id) << id.error().message();
-    std::vector<GenerationResult> results = engine.runToCompletion();
-    EXPECT_EQ(results.size(), 1u);
-    return results.empty() ? GenerationResult() : results[0];
-  }
-
   struct Checkpoint {
     Checkpoint() { writeTestCheckpoint(dir.path()); }
     const std::string &path() const { return dir.path(); }
@@ -239,13 +132,13 @@ protected:
 TEST_P(CudaBackendTest, GeneratesTokenPlusOne) {
   std::unique_ptr<Model> model = mustLoad(FDC_TEST_CUDA_PTX);
   ASSERT_TRUE(model);
-  ASSERT_NE(model->cudaBackend(), nullptr);
-  EXPECT_EQ(model->cudaBackend()->kernelImage(), "fdc_ptx");
+  ASSERT_NE(model->deviceBackend(), nullptr);
+  EXPECT_EQ(model->deviceBackend()->kernelImage(), "fdc_ptx");
   EXPECT_EQ(model->weights().size(), 0u); // uploaded, host copy dropped
   EXPECT_EQ(model->kvCache().data(), nullptr);
   EXPECT_EQ(model->kvCache().size(), 3u * 1 * 2 * 1 * 16 * 4);
   if (fake())
-    EXPECT_EQ(model->cudaBackend()->deviceDescription(),
+    EXPECT_EQ(model->deviceBackend()->deviceDescription(),
               "Fake GPU 0 (device 0, sm_90)");
 
   GenerationResult result = generate(*model, {1, 2, 3}, 4);
@@ -283,9 +176,9 @@ TEST_P(CudaBackendTest, LoadsTheCubinForItsArch) {
 #else
   std::unique_ptr<Model> model = mustLoad(FDC_TEST_CUDA_CUBIN);
   ASSERT_TRUE(model);
-  const std::string &device = model->cudaBackend()->deviceDescription();
+  const std::string &device = model->deviceBackend()->deviceDescription();
   bool sm90 = contains(device, "sm_90)");
-  EXPECT_EQ(model->cudaBackend()->kernelImage(),
+  EXPECT_EQ(model->deviceBackend()->kernelImage(),
             sm90 ? "fdc_cubin_sm_90" : "fdc_ptx")
       << device;
   EXPECT_EQ(generate(*model, {7}, 3).tokens, (std::vector<int32_t>{8, 9, 10}));
@@ -466,7 +359,7 @@ TEST_F(CudaFakeDriverTest, ChoosesTheDevice) {
     ScopedEnv device("FDC_CUDA_DEVICE", "1");
     Expected<std::unique_ptr<Model>> model = load(FDC_TEST_CUDA_PTX);
     ASSERT_TRUE(model) << model.error().message();
-    EXPECT_EQ((*model)->cudaBackend()->deviceDescription(),
+    EXPECT_EQ((*model)->deviceBackend()->deviceDescription(),
               "Fake GPU 1 (device 1, sm_90)");
   }
   {
@@ -488,8 +381,8 @@ TEST_F(CudaFakeDriverTest, OtherArchJitsThePtx) {
   ScopedEnv cc("FDC_FAKE_CUDA_CC", "86");
   Expected<std::unique_ptr<Model>> model = load(FDC_TEST_CUDA_CUBIN);
   ASSERT_TRUE(model) << model.error().message();
-  EXPECT_EQ((*model)->cudaBackend()->kernelImage(), "fdc_ptx");
-  EXPECT_EQ((*model)->cudaBackend()->deviceDescription(),
+  EXPECT_EQ((*model)->deviceBackend()->kernelImage(), "fdc_ptx");
+  EXPECT_EQ((*model)->deviceBackend()->deviceDescription(),
             "Fake GPU 0 (device 0, sm_86)");
 #else
   GTEST_SKIP() << "ptxas was not found at configure time";
@@ -501,7 +394,7 @@ TEST_F(CudaFakeDriverTest, RejectedCubinFallsBackToPtx) {
   ScopedEnv reject("FDC_FAKE_CUDA_REJECT_CUBIN", "1");
   Expected<std::unique_ptr<Model>> model = load(FDC_TEST_CUDA_CUBIN);
   ASSERT_TRUE(model) << model.error().message();
-  EXPECT_EQ((*model)->cudaBackend()->kernelImage(), "fdc_ptx");
+  EXPECT_EQ((*model)->deviceBackend()->kernelImage(), "fdc_ptx");
 #else
   GTEST_SKIP() << "ptxas was not found at configure time";
 #endif
@@ -628,6 +521,26 @@ TEST_F(CudaFakeDriverTest, CopiesOnlyWhatTheStepNeeds) {
   EXPECT_EQ(after.bytesToDevice - before.bytesToDevice, 6 * 256 + 2 * 4);
 }
 
+TEST_F(CudaFakeDriverTest, PoisonsTheOutputs) {
+  // The step writes no output; what comes back is what was there before.
+  ScopedEnv mode("FDC_TEST_CUDA_STEP", "skip_next_token");
+  {
+    Expected<std::unique_ptr<Model>> model = load(FDC_TEST_CUDA_PTX);
+    ASSERT_TRUE(model) << model.error().message();
+    Expected<StepOutput> out = stepOnce(**model, 5);
+    ASSERT_TRUE(out) << out.error().message();
+    EXPECT_NE(out->nextToken, -1); // the fake's fresh memory: 0xCDCDCDCD
+  }
+  ScopedEnv poison("FDC_CUDA_POISON", "1");
+  Expected<std::unique_ptr<Model>> model = load(FDC_TEST_CUDA_PTX);
+  ASSERT_TRUE(model) << model.error().message();
+  Expected<StepOutput> out = stepOnce(**model, 5);
+  ASSERT_TRUE(out) << out.error().message();
+  EXPECT_EQ(out->nextToken, -1);
+  for (float logit : out->logits)
+    EXPECT_TRUE(std::isnan(logit));
+}
+
 TEST_F(CudaFakeDriverTest, ReleasesEverything) {
   {
     Expected<std::unique_ptr<Model>> model = load(FDC_TEST_CUDA_PTX);
@@ -671,6 +584,22 @@ TEST(CudaNoDriverTest, MissingDriverGivesAClearMessage) {
                   "(is the NVIDIA driver installed and a GPU visible?)");
 }
 
+TEST(CudaNoDriverTest, FdcRunExitsNonZero) {
+  TempDir dir;
+  writeTestCheckpoint(dir.path());
+  std::string errors;
+  int rc = runFdcRun(
+      FDC_RUN, "FDC_CUDA_DRIVER=/nonexistent/libcuda.so.1",
+      {FDC_TEST_CUDA_PTX, "--weights", dir.path(), "--prompt-ids", "1"},
+      errors);
+  EXPECT_NE(rc, 0);
+  if (cuda::backendAvailable())
+    EXPECT_CONTAINS(errors, "targets 'cuda:sm_90': cannot load the CUDA "
+                            "driver /nonexistent/libcuda.so.1: ");
+  else
+    EXPECT_CONTAINS(errors, "built without the CUDA backend");
+}
+
 TEST(CudaNoDriverTest, ThisMachine) {
   // What a user of this machine sees: a GPU run, or a clear refusal.
   TempDir dir;
@@ -687,8 +616,8 @@ TEST(CudaNoDriverTest, ThisMachine) {
   std::string message = error;
   fdc_string_free(error);
   if (!cuda::backendAvailable())
-    EXPECT_CONTAINS(message, "this runtime runs: host (it was built without "
-                             "the CUDA backend");
+    EXPECT_CONTAINS(message, "this runtime runs: " + joinedSupportedTargets() +
+                                 " (it was built without the CUDA backend");
   else
     EXPECT_TRUE(contains(message, "cannot load the CUDA driver libcuda.so.1") ||
                 contains(message, "cuInit failed"))

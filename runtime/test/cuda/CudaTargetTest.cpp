@@ -3,11 +3,15 @@
 #include "fdc/runtime/cuda/CudaTarget.h"
 #include "fdc/runtime/ModelLibrary.h"
 #include "fdc/runtime/cuda/CudaBackend.h"
+#include "fdc/runtime/hip/HipBackend.h"
+
+#include "TestUtil.h"
 
 #include <gtest/gtest.h>
 
 using namespace fdc::runtime;
 using namespace fdc::runtime::cuda;
+using namespace fdc::runtime::test;
 
 namespace {
 
@@ -116,66 +120,9 @@ TEST(CudaTargetTest, DeviceArchName) {
   EXPECT_EQ(deviceArchName(12, 0), "sm_120");
 }
 
-std::string scratchError(const std::string &scratch) {
-  Expected<ScratchSpec> spec =
-      parseScratch("{\"scratch\": " + scratch + "}", "test");
-  return spec ? "" : spec.error().message();
-}
-
-TEST(CudaTargetTest, ParsesScratch) {
-  Expected<ScratchSpec> none = parseScratch("{\"abi_version\": 1}", "test");
-  ASSERT_TRUE(none);
-  EXPECT_EQ(none->bytesPerSequence, 0u);
-  EXPECT_EQ(none->fixedBytes, 0u);
-  Expected<ScratchSpec> spec = parseScratch(
-      R"({"scratch": {"bytes_per_sequence": 4096, "fixed_bytes": 512}})",
-      "test");
-  ASSERT_TRUE(spec) << spec.error().message();
-  EXPECT_EQ(spec->bytesPerSequence, 4096u);
-  EXPECT_EQ(spec->fixedBytes, 512u);
-
-  EXPECT_EQ(scratchError("[]"),
-            "manifest of test: field 'scratch' is not an object");
-  EXPECT_EQ(scratchError(R"({"fixed_bytes": 0})"),
-            "manifest of test: missing field 'scratch.bytes_per_sequence'");
-  EXPECT_EQ(scratchError(R"({"bytes_per_sequence": -1, "fixed_bytes": 0})"),
-            "manifest of test: field 'scratch.bytes_per_sequence' is not a "
-            "non-negative integer");
-  EXPECT_EQ(scratchError(R"({"bytes_per_sequence": 1, "fixed_bytes": 0.5})"),
-            "manifest of test: field 'scratch.fixed_bytes' is not a "
-            "non-negative integer");
-  EXPECT_NE(scratchError("{").find("JSON error"), std::string::npos);
-}
-
-TEST(CudaTargetTest, ScratchBytes) {
-  auto bytes = [](uint64_t perSequence, uint64_t fixed, int64_t batch) {
-    Expected<uint64_t> b = scratchBytes({perSequence, fixed}, batch);
-    return b ? *b : UINT64_MAX;
-  };
-  EXPECT_EQ(bytes(0, 0, 8), 0u);
-  EXPECT_EQ(bytes(4, 0, 3), 256u);
-  EXPECT_EQ(bytes(300, 10, 2), 768u); // 610 rounded up
-  EXPECT_EQ(bytes(256, 256, 4), 1280u);
-  EXPECT_EQ(bytes(1, 0, 0), 0u);
-  EXPECT_FALSE(scratchBytes({UINT64_MAX / 2, 0}, 3));
-  EXPECT_FALSE(scratchBytes({1, UINT64_MAX - 10}, 8));
-  EXPECT_FALSE(scratchBytes({0, UINT64_MAX - 10}, 1));
-  EXPECT_FALSE(scratchBytes({1, 0}, -1));
-}
-
-TEST(CudaTargetTest, DeviceOrdinal) {
-  EXPECT_EQ(*parseDeviceOrdinal("0"), 0);
-  EXPECT_EQ(*parseDeviceOrdinal("3"), 3);
-  EXPECT_EQ(*parseDeviceOrdinal("12"), 12);
-  for (const char *bad : {"", "-1", "x", "1 ", "0x1", "99999999"})
-    EXPECT_FALSE(parseDeviceOrdinal(bad)) << bad;
-  EXPECT_EQ(parseDeviceOrdinal("gpu1").error().message(),
-            "FDC_CUDA_DEVICE='gpu1' is not a device ordinal (0, 1, ...)");
-}
-
 TEST(CudaTargetTest, SupportedTargets) {
   EXPECT_TRUE(isSupportedTarget("host"));
-  EXPECT_FALSE(isSupportedTarget("rocm:gfx942"));
+  EXPECT_FALSE(isSupportedTarget("vulkan:1.3"));
   EXPECT_FALSE(isSupportedTarget("cuda:"));
   EXPECT_FALSE(isSupportedTarget("cuda:sm90"));
   EXPECT_EQ(isSupportedTarget("cuda:sm_90"), backendAvailable());
@@ -183,6 +130,8 @@ TEST(CudaTargetTest, SupportedTargets) {
   std::vector<std::string> expected = {"host"};
   if (backendAvailable())
     expected.push_back("cuda:sm_XX[,sm_YY...]");
+  if (hip::backendAvailable())
+    expected.push_back("rocm:gfxXXX[,gfxYYY...]");
   EXPECT_EQ(supportedTargets(), expected);
 }
 
@@ -193,9 +142,10 @@ TEST(CudaTargetTest, OpensCudaLibraryWhenBuiltWithCuda) {
     ASSERT_FALSE(library);
     EXPECT_EQ(library.error().message(),
               std::string("model library ") + FDC_TEST_CUDA_PTX +
-                  " targets 'cuda:sm_90'; this runtime runs: host (it was "
-                  "built without the CUDA backend: cuda.h was not found, or "
-                  "FDC_RUNTIME_CUDA=OFF)");
+                  " targets 'cuda:sm_90'; this runtime runs: " +
+                  joinedSupportedTargets() +
+                  " (it was built without the CUDA backend: cuda.h was not "
+                  "found, or FDC_RUNTIME_CUDA=OFF)");
     return;
   }
   ASSERT_TRUE(library) << library.error().message();
@@ -217,20 +167,21 @@ TEST(CudaTargetTest, RefusesMalformedCudaTarget) {
                 ": malformed cuda target 'cuda:sm90': 'sm90' is not an "
                 "architecture like sm_90 or sm_90a"
           : std::string("model library ") + FDC_TEST_CUDA_BADTARGET +
-                " targets 'cuda:sm90'; this runtime runs: host (it was built "
-                "without the CUDA backend: cuda.h was not found, or "
-                "FDC_RUNTIME_CUDA=OFF)";
+                " targets 'cuda:sm90'; this runtime runs: " +
+                joinedSupportedTargets() +
+                " (it was built without the CUDA backend: cuda.h was not "
+                "found, or FDC_RUNTIME_CUDA=OFF)";
   EXPECT_EQ(library.error().message(), expected);
 }
 
 TEST(CudaTargetTest, RefusesUnsupportedTarget) {
   Expected<std::unique_ptr<ModelLibrary>> library =
-      ModelLibrary::open(FDC_TEST_MODEL_ROCM);
+      ModelLibrary::open(FDC_TEST_MODEL_VULKAN);
   ASSERT_FALSE(library);
   EXPECT_EQ(library.error().message(),
-            std::string("model library ") + FDC_TEST_MODEL_ROCM +
-                " targets 'rocm:gfx942'; this runtime runs: host" +
-                (backendAvailable() ? ", cuda:sm_XX[,sm_YY...]" : ""));
+            std::string("model library ") + FDC_TEST_MODEL_VULKAN +
+                " targets 'vulkan:1.3'; this runtime runs: " +
+                joinedSupportedTargets());
 }
 
 TEST(CudaTargetTest, HostStyleCudaLibraryWithoutImages) {

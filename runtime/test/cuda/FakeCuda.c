@@ -4,8 +4,8 @@
 |* "device memory" in host memory, so the backend runs end to end on a        *|
 |* machine without a GPU (the tests point FDC_CUDA_DRIVER here). Every copy   *|
 |* and every emulated kernel access is bounds-checked against the live        *|
-|* allocations. Kernels: the two of TestCudaKernels.ptx, emulated in C.       *|
-|* Streams are synchronous.                                                   *|
+|* allocations. Kernels: the two of TestCudaKernels.ptx, emulated in C        *|
+|* (../fake/FakeDevice.c, shared with FakeHip.c). Streams are synchronous.    *|
 |*                                                                            *|
 |* Behaviour is steered by environment variables read at each call:           *|
 |*   FDC_FAKE_CUDA_NO_DEVICE=1      cuInit fails with CUDA_ERROR_NO_DEVICE    *|
@@ -18,6 +18,8 @@
 |* primary context is released (sticky, like a real fault).                   *|
 |*                                                                            *|
 \*===----------------------------------------------------------------------===*/
+
+#include "FakeDevice.h"
 
 #include <cuda.h>
 
@@ -51,14 +53,6 @@ EXPORT void fdc_fake_cuda_stats(void *out) {
   memcpy(out, &stats, sizeof(stats));
 }
 
-typedef struct Allocation {
-  uint8_t *base;
-  size_t size;
-  struct Allocation *next;
-} Allocation;
-
-static Allocation *allocations;
-static int faulted;
 static int primaryContext = 1; /* its address is the CUcontext */
 
 typedef struct FakeFunction {
@@ -73,52 +67,6 @@ typedef struct FakeModule {
   size_t size;
   FakeFunction *functions;
 } FakeModule;
-
-static long envLong(const char *name, long fallback) {
-  const char *value = getenv(name);
-  return value && *value ? strtol(value, NULL, 10) : fallback;
-}
-
-static int inBounds(const void *p, size_t bytes) {
-  const uint8_t *q = (const uint8_t *)p;
-  for (Allocation *a = allocations; a; a = a->next)
-    if (q >= a->base && q <= a->base + a->size &&
-        bytes <= (size_t)(a->base + a->size - q))
-      return 1;
-  return 0;
-}
-
-/* Emulated kernel accesses: out of bounds records a fault and yields 0. */
-static void *deviceAccess(uint64_t address, size_t bytes) {
-  void *p = (void *)(uintptr_t)address;
-  if (!inBounds(p, bytes)) {
-    faulted = 1;
-    return NULL;
-  }
-  return p;
-}
-
-static float loadF32(uint64_t address) {
-  float *p = (float *)deviceAccess(address, 4);
-  return p ? *p : 0.0f;
-}
-
-static int32_t loadI32(uint64_t address) {
-  int32_t *p = (int32_t *)deviceAccess(address, 4);
-  return p ? *p : 0;
-}
-
-static void storeF32(uint64_t address, float value) {
-  float *p = (float *)deviceAccess(address, 4);
-  if (p)
-    *p = value;
-}
-
-static void storeI32(uint64_t address, int32_t value) {
-  int32_t *p = (int32_t *)deviceAccess(address, 4);
-  if (p)
-    *p = value;
-}
 
 /*===--- Errors -----------------------------------------------------------===*/
 
@@ -183,8 +131,8 @@ EXPORT CUresult CUDAAPI cuGetErrorString(CUresult error, const char **pStr) {
 
 EXPORT CUresult CUDAAPI cuInit(unsigned int flags) {
   (void)flags;
-  return envLong("FDC_FAKE_CUDA_NO_DEVICE", 0) ? CUDA_ERROR_NO_DEVICE
-                                               : CUDA_SUCCESS;
+  return fakeEnvLong("FDC_FAKE_CUDA_NO_DEVICE", 0) ? CUDA_ERROR_NO_DEVICE
+                                                   : CUDA_SUCCESS;
 }
 
 EXPORT CUresult CUDAAPI cuDriverGetVersion(int *version) {
@@ -193,12 +141,12 @@ EXPORT CUresult CUDAAPI cuDriverGetVersion(int *version) {
 }
 
 EXPORT CUresult CUDAAPI cuDeviceGetCount(int *count) {
-  *count = (int)envLong("FDC_FAKE_CUDA_DEVICES", 1);
+  *count = (int)fakeEnvLong("FDC_FAKE_CUDA_DEVICES", 1);
   return CUDA_SUCCESS;
 }
 
 EXPORT CUresult CUDAAPI cuDeviceGet(CUdevice *device, int ordinal) {
-  if (ordinal < 0 || ordinal >= envLong("FDC_FAKE_CUDA_DEVICES", 1))
+  if (ordinal < 0 || ordinal >= fakeEnvLong("FDC_FAKE_CUDA_DEVICES", 1))
     return CUDA_ERROR_INVALID_DEVICE;
   *device = ordinal;
   return CUDA_SUCCESS;
@@ -208,7 +156,7 @@ EXPORT CUresult CUDAAPI cuDeviceGetAttribute(int *value,
                                              CUdevice_attribute attribute,
                                              CUdevice device) {
   (void)device;
-  long cc = envLong("FDC_FAKE_CUDA_CC", 90);
+  long cc = fakeEnvLong("FDC_FAKE_CUDA_CC", 90);
   if (attribute == CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)
     *value = (int)(cc / 10);
   else if (attribute == CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)
@@ -237,7 +185,7 @@ EXPORT CUresult CUDAAPI cuDevicePrimaryCtxRelease_v2(CUdevice device) {
   if (stats.contextRefs <= 0)
     return CUDA_ERROR_INVALID_VALUE;
   if (--stats.contextRefs == 0)
-    faulted = 0;
+    fakeClearFault();
   return CUDA_SUCCESS;
 }
 
@@ -251,44 +199,28 @@ EXPORT CUresult CUDAAPI cuCtxSetCurrent(CUcontext context) {
 EXPORT CUresult CUDAAPI cuMemAlloc_v2(CUdeviceptr *address, size_t bytes) {
   if (bytes == 0)
     return CUDA_ERROR_INVALID_VALUE;
-  long limit = envLong("FDC_FAKE_CUDA_MAX_ALLOC", 0);
+  long limit = fakeEnvLong("FDC_FAKE_CUDA_MAX_ALLOC", 0);
   if (limit > 0 && bytes > (size_t)limit)
     return CUDA_ERROR_OUT_OF_MEMORY;
-  Allocation *a = (Allocation *)malloc(sizeof(Allocation));
-  uint8_t *base = (uint8_t *)malloc(bytes);
-  if (!a || !base) {
-    free(a);
-    free(base);
+  void *base = fakeAllocate(bytes);
+  if (!base)
     return CUDA_ERROR_OUT_OF_MEMORY;
-  }
-  memset(base, 0xCD, bytes); /* device memory starts as garbage */
-  a->base = base;
-  a->size = bytes;
-  a->next = allocations;
-  allocations = a;
   ++stats.liveAllocations;
   *address = (CUdeviceptr)(uintptr_t)base;
   return CUDA_SUCCESS;
 }
 
 EXPORT CUresult CUDAAPI cuMemFree_v2(CUdeviceptr address) {
-  for (Allocation **a = &allocations; *a; a = &(*a)->next) {
-    if ((*a)->base == (uint8_t *)(uintptr_t)address) {
-      Allocation *dead = *a;
-      *a = dead->next;
-      free(dead->base);
-      free(dead);
-      --stats.liveAllocations;
-      return CUDA_SUCCESS;
-    }
-  }
-  return CUDA_ERROR_INVALID_VALUE;
+  if (!fakeFree((void *)(uintptr_t)address))
+    return CUDA_ERROR_INVALID_VALUE;
+  --stats.liveAllocations;
+  return CUDA_SUCCESS;
 }
 
 static CUresult copyToDevice(CUdeviceptr dst, const void *src, size_t bytes) {
-  if (faulted)
+  if (fakeFaulted())
     return CUDA_ERROR_ILLEGAL_ADDRESS;
-  if (!inBounds((void *)(uintptr_t)dst, bytes))
+  if (!fakeInBounds((void *)(uintptr_t)dst, bytes))
     return CUDA_ERROR_INVALID_VALUE;
   memcpy((void *)(uintptr_t)dst, src, bytes);
   stats.bytesToDevice += (int64_t)bytes;
@@ -304,9 +236,9 @@ EXPORT CUresult CUDAAPI cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void *src,
 EXPORT CUresult CUDAAPI cuMemcpyDtoHAsync_v2(void *dst, CUdeviceptr src,
                                              size_t bytes, CUstream stream) {
   (void)stream;
-  if (faulted)
+  if (fakeFaulted())
     return CUDA_ERROR_ILLEGAL_ADDRESS;
-  if (!inBounds((void *)(uintptr_t)src, bytes))
+  if (!fakeInBounds((void *)(uintptr_t)src, bytes))
     return CUDA_ERROR_INVALID_VALUE;
   memcpy(dst, (void *)(uintptr_t)src, bytes);
   stats.bytesToHost += (int64_t)bytes;
@@ -316,7 +248,7 @@ EXPORT CUresult CUDAAPI cuMemcpyDtoHAsync_v2(void *dst, CUdeviceptr src,
 EXPORT CUresult CUDAAPI cuMemsetD8Async(CUdeviceptr dst, unsigned char value,
                                         size_t count, CUstream stream) {
   (void)stream;
-  if (!inBounds((void *)(uintptr_t)dst, count))
+  if (!fakeInBounds((void *)(uintptr_t)dst, count))
     return CUDA_ERROR_INVALID_VALUE;
   memset((void *)(uintptr_t)dst, value, count);
   return CUDA_SUCCESS;
@@ -339,7 +271,7 @@ EXPORT CUresult CUDAAPI cuStreamDestroy_v2(CUstream stream) {
 
 EXPORT CUresult CUDAAPI cuStreamSynchronize(CUstream stream) {
   (void)stream;
-  return faulted ? CUDA_ERROR_ILLEGAL_ADDRESS : CUDA_SUCCESS;
+  return fakeFaulted() ? CUDA_ERROR_ILLEGAL_ADDRESS : CUDA_SUCCESS;
 }
 
 /*===--- Modules ----------------------------------------------------------===*/
@@ -373,7 +305,7 @@ EXPORT CUresult CUDAAPI cuModuleLoadDataEx(CUmodule *module, const void *image,
              "\x7f"
              "ELF",
              4) == 0) {
-    if (envLong("FDC_FAKE_CUDA_REJECT_CUBIN", 0)) {
+    if (fakeEnvLong("FDC_FAKE_CUDA_REJECT_CUBIN", 0)) {
       free(m);
       return CUDA_ERROR_NO_BINARY_FOR_GPU;
     }
@@ -382,7 +314,7 @@ EXPORT CUresult CUDAAPI cuModuleLoadDataEx(CUmodule *module, const void *image,
   } else {
     const char *target = strstr((const char *)image, ".target sm_");
     long version = target ? strtol(target + 11, NULL, 10) : 0;
-    if (!target || version > envLong("FDC_FAKE_CUDA_CC", 90)) {
+    if (!target || version > fakeEnvLong("FDC_FAKE_CUDA_CC", 90)) {
       if (log && logSize)
         snprintf(log, logSize,
                  "ptxas fatal   : Unsupported .target 'sm_%ld' for this "
@@ -457,56 +389,7 @@ EXPORT CUresult CUDAAPI cuFuncSetAttribute(CUfunction function,
   return CUDA_SUCCESS;
 }
 
-/*===--- Kernels (TestCudaKernels.ptx, emulated) --------------------------===*/
-
-static uint64_t param(void **params, int i) { return *(uint64_t *)params[i]; }
-
-static void storeKV(uint32_t grid, void **params) {
-  uint64_t kv = param(params, 0), weights = param(params, 1),
-           tokens = param(params, 2), positions = param(params, 3),
-           slots = param(params, 4), scratch = param(params, 5);
-  int64_t maxContext = (int64_t)param(params, 6);
-  for (uint32_t i = 0; i < grid; ++i) {
-    int32_t token = loadI32(tokens + 4 * i);
-    int32_t pos = loadI32(positions + 4 * i);
-    int32_t slot = loadI32(slots + 4 * i);
-    uint64_t k = kv + (uint64_t)((int64_t)slot * 2 * maxContext) * 4;
-    uint64_t v = k + (uint64_t)maxContext * 4;
-    storeF32(k + 4 * (uint64_t)pos, (float)token);
-    storeF32(v + 4 * (uint64_t)pos, loadF32(weights));
-    float sum = 0;
-    for (int32_t p = 0; p <= pos; ++p)
-      sum += loadF32(k + 4 * (uint64_t)p);
-    storeF32(scratch + 4 * i, sum);
-  }
-}
-
-static void nextToken(uint32_t grid, void **params) {
-  uint64_t tokens = param(params, 0), weights = param(params, 1),
-           scratch = param(params, 2), temperature = param(params, 3),
-           topK = param(params, 4), uniform = param(params, 5),
-           logits = param(params, 6), nextTokens = param(params, 7);
-  int64_t vocab = (int64_t)param(params, 8);
-  for (uint32_t i = 0; i < grid; ++i) {
-    int32_t token = loadI32(tokens + 4 * i);
-    float u = loadF32(uniform + 4 * i);
-    int32_t r =
-        loadF32(temperature + 4 * i) > 0 ? (int32_t)(u * (float)vocab) : 0;
-    int64_t next = (int64_t)(token + 1 + r) % vocab;
-    if (loadI32(topK + 4 * i) == 999)
-      next = vocab + 5;
-    float w0 = loadF32(weights), sum = loadF32(scratch + 4 * i);
-    for (int64_t j = 0; j < vocab; ++j) {
-      float value = j == next ? 1.0f : 0.0f;
-      if (j == 30)
-        value += w0;
-      if (j == 31)
-        value += sum;
-      storeF32(logits + 4 * (uint64_t)(i * vocab + j), value);
-    }
-    storeI32(nextTokens + 4 * i, (int32_t)next);
-  }
-}
+/*===--- Kernels ---------------------------------------------------------===*/
 
 EXPORT CUresult CUDAAPI cuLaunchKernel(CUfunction function, unsigned int gridX,
                                        unsigned int gridY, unsigned int gridZ,
@@ -523,12 +406,9 @@ EXPORT CUresult CUDAAPI cuLaunchKernel(CUfunction function, unsigned int gridX,
       blockZ == 0 || (uint64_t)blockX * blockY * blockZ > 1024 ||
       (int)sharedBytes > f->sharedLimit)
     return CUDA_ERROR_INVALID_VALUE;
-  if (faulted)
+  if (fakeFaulted())
     return CUDA_ERROR_ILLEGAL_ADDRESS;
   ++stats.launches;
-  if (strcmp(f->name, "fdc_test_store_kv") == 0)
-    storeKV(gridX, params);
-  else if (strcmp(f->name, "fdc_test_next_token") == 0)
-    nextToken(gridX, params);
+  fakeRunKernel(f->name, gridX, params);
   return CUDA_SUCCESS;
 }

@@ -12,17 +12,14 @@
 |* Variants: TEST_TARGET (default "cuda:sm_90"), TEST_WITH_PTX (fdc_ptx),     *|
 |* TEST_WITH_CUBIN (fdc_cubin_sm_90, built by ptxas), TEST_EXTRA_KERNEL (the  *|
 |* manifest lists a kernel the image lacks).                                  *|
-|* $FDC_TEST_CUDA_STEP picks a misbehaving step: "bad_block" (4096 threads    *|
-|* per block), "unknown_kernel" (a name the manifest lacks), "bad_pointer"    *|
-|* (scratch + 2^40: a fault), "bad_pointer_last" (the same in the last      *|
-|* kernel only), "big_shared" (64 KiB of dynamic shared memory).             *|
+|* $FDC_TEST_CUDA_STEP picks a misbehaving step (../fake/TestGpuStep.h).     *|
 |*                                                                            *|
 \*===----------------------------------------------------------------------===*/
 
+#include "TestGpuStep.h"
 #include "fdc_model_abi.h"
 
 #include <stdlib.h>
-#include <string.h>
 
 #ifndef TEST_TARGET
 #define TEST_TARGET "cuda:sm_90"
@@ -84,36 +81,5 @@ EXPORT const uint64_t fdc_cubin_sm_90_size = sizeof(fdc_cubin_sm_90);
 #endif
 
 EXPORT void fdc_model_step(const FdcStepArgs *a) {
-  const FdcDeviceApi *device = a->device;
-  const char *mode = getenv("FDC_TEST_CUDA_STEP");
-  if (!mode)
-    mode = "";
-  uint32_t batch = (uint32_t)a->batch;
-  int64_t vocab = VOCAB;
-  void *scratch = a->scratch;
-  if (strcmp(mode, "bad_pointer") == 0)
-    scratch = (char *)scratch + ((int64_t)1 << 40);
-  uint32_t shared = strcmp(mode, "big_shared") == 0 ? 64 * 1024 : 0;
-
-  void *storeParams[] = {(void *)&a->kv_cache,   (void *)&a->weights,
-                         (void *)&a->tokens,     (void *)&a->positions,
-                         (void *)&a->slots,      &scratch,
-                         (void *)&a->max_context};
-  if (device->launch(device->context, "fdc_test_store_kv", batch, 1, 1, 1, 1, 1,
-                     shared, storeParams))
-    return;
-
-  if (strcmp(mode, "bad_pointer_last") == 0)
-    scratch = (char *)scratch + ((int64_t)1 << 40);
-  void *nextParams[] = {
-      (void *)&a->tokens,      (void *)&a->weights,     &scratch,
-      (void *)&a->temperature, (void *)&a->top_k,       (void *)&a->uniform,
-      (void *)&a->logits,      (void *)&a->next_tokens, &vocab};
-  const char *name = strcmp(mode, "unknown_kernel") == 0
-                         ? "fdc_test_not_in_manifest"
-                         : "fdc_test_next_token";
-  uint32_t block = strcmp(mode, "bad_block") == 0 ? 4096 : 32;
-  if (device->launch(device->context, name, batch, 1, 1, block, 1, 1, 0,
-                     nextParams))
-    return;
+  testGpuStep(a, getenv("FDC_TEST_CUDA_STEP"), VOCAB);
 }

@@ -51,7 +51,9 @@ expect=(
   include/fdc_model_abi.h
   include/fdc/runtime/Model.h
   include/fdc/runtime/Json.h
+  include/fdc/runtime/DeviceBackend.h
   include/fdc/runtime/cuda/CudaBackend.h
+  include/fdc/runtime/hip/HipBackend.h
   "$libdir/cmake/fdc_runtime/fdc_runtimeConfig.cmake"
   "$libdir/cmake/fdc_runtime/fdc_runtimeConfigVersion.cmake"
   "$libdir/cmake/fdc_runtime/fdc_runtimeTargets.cmake"

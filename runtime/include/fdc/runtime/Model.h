@@ -4,10 +4,10 @@
 #define FDC_RUNTIME_MODEL_H
 
 #include "fdc/runtime/Checkpoint.h"
+#include "fdc/runtime/DeviceBackend.h"
 #include "fdc/runtime/HostBuffer.h"
 #include "fdc/runtime/KVCache.h"
 #include "fdc/runtime/ModelLibrary.h"
-#include "fdc/runtime/cuda/CudaBackend.h"
 
 #include <memory>
 #include <string>
@@ -20,15 +20,17 @@ struct ModelOptions {
   int64_t maxContext = 0;
   /// Sequences that can run at once.
   int64_t numSlots = 1;
-  /// For a cuda library: the device ordinal; -1 = $FDC_CUDA_DEVICE or 0.
-  int cudaDevice = -1;
+  /// For a GPU library: the device ordinal; -1 = the backend's
+  /// $FDC_CUDA_DEVICE / $FDC_HIP_DEVICE, or 0.
+  int device = -1;
 };
 
 constexpr int64_t kDefaultMaxContext = 2048;
 
 /// A loaded model: the library, its filled weight arena and a KV cache. For
-/// a "cuda:..." library the weights, KV cache and step buffers live on the
-/// GPU (cuda::CudaBackend); the host keeps only the KV-cache slot bookkeeping.
+/// a GPU library ("cuda:...", "rocm:...") the weights, KV cache and step
+/// buffers live on the device, in the DeviceBackend that createDeviceBackend()
+/// picks from the target; the host keeps only the KV-cache slot bookkeeping.
 class Model {
 public:
   /// Opens the library, loads the weights from the checkpoint at
@@ -46,10 +48,10 @@ public:
   int64_t maxContext() const { return cache.maxContext(); }
   int64_t numSlots() const { return cache.numSlots(); }
   KVCache &kvCache() { return cache; }
-  /// The host weight arena (empty for a cuda library: it was uploaded).
+  /// The host weight arena (empty for a GPU library: it was uploaded).
   const HostBuffer &weights() const { return weightArena; }
-  /// The device side of a cuda library, else nullptr.
-  const cuda::CudaBackend *cudaBackend() const { return backend.get(); }
+  /// The device side of a GPU library, else nullptr.
+  const DeviceBackend *deviceBackend() const { return backend.get(); }
 
   /// Checks the step inputs the generated code indexes with, refusing by
   /// row and value: 1 <= batch <= num_slots; no NULL array; token ids in
@@ -60,16 +62,16 @@ public:
 
   /// Checks the inputs (checkStepInputs), fills in batch-independent fields
   /// (num_slots, max_context, and for a host library weights and kv_cache)
-  /// and runs one step. `args` holds host arrays either way; for a cuda
+  /// and runs one step. `args` holds host arrays either way; for a GPU
   /// library the backend copies them to and from the device (weights and
   /// kv_cache stay null here). Fails for invalid inputs (nothing runs), or for
-  /// a cuda library a failed launch or copy, or a fault found at the end of
+  /// a GPU library a failed launch or copy, or a fault found at the end of
   /// the step.
   Error step(FdcStepArgs &args);
 
 private:
   Model(std::unique_ptr<ModelLibrary> library, HostBuffer weights,
-        KVCache cache, std::unique_ptr<cuda::CudaBackend> backend)
+        KVCache cache, std::unique_ptr<DeviceBackend> backend)
       : lib(std::move(library)), weightArena(std::move(weights)),
         cache(std::move(cache)), backend(std::move(backend)) {}
 
@@ -77,7 +79,7 @@ private:
   HostBuffer weightArena;
   KVCache cache;
   /// Declared last so it is destroyed before the library it calls into.
-  std::unique_ptr<cuda::CudaBackend> backend;
+  std::unique_ptr<DeviceBackend> backend;
 };
 
 } // namespace fdc::runtime

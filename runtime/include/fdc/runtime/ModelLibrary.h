@@ -3,9 +3,10 @@
 // Checks that the file is a complete ELF shared object for this host,
 // dlopen()s it and checks, in this order, fdc_abi_version, fdc_target,
 // fdc_manifest, fdc_manifest_hash and fdc_model_step
-// (docs/model-library.md). A
-// "cuda:..." target is accepted when the runtime has the CUDA backend; its
-// kernel images are looked up later, by the backend.
+// (docs/model-library.md). A "cuda:..." target is accepted when the runtime
+// has the CUDA backend (its kernel images are looked up later, by the
+// backend); a "rocm:..." target when it has the HIP backend and the library
+// exports fdc_hsaco_<arch> and fdc_hsaco_<arch>_size for every listed arch.
 //
 //===----------------------------------------------------------------------===//
 
@@ -25,12 +26,13 @@ namespace fdc::runtime {
 /// The library ABI version this runtime implements.
 constexpr uint32_t kSupportedAbiVersion = FDC_MODEL_ABI_VERSION;
 
-/// Targets this runtime can run a step for: "host", and "cuda:sm_XX[,...]"
-/// when it was built with the CUDA backend.
+/// Targets this runtime can run a step for: "host", "cuda:sm_XX[,...]" when
+/// it was built with the CUDA backend and "rocm:gfxXXX[,...]" when it was
+/// built with the HIP backend.
 const std::vector<std::string> &supportedTargets();
 
-/// Whether this runtime runs libraries for `target` (a well-formed cuda
-/// target counts when the CUDA backend is built in).
+/// Whether this runtime runs libraries for `target` (a well-formed cuda or
+/// rocm target counts when its backend is built in).
 bool isSupportedTarget(const std::string &target);
 
 /// Checks, before anything maps it, that `path` is a regular file holding a
@@ -52,13 +54,20 @@ public:
   /// The manifest JSON text as the library holds it.
   const char *manifestText() const { return rawManifest; }
   FdcModelStepFn stepFunction() const { return step; }
+  /// True for the "host" target: the step runs on the CPU, no backend.
+  bool runsOnHost() const { return targetName == "host"; }
   /// True for a "cuda:..." target.
   bool isCuda() const;
+  /// True for a "rocm:..." target.
+  bool isRocm() const;
   /// The address of exported symbol `name`, or nullptr when there is none.
   const void *symbol(const char *name) const;
 
 private:
   ModelLibrary() = default;
+  /// For a rocm target: every listed arch's fdc_hsaco_<arch> and non-zero
+  /// fdc_hsaco_<arch>_size (no larger than the array, when that is known).
+  Error checkCodeObjects() const;
 
   std::string libraryPath;
   void *handle = nullptr;

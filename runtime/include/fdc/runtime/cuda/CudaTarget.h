@@ -1,9 +1,9 @@
-//===- CudaTarget.h - cuda:sm_XX targets, pure helpers -----------*- C++
-//-*-===//
+//===- CudaTarget.h - cuda:sm_XX targets, pure helpers ----------*- C++ -*-===//
 //
 // Everything about a `cuda:...` model library that needs no GPU: parsing the
-// target string, which kernel images to try for a device, and the scratch
-// size. Built into every runtime, with or without the CUDA backend.
+// target string and which kernel images to try for a device (the buffer
+// sizes are DeviceBuffers.h's). Built into every runtime, with or without the
+// CUDA backend.
 //
 //===----------------------------------------------------------------------===//
 
@@ -11,7 +11,6 @@
 #define FDC_RUNTIME_CUDA_CUDATARGET_H
 
 #include "fdc/runtime/Error.h"
-#include "fdc/runtime/Json.h"
 
 #include <cstdint>
 #include <string>
@@ -65,28 +64,6 @@ struct KernelImageCandidate {
 /// list that arch, then the PTX.
 std::vector<KernelImageCandidate>
 kernelImageCandidates(const CudaTarget &target, int ccMajor, int ccMinor);
-
-/// The manifest's "scratch" object: device memory for intermediate
-/// activations.
-struct ScratchSpec {
-  uint64_t bytesPerSequence = 0;
-  uint64_t fixedBytes = 0;
-};
-
-/// Reads "scratch": {"bytes_per_sequence": B, "fixed_bytes": F} from a
-/// manifest (both non-negative integers); a manifest without "scratch" needs
-/// none. `origin` names the manifest in errors.
-Expected<ScratchSpec> parseScratch(const json::Value &manifest,
-                                   std::string_view origin);
-Expected<ScratchSpec> parseScratch(std::string_view manifestText,
-                                   std::string_view origin);
-
-/// F + B * maxBatch rounded up to a multiple of 256, or an error when that
-/// overflows 64 bits.
-Expected<uint64_t> scratchBytes(const ScratchSpec &spec, int64_t maxBatch);
-
-/// Parses $FDC_CUDA_DEVICE-style text: a non-negative decimal ordinal.
-Expected<int> parseDeviceOrdinal(std::string_view text);
 
 } // namespace fdc::runtime::cuda
 

@@ -1,0 +1,234 @@
+//===- GpuBackend.cpp - A GPU library's device state and step -------------===//
+
+#include "GpuBackend.h"
+
+#include "fdc/runtime/DeviceBuffers.h"
+#include "fdc/runtime/ModelLibrary.h"
+
+#include <cstring>
+#include <tuple>
+
+using namespace fdc::runtime;
+
+namespace {
+uint64_t alignUp(uint64_t value, uint64_t alignment) {
+  return (value + alignment - 1) / alignment * alignment;
+}
+
+void *pointerTo(DeviceAddress address) {
+  return reinterpret_cast<void *>(static_cast<uintptr_t>(address));
+}
+} // namespace
+
+GpuBackend::GpuBackend(const ModelLibrary &library,
+                       std::unique_ptr<GpuDevice> device,
+                       std::string description, std::string image)
+    : device(std::move(device)), vendor(this->device->vendor()),
+      library(library), description(std::move(description)),
+      image(std::move(image)), name(concat(vendor.name, " backend")),
+      poison(envFlag(vendor.poisonVariable)),
+      launcher(*this->device, envFlag(vendor.syncLaunchesVariable)) {}
+
+Expected<std::unique_ptr<DeviceBackend>>
+GpuBackend::create(const ModelLibrary &library,
+                   std::unique_ptr<GpuDevice> device, std::string description,
+                   std::string image) {
+  std::unique_ptr<GpuBackend> backend(new GpuBackend(
+      library, std::move(device), std::move(description), std::move(image)));
+  if (Error err = backend->launcher.resolveKernels(library, backend->image))
+    return err;
+  return std::unique_ptr<DeviceBackend>(std::move(backend));
+}
+
+GpuBackend::~GpuBackend() {
+  device->makeCurrent();
+  device->synchronize();
+  for (Allocation *a :
+       {&weights, &kvCache, &scratch, &inputs, &logits, &nextTokens})
+    release(*a);
+}
+
+Error GpuBackend::makeCurrent() {
+  if (DeviceStatus status = device->makeCurrent())
+    return device->fail(vendor.makeCurrentCall, status);
+  return Error::success();
+}
+
+Error GpuBackend::allocate(Allocation &allocation, uint64_t bytes,
+                           const char *what) {
+  // cuMemAlloc refuses 0 bytes; every buffer gets at least 256.
+  uint64_t size = bytes == 0 ? 256 : alignUp(bytes, 256);
+  if (DeviceStatus status = device->allocate(allocation.address, size))
+    return device->fail(
+        concat(vendor.allocateCall, "(", what, ", ", size, " bytes)"), status);
+  allocation.bytes = bytes;
+  return Error::success();
+}
+
+void GpuBackend::release(Allocation &allocation) {
+  if (allocation.address)
+    device->deallocate(allocation.address);
+  allocation = {};
+}
+
+Error GpuBackend::uploadWeights(const HostBuffer &arena) {
+  if (Error err = makeCurrent())
+    return err;
+  release(weights);
+  if (Error err = allocate(weights, arena.size(), "weight arena"))
+    return err;
+  if (arena.size() == 0)
+    return Error::success();
+  // On the step's stream, and finished before the caller frees `arena`.
+  if (DeviceStatus status =
+          device->copyToDevice(weights.address, arena.data(), arena.size()))
+    return device->fail(concat(vendor.copyToDeviceCall, "(weight arena, ",
+                               arena.size(), " bytes)"),
+                        status);
+  if (DeviceStatus status = device->synchronize())
+    return device->fail(concat(vendor.synchronizeCall, "(weight upload)"),
+                        status);
+  return Error::success();
+}
+
+Error GpuBackend::allocateState(uint64_t kvCacheBytes, int64_t maxBatch,
+                                int64_t vocabSize) {
+  Expected<ScratchSpec> spec = parseScratch(
+      library.manifestText(), concat("model library ", library.path()));
+  if (!spec)
+    return spec.takeError();
+  Expected<DeviceBufferSizes> sizes =
+      computeDeviceBufferSizes(kvCacheBytes, maxBatch, vocabSize, *spec, name);
+  if (!sizes)
+    return sizes.takeError();
+  if (Error err = makeCurrent())
+    return err;
+  for (Allocation *a : {&kvCache, &scratch, &inputs, &logits, &nextTokens})
+    release(*a);
+  for (auto [allocation, bytes, what] :
+       {std::tuple{&kvCache, sizes->kvCache, "KV cache"},
+        std::tuple{&scratch, sizes->scratch, "scratch"},
+        std::tuple{&inputs, sizes->inputs, "per-sequence inputs"},
+        std::tuple{&logits, sizes->logits, "logits"},
+        std::tuple{&nextTokens, sizes->nextTokens, "next_tokens"}})
+    if (Error err = allocate(*allocation, bytes, what))
+      return err;
+  if (Error err = zeroKVCacheAndScratch())
+    return err;
+  this->maxBatch = maxBatch;
+  this->vocabSize = vocabSize;
+  inputStride = sizes->inputStride;
+  staging.assign(sizes->inputs, 0);
+  return Error::success();
+}
+
+Error GpuBackend::zeroKVCacheAndScratch() {
+  // The host KV cache starts zeroed; so does this one (and the scratch).
+  for (auto [allocation, what] :
+       {std::pair{&kvCache, "KV cache"}, std::pair{&scratch, "scratch"}})
+    if (DeviceStatus status = device->fill(allocation->address, 0,
+                                           alignUp(allocation->bytes, 256)))
+      return device->fail(concat(vendor.fillCall, "(", what, ")"), status);
+  if (DeviceStatus status = device->synchronize())
+    return device->fail(
+        concat(vendor.synchronizeCall, "(zeroing the KV cache)"), status);
+  return Error::success();
+}
+
+Error GpuBackend::stageInputs(const FdcStepArgs &args) {
+  // Pack the inputs into one staging buffer: one copy to the device.
+  size_t bytes = static_cast<size_t>(args.batch) * 4;
+  const void *sources[kNumStepInputs] = {
+      args.tokens, args.positions, args.slots,  args.temperature,
+      args.top_k,  args.top_p,     args.uniform};
+  for (int i = 0; i < kNumStepInputs; ++i)
+    std::memcpy(staging.data() + i * inputStride, sources[i], bytes);
+  uint64_t copyBytes = (kNumStepInputs - 1) * inputStride + bytes;
+  if (DeviceStatus status =
+          device->copyToDevice(inputs.address, staging.data(), copyBytes))
+    return device->fail(concat(vendor.copyToDeviceCall, "(step inputs)"),
+                        status);
+  return Error::success();
+}
+
+FdcStepArgs GpuBackend::deviceArgs(const FdcStepArgs &args) const {
+  auto input = [&](int i) {
+    return pointerTo(inputs.address + i * inputStride);
+  };
+  FdcStepArgs a = {};
+  a.batch = args.batch;
+  a.num_slots = args.num_slots;
+  a.max_context = args.max_context;
+  a.weights = pointerTo(weights.address);
+  a.kv_cache = pointerTo(kvCache.address);
+  a.tokens = static_cast<const int32_t *>(input(0));
+  a.positions = static_cast<const int32_t *>(input(1));
+  a.slots = static_cast<const int32_t *>(input(2));
+  a.temperature = static_cast<const float *>(input(3));
+  a.top_k = static_cast<const int32_t *>(input(4));
+  a.top_p = static_cast<const float *>(input(5));
+  a.uniform = static_cast<const float *>(input(6));
+  a.logits = static_cast<float *>(pointerTo(logits.address));
+  a.next_tokens = static_cast<int32_t *>(pointerTo(nextTokens.address));
+  a.scratch = pointerTo(scratch.address);
+  a.device = launcher.deviceApi();
+  return a;
+}
+
+Error GpuBackend::poisonOutputs() {
+  // $FDC_<VENDOR>_POISON=1 (tests): fill the outputs and the scratch with
+  // 0xFF bytes (NaN floats, -1 ints) before the step, so anything a kernel
+  // fails to write shows up.
+  for (auto [allocation, what] :
+       {std::pair{&logits, "logits"}, std::pair{&nextTokens, "next_tokens"},
+        std::pair{&scratch, "scratch"}})
+    if (allocation->bytes > 0)
+      if (DeviceStatus status =
+              device->fill(allocation->address, 0xFF, allocation->bytes))
+        return device->fail(concat(vendor.fillCall, "(poison ", what, ")"),
+                            status);
+  return Error::success();
+}
+
+Error GpuBackend::copyOutputs(const FdcStepArgs &args) {
+  // A fault inside a kernel surfaces at a later call on the stream.
+  auto stepFailed = [&](const std::string &call, DeviceStatus status) {
+    return createError(
+        "the model step failed: ", call, ": ", device->describe(status),
+        " (the step launched ", launcher.launchedList(), "; ",
+        vendor.syncLaunchesVariable, "=1 names the failing kernel)");
+  };
+  uint64_t batch = static_cast<uint64_t>(args.batch);
+  uint64_t logitBytes = batch * static_cast<uint64_t>(vocabSize) * 4;
+  if (DeviceStatus status =
+          device->copyToHost(args.logits, logits.address, logitBytes))
+    return stepFailed(concat(vendor.copyToHostCall, "(logits)"), status);
+  if (DeviceStatus status =
+          device->copyToHost(args.next_tokens, nextTokens.address, batch * 4))
+    return stepFailed(concat(vendor.copyToHostCall, "(next_tokens)"), status);
+  if (DeviceStatus status = device->synchronize())
+    return stepFailed(vendor.synchronizeCall, status);
+  return Error::success();
+}
+
+Error GpuBackend::step(const FdcStepArgs &args) {
+  if (args.batch < 1 || args.batch > maxBatch)
+    return createError(name, ": a step of ", args.batch,
+                       " sequences, the device buffers hold ", maxBatch);
+  if (Error err = makeCurrent())
+    return err;
+  if (Error err = stageInputs(args))
+    return err;
+  if (poison)
+    if (Error err = poisonOutputs())
+      return err;
+  FdcStepArgs onDevice = deviceArgs(args);
+  launcher.beginStep();
+  library.stepFunction()(&onDevice);
+  if (!launcher.launchError().empty()) {
+    // Let what was enqueued finish before the caller reuses the buffers.
+    device->synchronize();
+    return createError(launcher.launchError());
+  }
+  return copyOutputs(args);
+}

@@ -1,0 +1,88 @@
+//===- GpuBackend.h - A GPU library's device state and step -----*- C++ -*-===//
+//
+// The vendor-neutral DeviceBackend of a GPU model library: the device buffers
+// (weight arena, KV cache, scratch, the per-sequence inputs, logits and
+// next_tokens), the staging of a step's inputs in one copy, the FdcStepArgs
+// of device pointers, the poisoning of the outputs ($FDC_<VENDOR>_POISON) and
+// the errors of a step. The vendor opens the device and loads the kernel
+// image (cuda/CudaBackend.cpp, hip/HipBackend.cpp), then hands its GpuDevice
+// to create().
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FDC_RUNTIME_LIB_GPUBACKEND_H
+#define FDC_RUNTIME_LIB_GPUBACKEND_H
+
+#include "GpuDevice.h"
+#include "KernelLauncher.h"
+
+#include "fdc/runtime/DeviceBackend.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace fdc::runtime {
+
+class GpuBackend final : public DeviceBackend {
+public:
+  /// Takes over `device` (its kernel image loaded, named `image`), resolves
+  /// every kernel of `library`'s manifest and reads the vendor's
+  /// environment settings. `description` is deviceDescription().
+  static Expected<std::unique_ptr<DeviceBackend>>
+  create(const ModelLibrary &library, std::unique_ptr<GpuDevice> device,
+         std::string description, std::string image);
+  ~GpuBackend() override;
+
+  Error uploadWeights(const HostBuffer &arena) override;
+  Error allocateState(uint64_t kvCacheBytes, int64_t maxBatch,
+                      int64_t vocabSize) override;
+  Error step(const FdcStepArgs &args) override;
+  const std::string &deviceDescription() const override { return description; }
+  const std::string &kernelImage() const override { return image; }
+  uint64_t weightsAddress() const override { return weights.address; }
+  uint64_t kvCacheAddress() const override { return kvCache.address; }
+
+private:
+  struct Allocation {
+    DeviceAddress address = 0;
+    uint64_t bytes = 0;
+  };
+
+  GpuBackend(const ModelLibrary &library, std::unique_ptr<GpuDevice> device,
+             std::string description, std::string image);
+
+  Error makeCurrent();
+  /// Allocates max(bytes, 1) rounded up to 256 bytes; `what` names the
+  /// buffer in errors.
+  Error allocate(Allocation &allocation, uint64_t bytes, const char *what);
+  void release(Allocation &allocation);
+  Error zeroKVCacheAndScratch();
+
+  Error stageInputs(const FdcStepArgs &args);
+  FdcStepArgs deviceArgs(const FdcStepArgs &args) const;
+  Error poisonOutputs();
+  Error copyOutputs(const FdcStepArgs &args);
+
+  /// Declared first: destroyed after everything allocated on it.
+  std::unique_ptr<GpuDevice> device;
+  const GpuVendor &vendor;
+  const ModelLibrary &library;
+  std::string description;
+  std::string image;
+  /// "CUDA backend", for errors.
+  std::string name;
+  bool poison = false;
+  KernelLauncher launcher;
+
+  Allocation weights, kvCache, scratch, inputs, logits, nextTokens;
+  int64_t maxBatch = 0;
+  int64_t vocabSize = 0;
+  /// Bytes between two input arrays in `inputs` (256-aligned).
+  uint64_t inputStride = 0;
+  std::vector<uint8_t> staging;
+};
+
+} // namespace fdc::runtime
+
+#endif // FDC_RUNTIME_LIB_GPUBACKEND_H

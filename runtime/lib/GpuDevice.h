@@ -1,0 +1,113 @@
+//===- GpuDevice.h - The few device calls a GPU vendor provides -*- C++ -*-===//
+//
+// The vendor-neutral GPU backend (GpuBackend.h) runs a model library's step
+// through this interface; CUDA (cuda/CudaDevice.h) and HIP (hip/HipDevice.h)
+// each implement only these calls, on one device, one stream and one loaded
+// kernel image. Every call returns the vendor's status code (0 = success);
+// the caller names the call in its message with GpuVendor's call names and
+// describe().
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FDC_RUNTIME_LIB_GPUDEVICE_H
+#define FDC_RUNTIME_LIB_GPUDEVICE_H
+
+#include "fdc/runtime/Error.h"
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace fdc::runtime {
+
+/// A vendor status code: CUresult, hipError_t. 0 is success.
+using DeviceStatus = int;
+/// A device address (CUdeviceptr, or a HIP device pointer as an integer).
+using DeviceAddress = uint64_t;
+/// A kernel resolved in the loaded image (CUfunction, hipFunction_t).
+using KernelHandle = void *;
+
+/// How messages and settings name a vendor and its calls.
+struct GpuVendor {
+  /// "CUDA", "HIP".
+  const char *name;
+  /// Environment variables: the device ordinal, synchronizing after every
+  /// launch, and filling the outputs with 0xFF bytes before every step.
+  const char *deviceVariable;
+  const char *syncLaunchesVariable;
+  const char *poisonVariable;
+  /// The call behind each GpuDevice operation, as errors name it.
+  const char *makeCurrentCall;
+  const char *allocateCall;
+  const char *copyToDeviceCall;
+  const char *copyToHostCall;
+  const char *fillCall;
+  const char *synchronizeCall;
+  const char *getKernelCall;
+  const char *setSharedLimitCall;
+  const char *launchCall;
+  /// Dynamic shared memory a kernel may use before it must be opted into
+  /// more with setSharedLimit (CUDA: 48 KiB; HIP has no opt-in: UINT32_MAX).
+  uint32_t defaultSharedLimit;
+};
+
+/// A kernel launch's grid, block and dynamic shared memory.
+struct LaunchShape {
+  uint32_t grid[3];
+  uint32_t block[3];
+  uint32_t sharedBytes;
+};
+
+/// One device of one vendor, opened: its context, a stream and the loaded
+/// kernel image, released by the destructor. The copies, fills and launches
+/// are ordered on the stream; synchronize() waits for them.
+class GpuDevice {
+public:
+  virtual ~GpuDevice();
+
+  virtual const GpuVendor &vendor() const = 0;
+  /// The status's name and text: "CUDA_ERROR_INVALID_VALUE: invalid
+  /// argument".
+  virtual std::string describe(DeviceStatus status) const = 0;
+
+  /// Makes the device current for the calling thread.
+  virtual DeviceStatus makeCurrent() = 0;
+  /// `bytes` > 0.
+  virtual DeviceStatus allocate(DeviceAddress &address, uint64_t bytes) = 0;
+  virtual void deallocate(DeviceAddress address) = 0;
+  virtual DeviceStatus copyToDevice(DeviceAddress destination,
+                                    const void *source, uint64_t bytes) = 0;
+  virtual DeviceStatus copyToHost(void *destination, DeviceAddress source,
+                                  uint64_t bytes) = 0;
+  virtual DeviceStatus fill(DeviceAddress destination, uint8_t value,
+                            uint64_t bytes) = 0;
+  virtual DeviceStatus synchronize() = 0;
+
+  /// Looks kernel `name` up in the loaded image.
+  virtual DeviceStatus getKernel(const char *name, KernelHandle &kernel) = 0;
+  /// Lets `kernel` use `bytes` of dynamic shared memory (only called above
+  /// vendor().defaultSharedLimit).
+  virtual DeviceStatus setSharedLimit(KernelHandle kernel, uint32_t bytes) = 0;
+  /// `params` as for cuLaunchKernel: one pointer per kernel parameter.
+  virtual DeviceStatus launch(KernelHandle kernel, const LaunchShape &shape,
+                              void **params) = 0;
+
+  /// "<call> failed: <describe(status)>".
+  Error fail(std::string_view call, DeviceStatus status) const;
+};
+
+/// The device to open: `requested` when >= 0, else the vendor's device
+/// variable ($FDC_CUDA_DEVICE) when set, else 0.
+Expected<int> requestedDeviceOrdinal(int requested, const GpuVendor &vendor);
+
+/// Fails unless 0 <= ordinal < count: "CUDA device 2 does not exist: the
+/// machine has 2 CUDA devices (FDC_CUDA_DEVICE chooses one)".
+Error checkDeviceOrdinal(int ordinal, int count, const GpuVendor &vendor);
+
+/// Whether environment variable `name` is set to something other than ""
+/// or "0".
+bool envFlag(const char *name);
+
+} // namespace fdc::runtime
+
+#endif // FDC_RUNTIME_LIB_GPUDEVICE_H

@@ -1,0 +1,66 @@
+//===- CudaDevice.h - GpuDevice over the CUDA driver API --------*- C++ -*-===//
+//
+// One CUDA device opened for a model: its primary context, a non-blocking
+// stream and the loaded module, all released by the destructor. The device
+// calls of GpuDevice map one to one onto driver calls on that stream.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FDC_RUNTIME_LIB_CUDA_CUDADEVICE_H
+#define FDC_RUNTIME_LIB_CUDA_CUDADEVICE_H
+
+#include "../GpuDevice.h"
+#include "CudaDriver.h"
+
+#include <memory>
+
+namespace fdc::runtime::cuda {
+
+/// How messages and settings name CUDA: FDC_CUDA_DEVICE, cuMemAlloc_v2, ...
+extern const GpuVendor kCudaVendor;
+
+class CudaDevice final : public GpuDevice {
+public:
+  /// Retains the primary context of `device`, makes it current and creates
+  /// the stream.
+  static Expected<std::unique_ptr<CudaDevice>> open(const DriverApi &api,
+                                                    CUdevice device);
+  ~CudaDevice() override;
+
+  const DriverApi &driver() const { return api; }
+
+  /// Loads `image` (a cubin or PTX) as the module; on failure `jitLog`
+  /// holds what the JIT said, if anything.
+  CUresult loadModule(const void *image, std::string &jitLog);
+
+  const GpuVendor &vendor() const override { return kCudaVendor; }
+  std::string describe(DeviceStatus status) const override;
+  DeviceStatus makeCurrent() override;
+  DeviceStatus allocate(DeviceAddress &address, uint64_t bytes) override;
+  void deallocate(DeviceAddress address) override;
+  DeviceStatus copyToDevice(DeviceAddress destination, const void *source,
+                            uint64_t bytes) override;
+  DeviceStatus copyToHost(void *destination, DeviceAddress source,
+                          uint64_t bytes) override;
+  DeviceStatus fill(DeviceAddress destination, uint8_t value,
+                    uint64_t bytes) override;
+  DeviceStatus synchronize() override;
+  DeviceStatus getKernel(const char *name, KernelHandle &kernel) override;
+  DeviceStatus setSharedLimit(KernelHandle kernel, uint32_t bytes) override;
+  DeviceStatus launch(KernelHandle kernel, const LaunchShape &shape,
+                      void **params) override;
+
+private:
+  CudaDevice(const DriverApi &api, CUdevice device)
+      : api(api), device(device) {}
+
+  const DriverApi &api;
+  CUdevice device;
+  CUcontext context = nullptr;
+  CUstream stream = nullptr;
+  CUmodule module = nullptr;
+};
+
+} // namespace fdc::runtime::cuda
+
+#endif // FDC_RUNTIME_LIB_CUDA_CUDADEVICE_H

@@ -1,0 +1,121 @@
+//===- HipDevice.cpp - GpuDevice over the HIP runtime API -----------------===//
+
+#include "HipDevice.h"
+
+#include <cstdint>
+
+using namespace fdc::runtime;
+using namespace fdc::runtime::hip;
+
+const GpuVendor fdc::runtime::hip::kHipVendor = {
+    /*name=*/"HIP",
+    /*deviceVariable=*/"FDC_HIP_DEVICE",
+    /*syncLaunchesVariable=*/"FDC_HIP_SYNC_LAUNCHES",
+    /*poisonVariable=*/"FDC_HIP_POISON",
+    /*makeCurrentCall=*/"hipSetDevice",
+    /*allocateCall=*/"hipMalloc",
+    /*copyToDeviceCall=*/"hipMemcpyHtoDAsync",
+    /*copyToHostCall=*/"hipMemcpyDtoHAsync",
+    /*fillCall=*/"hipMemsetD8Async",
+    /*synchronizeCall=*/"hipStreamSynchronize",
+    /*getKernelCall=*/"hipModuleGetFunction",
+    /*setSharedLimitCall=*/"hipFuncSetAttribute",
+    /*launchCall=*/"hipModuleLaunchKernel",
+    /*defaultSharedLimit=*/UINT32_MAX,
+};
+
+namespace {
+hipDeviceptr_t devicePointer(DeviceAddress address) {
+  return reinterpret_cast<hipDeviceptr_t>(static_cast<uintptr_t>(address));
+}
+} // namespace
+
+Expected<std::unique_ptr<HipDevice>> HipDevice::open(const RuntimeApi &api,
+                                                     int ordinal) {
+  std::unique_ptr<HipDevice> opened(new HipDevice(api, ordinal));
+  if (hipError_t r = api.hipSetDevice(ordinal))
+    return api.fail(concat("hipSetDevice(", ordinal, ")"), r);
+  if (hipError_t r =
+          api.hipStreamCreateWithFlags(&opened->stream, hipStreamNonBlocking))
+    return api.fail("hipStreamCreateWithFlags", r);
+  return opened;
+}
+
+HipDevice::~HipDevice() {
+  // Nothing to report errors to: best effort.
+  (void)api.hipSetDevice(ordinal);
+  if (module)
+    (void)api.hipModuleUnload(module);
+  if (stream) {
+    (void)api.hipStreamSynchronize(stream);
+    (void)api.hipStreamDestroy(stream);
+  }
+}
+
+hipError_t HipDevice::loadModule(const void *image) {
+  hipModule_t loaded = nullptr;
+  hipError_t r = api.hipModuleLoadData(&loaded, image);
+  if (r == hipSuccess)
+    module = loaded;
+  return r;
+}
+
+std::string HipDevice::describe(DeviceStatus status) const {
+  return api.describe(static_cast<hipError_t>(status));
+}
+
+DeviceStatus HipDevice::makeCurrent() { return api.hipSetDevice(ordinal); }
+
+DeviceStatus HipDevice::allocate(DeviceAddress &address, uint64_t bytes) {
+  void *pointer = nullptr;
+  hipError_t r = api.hipMalloc(&pointer, bytes);
+  address = r == hipSuccess ? reinterpret_cast<uintptr_t>(pointer) : 0;
+  return r;
+}
+
+void HipDevice::deallocate(DeviceAddress address) {
+  (void)api.hipFree(devicePointer(address));
+}
+
+DeviceStatus HipDevice::copyToDevice(DeviceAddress destination,
+                                     const void *source, uint64_t bytes) {
+  // hipMemcpyHtoDAsync takes a non-const source, which it only reads.
+  return api.hipMemcpyHtoDAsync(devicePointer(destination),
+                                const_cast<void *>(source), bytes, stream);
+}
+
+DeviceStatus HipDevice::copyToHost(void *destination, DeviceAddress source,
+                                   uint64_t bytes) {
+  return api.hipMemcpyDtoHAsync(destination, devicePointer(source), bytes,
+                                stream);
+}
+
+DeviceStatus HipDevice::fill(DeviceAddress destination, uint8_t value,
+                             uint64_t bytes) {
+  return api.hipMemsetD8Async(devicePointer(destination), value, bytes, stream);
+}
+
+DeviceStatus HipDevice::synchronize() {
+  return api.hipStreamSynchronize(stream);
+}
+
+DeviceStatus HipDevice::getKernel(const char *name, KernelHandle &kernel) {
+  hipFunction_t function = nullptr;
+  hipError_t r = api.hipModuleGetFunction(&function, module, name);
+  kernel = function;
+  return r;
+}
+
+DeviceStatus HipDevice::setSharedLimit(KernelHandle, uint32_t) {
+  // Never called: kHipVendor.defaultSharedLimit is unlimited (see the
+  // header).
+  return hipSuccess;
+}
+
+DeviceStatus HipDevice::launch(KernelHandle kernel, const LaunchShape &shape,
+                               void **params) {
+  return api.hipModuleLaunchKernel(
+      static_cast<hipFunction_t>(kernel), shape.grid[0], shape.grid[1],
+      shape.grid[2], shape.block[0], shape.block[1], shape.block[2],
+      shape.sharedBytes, stream, params, nullptr);
+}

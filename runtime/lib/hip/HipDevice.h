@@ -1,0 +1,68 @@
+//===- HipDevice.h - GpuDevice over the HIP runtime API ---------*- C++ -*-===//
+//
+// One AMD GPU opened for a model: the device (hipSetDevice before every
+// operation, as HIP keeps the current device per thread), a non-blocking
+// stream and the loaded code object, released by the destructor. The device
+// calls of GpuDevice map one to one onto HIP calls on that stream.
+//
+// AMD GPUs need no opt-in for large dynamic shared memory (LDS): a launch
+// that asks for more than the device has fails in hipModuleLaunchKernel,
+// naming the kernel. So the vendor's defaultSharedLimit is unlimited and
+// setSharedLimit() is never called.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FDC_RUNTIME_LIB_HIP_HIPDEVICE_H
+#define FDC_RUNTIME_LIB_HIP_HIPDEVICE_H
+
+#include "../GpuDevice.h"
+#include "HipRuntime.h"
+
+#include <memory>
+
+namespace fdc::runtime::hip {
+
+/// How messages and settings name HIP: FDC_HIP_DEVICE, hipMalloc, ...
+extern const GpuVendor kHipVendor;
+
+class HipDevice final : public GpuDevice {
+public:
+  /// Selects device `ordinal` and creates the stream.
+  static Expected<std::unique_ptr<HipDevice>> open(const RuntimeApi &api,
+                                                   int ordinal);
+  ~HipDevice() override;
+
+  const RuntimeApi &runtime() const { return api; }
+
+  /// Loads `image` (a code object) as the module.
+  hipError_t loadModule(const void *image);
+
+  const GpuVendor &vendor() const override { return kHipVendor; }
+  std::string describe(DeviceStatus status) const override;
+  DeviceStatus makeCurrent() override;
+  DeviceStatus allocate(DeviceAddress &address, uint64_t bytes) override;
+  void deallocate(DeviceAddress address) override;
+  DeviceStatus copyToDevice(DeviceAddress destination, const void *source,
+                            uint64_t bytes) override;
+  DeviceStatus copyToHost(void *destination, DeviceAddress source,
+                          uint64_t bytes) override;
+  DeviceStatus fill(DeviceAddress destination, uint8_t value,
+                    uint64_t bytes) override;
+  DeviceStatus synchronize() override;
+  DeviceStatus getKernel(const char *name, KernelHandle &kernel) override;
+  DeviceStatus setSharedLimit(KernelHandle kernel, uint32_t bytes) override;
+  DeviceStatus launch(KernelHandle kernel, const LaunchShape &shape,
+                      void **params) override;
+
+private:
+  HipDevice(const RuntimeApi &api, int ordinal) : api(api), ordinal(ordinal) {}
+
+  const RuntimeApi &api;
+  int ordinal;
+  hipStream_t stream = nullptr;
+  hipModule_t module = nullptr;
+};
+
+} // namespace fdc::runtime::hip
+
+#endif // FDC_RUNTIME_LIB_HIP_HIPDEVICE_H

@@ -1,0 +1,548 @@
+//===- HipBackendTest.cpp - Running rocm:gfxXXX model libraries -----------===//
+//
+// HipBackendTest runs the HIP backend end to end against FakeHip.c (no GPU
+// or ROCm needed; FDC_HIP_RUNTIME points the backend at it): the backend the
+// target picks, the code object of the device's arch, the step and its
+// errors, poisoning, and what is released. The test library (TestHipModel.c)
+// has fake code objects, so nothing here runs on a real GPU.
+// HipNoRuntimeTest checks what a user without the HIP runtime sees.
+//
+//===----------------------------------------------------------------------===//
+
+#include "fdc/runtime/hip/HipBackend.h"
+#include "fdc/runtime/Engine.h"
+#include "fdc/runtime/ModelLibrary.h"
+#include "fdc/runtime/RunCommand.h"
+#include "fdc_runtime.h"
+
+#include "GpuTestUtil.h"
+#include "TestUtil.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <dlfcn.h>
+#include <memory>
+
+using namespace fdc::runtime;
+using namespace fdc::runtime::test;
+
+namespace {
+
+const std::string kLibrary = std::string("model library ") + FDC_TEST_HIP;
+
+//===----------------------------------------------------------------------===//
+// HipNoRuntimeTest: no libamdhip64, or a runtime without the HIP backend
+//===----------------------------------------------------------------------===//
+
+TEST(HipNoRuntimeTest, MissingRuntimeGivesAClearMessage) {
+  TempDir dir;
+  writeTestCheckpoint(dir.path());
+  ScopedEnv runtime("FDC_HIP_RUNTIME", "/nonexistent/libamdhip64.so");
+  Expected<std::unique_ptr<Model>> model =
+      Model::load(FDC_TEST_HIP, dir.path(), ModelOptions());
+  ASSERT_FALSE(model);
+  const std::string &message = model.error().message();
+  if (!hip::backendAvailable()) {
+    EXPECT_CONTAINS(message, "built without the HIP backend");
+    return;
+  }
+  EXPECT_CONTAINS(message, kLibrary +
+                               " targets 'rocm:gfx90a,gfx1100' and needs the "
+                               "HIP runtime: cannot load the HIP runtime "
+                               "/nonexistent/libamdhip64.so: ");
+  EXPECT_CONTAINS(message, "(is ROCm installed and a GPU visible?)");
+}
+
+TEST(HipNoRuntimeTest, FdcRunExitsNonZero) {
+  TempDir dir;
+  writeTestCheckpoint(dir.path());
+  std::string errors;
+  int rc = runFdcRun(
+      FDC_RUN, "FDC_HIP_RUNTIME=/nonexistent/libamdhip64.so",
+      {FDC_TEST_HIP, "--weights", dir.path(), "--prompt-ids", "1"}, errors);
+  EXPECT_NE(rc, 0);
+  if (hip::backendAvailable())
+    EXPECT_CONTAINS(errors, "needs the HIP runtime: cannot load the HIP "
+                            "runtime /nonexistent/libamdhip64.so: ");
+  else
+    EXPECT_CONTAINS(errors, "built without the HIP backend");
+}
+
+TEST(HipNoRuntimeTest, ThisMachine) {
+  // What a user of this machine sees: a clear refusal (the test library's
+  // code objects are fake, so even a GPU could not run them).
+  TempDir dir;
+  writeTestCheckpoint(dir.path());
+  ScopedEnv runtime("FDC_HIP_RUNTIME", nullptr);
+  char *error = nullptr;
+  fdc_model *model =
+      fdc_model_load(FDC_TEST_HIP, dir.path().c_str(), 16, 1, &error);
+  ASSERT_EQ(model, nullptr);
+  ASSERT_NE(error, nullptr);
+  std::string message = error;
+  fdc_string_free(error);
+  if (!hip::backendAvailable()) {
+    EXPECT_CONTAINS(message, "(it was built without the HIP backend");
+    return;
+  }
+  EXPECT_TRUE(
+      contains(message, "cannot load the HIP runtime libamdhip64.so: ") ||
+      contains(message, "hipInit failed") ||
+      contains(message, "hipModuleLoadData(fdc_hsaco_"))
+      << message;
+}
+
+//===----------------------------------------------------------------------===//
+// HipBackendTest: the backend on FakeHip.c
+//===----------------------------------------------------------------------===//
+
+#ifdef FDC_FAKE_HIP_RUNTIME
+
+/// The fake runtime's counters (FakeHip.c).
+struct FakeHipStats {
+  int64_t liveAllocations;
+  int64_t liveModules;
+  int64_t liveStreams;
+  int64_t launches;
+  int64_t bytesToDevice;
+  int64_t bytesToHost;
+  int64_t currentDevice;
+  char lastImageArch[16];
+};
+
+FakeHipStats fakeStats(const char *path = FDC_FAKE_HIP_RUNTIME) {
+  // Already loaded by the backend: this only finds the same handle.
+  void *handle = ::dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  EXPECT_NE(handle, nullptr) << ::dlerror();
+  FakeHipStats stats = {};
+  if (!handle)
+    return stats;
+  auto read =
+      reinterpret_cast<void (*)(void *)>(::dlsym(handle, "fdc_fake_hip_stats"));
+  EXPECT_NE(read, nullptr);
+  if (read)
+    read(&stats);
+  ::dlclose(handle);
+  return stats;
+}
+
+class HipBackendTest : public ::testing::Test {
+protected:
+  void SetUp() override {
+    if (!hip::backendAvailable())
+      GTEST_SKIP() << "this runtime was built without the HIP backend";
+  }
+
+  Expected<std::unique_ptr<Model>>
+  load(const char *library, int64_t numSlots = 3, int64_t maxContext = 16) {
+    ModelOptions options;
+    options.numSlots = numSlots;
+    options.maxContext = maxContext;
+    return Model::load(library, checkpoint.path(), options);
+  }
+
+  std::unique_ptr<Model> mustLoad(const char *library = FDC_TEST_HIP,
+                                  int64_t numSlots = 3) {
+    Expected<std::unique_ptr<Model>> model = load(library, numSlots);
+    EXPECT_TRUE(model) << model.error().message();
+    return model ? std::move(*model) : nullptr;
+  }
+
+  std::string loadError(const char *library, int64_t numSlots = 3,
+                        int64_t maxContext = 16) {
+    Expected<std::unique_ptr<Model>> model =
+        load(library, numSlots, maxContext);
+    return model ? "" : model.error().message();
+  }
+
+  /// One request of `maxNew` tokens from {1}, on `model`.
+  GenerationResult runOne(Model &model, int64_t maxNew = 2) {
+    return generate(model, {1}, maxNew);
+  }
+
+  void expectNothingLeaked() {
+    FakeHipStats stats = fakeStats();
+    EXPECT_EQ(stats.liveAllocations, 0);
+    EXPECT_EQ(stats.liveModules, 0);
+    EXPECT_EQ(stats.liveStreams, 0);
+  }
+
+  struct Checkpoint {
+    Checkpoint() { writeTestCheckpoint(dir.path()); }
+    const std::string &path() const { return dir.path(); }
+    TempDir dir;
+  } checkpoint;
+  ScopedEnv runtime{"FDC_HIP_RUNTIME", FDC_FAKE_HIP_RUNTIME};
+};
+
+TEST_F(HipBackendTest, TheTargetPicksTheHipBackend) {
+  std::unique_ptr<Model> model = mustLoad();
+  ASSERT_TRUE(model);
+  ASSERT_NE(model->deviceBackend(), nullptr);
+  EXPECT_EQ(model->deviceBackend()->kernelImage(), "fdc_hsaco_gfx90a");
+  EXPECT_EQ(model->deviceBackend()->deviceDescription(),
+            "Fake AMD GPU 0 (device 0, gfx90a:sramecc+:xnack-)");
+  EXPECT_NE(model->deviceBackend()->weightsAddress(), 0u);
+  EXPECT_NE(model->deviceBackend()->kvCacheAddress(), 0u);
+  EXPECT_EQ(model->weights().size(), 0u); // uploaded, host copy dropped
+  EXPECT_EQ(model->kvCache().data(), nullptr);
+  EXPECT_STREQ(fakeStats().lastImageArch, "gfx90a");
+
+  GenerationResult result = generate(*model, {1, 2, 3}, 4);
+  EXPECT_EQ(result.reason, FinishReason::Length) << result.error;
+  EXPECT_EQ(result.tokens, (std::vector<int32_t>{4, 5, 6, 7}));
+}
+
+TEST_F(HipBackendTest, LoadsTheCodeObjectOfTheDeviceArch) {
+  ScopedEnv arch("FDC_FAKE_HIP_ARCH", "gfx1100");
+  std::unique_ptr<Model> model = mustLoad();
+  ASSERT_TRUE(model);
+  EXPECT_EQ(model->deviceBackend()->kernelImage(), "fdc_hsaco_gfx1100");
+  EXPECT_EQ(model->deviceBackend()->deviceDescription(),
+            "Fake AMD GPU 0 (device 0, gfx1100)");
+  EXPECT_STREQ(fakeStats().lastImageArch, "gfx1100");
+  EXPECT_EQ(generate(*model, {7}, 3).tokens, (std::vector<int32_t>{8, 9, 10}));
+}
+
+TEST_F(HipBackendTest, NoCodeObjectForTheDeviceArch) {
+  ScopedEnv arch("FDC_FAKE_HIP_ARCH", "gfx942:sramecc+:xnack-");
+  EXPECT_EQ(loadError(FDC_TEST_HIP),
+            kLibrary +
+                " has no code object for this GPU: Fake AMD GPU 0 (device 0, "
+                "gfx942:sramecc+:xnack-) is gfx942, the library targets "
+                "'rocm:gfx90a,gfx1100' (code objects for gfx90a, gfx1100; "
+                "compile it with --target=rocm:gfx90a,gfx1100,gfx942)");
+  expectNothingLeaked();
+}
+
+TEST_F(HipBackendTest, RejectedCodeObjectIsNamed) {
+  ScopedEnv arch("FDC_FAKE_HIP_ARCH", "gfx1100");
+  EXPECT_EQ(loadError(FDC_TEST_HIP_WRONG_IMAGE),
+            std::string("model library ") + FDC_TEST_HIP_WRONG_IMAGE +
+                ": hipModuleLoadData(fdc_hsaco_gfx1100) failed: "
+                "hipErrorNoBinaryForGpu: no kernel image is available for "
+                "execution on the device (Fake AMD GPU 0 (device 0, gfx1100))");
+  expectNothingLeaked();
+}
+
+TEST_F(HipBackendTest, MatchesTheHostLibrary) {
+  std::unique_ptr<Model> gpu = mustLoad();
+  ASSERT_TRUE(gpu);
+  ModelOptions options;
+  options.numSlots = 3;
+  options.maxContext = 16;
+  Expected<std::unique_ptr<Model>> host =
+      Model::load(FDC_TEST_MODEL_GOOD, checkpoint.path(), options);
+  ASSERT_TRUE(host) << host.error().message();
+  std::vector<Outcome> expected = runWorkload(**host);
+  std::vector<Outcome> actual = runWorkload(*gpu);
+  ASSERT_EQ(actual.size(), expected.size());
+  for (size_t i = 0; i < expected.size(); ++i)
+    EXPECT_EQ(actual[i], expected[i]) << "request " << i;
+  EXPECT_EQ(expected[2].reason, FinishReason::Error);
+  EXPECT_EQ(expected[0].logits[0][31], 1 + 2 + 3);
+}
+
+TEST_F(HipBackendTest, MissingKernelIsNamed) {
+  EXPECT_EQ(loadError(FDC_TEST_HIP_EXTRA_KERNEL),
+            std::string("model library ") + FDC_TEST_HIP_EXTRA_KERNEL +
+                ": kernel 'fdc_test_absent' of the manifest is not in "
+                "fdc_hsaco_gfx90a: hipModuleGetFunction(fdc_test_absent) "
+                "failed: hipErrorNotFound: named symbol not found");
+  expectNothingLeaked();
+}
+
+TEST_F(HipBackendTest, FailedLaunchNamesTheKernel) {
+  std::unique_ptr<Model> model = mustLoad();
+  ASSERT_TRUE(model);
+  {
+    ScopedEnv mode("FDC_TEST_HIP_STEP", "bad_block");
+    GenerationResult result = runOne(*model);
+    EXPECT_EQ(result.reason, FinishReason::Error);
+    EXPECT_EQ(result.error,
+              "hipModuleLaunchKernel(fdc_test_next_token) failed: "
+              "hipErrorInvalidValue: invalid argument (grid 1x1x1, block "
+              "4096x1x1, 0 bytes of shared memory)");
+    EXPECT_EQ(model->kvCache().freeSlots(), 3);
+  }
+  // A launch error does not poison the device.
+  EXPECT_EQ(runOne(*model).tokens, (std::vector<int32_t>{2, 3}));
+}
+
+TEST_F(HipBackendTest, SharedMemoryNeedsNoOptIn) {
+  std::unique_ptr<Model> model = mustLoad();
+  ASSERT_TRUE(model);
+  {
+    ScopedEnv mode("FDC_TEST_HIP_STEP", "big_shared"); // 64 KiB
+    GenerationResult result = generate(*model, {5, 6}, 3);
+    EXPECT_EQ(result.reason, FinishReason::Length) << result.error;
+    EXPECT_EQ(result.tokens, (std::vector<int32_t>{7, 8, 9}));
+  }
+  ScopedEnv mode("FDC_TEST_HIP_STEP", "huge_shared"); // 1 MiB
+  EXPECT_EQ(runOne(*model).error,
+            "hipModuleLaunchKernel(fdc_test_store_kv) failed: "
+            "hipErrorInvalidValue: invalid argument (grid 1x1x1, block "
+            "1x1x1, 1048576 bytes of shared memory)");
+}
+
+TEST_F(HipBackendTest, LaunchOfUnlistedKernelIsRefused) {
+  std::unique_ptr<Model> model = mustLoad();
+  ASSERT_TRUE(model);
+  ScopedEnv mode("FDC_TEST_HIP_STEP", "unknown_kernel");
+  EXPECT_EQ(runOne(*model).error,
+            "the model step launched kernel 'fdc_test_not_in_manifest', which "
+            "the manifest's \"kernels\" does not list");
+}
+
+TEST_F(HipBackendTest, FaultIsReportedByALaterLaunch) {
+  std::unique_ptr<Model> model = mustLoad();
+  ASSERT_TRUE(model);
+  ScopedEnv mode("FDC_TEST_HIP_STEP", "bad_pointer");
+  EXPECT_EQ(runOne(*model).error,
+            "hipModuleLaunchKernel(fdc_test_next_token) failed: "
+            "hipErrorIllegalAddress: an illegal memory access was encountered "
+            "(grid 1x1x1, block 32x1x1, 0 bytes of shared memory)");
+}
+
+TEST_F(HipBackendTest, FaultInTheLastKernelIsFoundAtTheEnd) {
+  std::unique_ptr<Model> model = mustLoad();
+  ASSERT_TRUE(model);
+  ScopedEnv mode("FDC_TEST_HIP_STEP", "bad_pointer_last");
+  EXPECT_EQ(runOne(*model).error,
+            "the model step failed: hipMemcpyDtoHAsync(logits): "
+            "hipErrorIllegalAddress: an illegal memory access was encountered "
+            "(the step launched fdc_test_store_kv, fdc_test_next_token; "
+            "FDC_HIP_SYNC_LAUNCHES=1 names the failing kernel)");
+}
+
+TEST_F(HipBackendTest, SyncLaunchesNamesTheFaultingKernel) {
+  ScopedEnv sync("FDC_HIP_SYNC_LAUNCHES", "1");
+  std::unique_ptr<Model> model = mustLoad();
+  ASSERT_TRUE(model);
+  ScopedEnv mode("FDC_TEST_HIP_STEP", "bad_pointer");
+  EXPECT_EQ(runOne(*model).error,
+            "kernel fdc_test_store_kv failed: hipErrorIllegalAddress: an "
+            "illegal memory access was encountered (found by "
+            "hipStreamSynchronize after it, FDC_HIP_SYNC_LAUNCHES is set)");
+}
+
+TEST_F(HipBackendTest, PoisonsTheOutputs) {
+  // The step writes no output; what comes back is what was there before.
+  ScopedEnv mode("FDC_TEST_HIP_STEP", "skip_next_token");
+  {
+    std::unique_ptr<Model> model = mustLoad();
+    ASSERT_TRUE(model);
+    Expected<StepOutput> out = stepOnce(*model, 5);
+    ASSERT_TRUE(out) << out.error().message();
+    EXPECT_NE(out->nextToken, -1); // the fake's fresh memory: 0xCDCDCDCD
+    EXPECT_FALSE(std::isnan(out->logits[0]));
+  }
+  ScopedEnv poison("FDC_HIP_POISON", "1");
+  std::unique_ptr<Model> model = mustLoad();
+  ASSERT_TRUE(model);
+  Expected<StepOutput> out = stepOnce(*model, 5);
+  ASSERT_TRUE(out) << out.error().message();
+  EXPECT_EQ(out->nextToken, -1);
+  for (float logit : out->logits) {
+    uint32_t bits;
+    std::memcpy(&bits, &logit, 4);
+    EXPECT_EQ(bits, 0xFFFFFFFFu);
+  }
+}
+
+TEST_F(HipBackendTest, OutOfMemoryNamesTheBuffer) {
+  // KV cache: 8 slots x 1 layer x 2 x 1 head x 64 positions x 4 bytes.
+  ScopedEnv limit("FDC_FAKE_HIP_MAX_ALLOC", "2048");
+  EXPECT_EQ(loadError(FDC_TEST_HIP, 8, 64),
+            "hipMalloc(KV cache, 4096 bytes) failed: hipErrorOutOfMemory: out "
+            "of memory");
+  expectNothingLeaked();
+}
+
+TEST_F(HipBackendTest, RefusesBuffersThatOverflow) {
+  Expected<std::unique_ptr<ModelLibrary>> library =
+      ModelLibrary::open(FDC_TEST_HIP);
+  ASSERT_TRUE(library) << library.error().message();
+  Expected<std::unique_ptr<DeviceBackend>> backend =
+      createDeviceBackend(**library);
+  ASSERT_TRUE(backend) << backend.error().message();
+  int64_t before = fakeStats().liveAllocations;
+  Error err = (*backend)->allocateState((uint64_t(1) << 62) + 1, 1, 32);
+  EXPECT_EQ(err.message(), "HIP backend: a KV cache of 4611686018427387905 "
+                           "bytes is too large");
+  err = (*backend)->allocateState(0, INT32_MAX, INT32_MAX);
+  EXPECT_EQ(err.message(),
+            "logits of 2147483647 x 2147483647 floats overflow 64 bits");
+  err = (*backend)->allocateState(0, 0, 32);
+  EXPECT_EQ(err.message(),
+            "HIP backend: max_batch must be in [1, 2^31), got 0");
+  EXPECT_EQ(fakeStats().liveAllocations, before);
+  // Nothing allocated: no step fits.
+  FdcStepArgs args = {};
+  args.batch = 1;
+  EXPECT_EQ((*backend)->step(args).message(),
+            "HIP backend: a step of 1 sequences, the device buffers hold 0");
+}
+
+TEST_F(HipBackendTest, ChoosesTheDevice) {
+  ScopedEnv devices("FDC_FAKE_HIP_DEVICES", "2");
+  {
+    ScopedEnv device("FDC_HIP_DEVICE", "1");
+    std::unique_ptr<Model> model = mustLoad();
+    ASSERT_TRUE(model);
+    EXPECT_EQ(model->deviceBackend()->deviceDescription(),
+              "Fake AMD GPU 1 (device 1, gfx90a:sramecc+:xnack-)");
+    EXPECT_EQ(runOne(*model).tokens, (std::vector<int32_t>{2, 3}));
+    EXPECT_EQ(fakeStats().currentDevice, 1);
+    // ModelOptions::device wins over the environment.
+    ModelOptions options;
+    options.device = 0;
+    Expected<std::unique_ptr<Model>> first =
+        Model::load(FDC_TEST_HIP, checkpoint.path(), options);
+    ASSERT_TRUE(first) << first.error().message();
+    EXPECT_EQ((*first)->deviceBackend()->deviceDescription(),
+              "Fake AMD GPU 0 (device 0, gfx90a:sramecc+:xnack-)");
+  }
+  {
+    ScopedEnv device("FDC_HIP_DEVICE", "2");
+    EXPECT_EQ(loadError(FDC_TEST_HIP),
+              "HIP device 2 does not exist: the machine has 2 HIP devices "
+              "(FDC_HIP_DEVICE chooses one)");
+  }
+  {
+    ScopedEnv device("FDC_HIP_DEVICE", "first");
+    EXPECT_EQ(loadError(FDC_TEST_HIP),
+              "FDC_HIP_DEVICE='first' is not a device ordinal (0, 1, ...)");
+  }
+  expectNothingLeaked();
+}
+
+TEST_F(HipBackendTest, NoDevice) {
+  ScopedEnv noDevice("FDC_FAKE_HIP_NO_DEVICE", "1");
+  EXPECT_EQ(loadError(FDC_TEST_HIP),
+            kLibrary +
+                " targets 'rocm:gfx90a,gfx1100' and needs the HIP runtime: "
+                "hipInit failed: hipErrorNoDevice: no ROCm-capable device is "
+                "detected (HIP runtime " FDC_FAKE_HIP_RUNTIME
+                "; is an AMD GPU visible?)");
+}
+
+TEST_F(HipBackendTest, FailingCallsAreNamed) {
+  struct Case {
+    const char *call;
+    const char *message;
+  };
+  for (Case c : {
+           Case{"hipGetDevicePropertiesR0600",
+                "hipGetDevicePropertiesR0600(0) failed"},
+           Case{"hipStreamCreateWithFlags", "hipStreamCreateWithFlags failed"},
+           Case{"hipMalloc", "hipMalloc(weight arena, 512 bytes) failed"},
+           Case{"hipMemcpyHtoDAsync",
+                "hipMemcpyHtoDAsync(weight arena, 512 bytes) failed"},
+           Case{"hipMemsetD8Async", "hipMemsetD8Async(KV cache) failed"},
+           Case{"hipStreamSynchronize",
+                "hipStreamSynchronize(weight upload) failed"},
+       }) {
+    ScopedEnv fail("FDC_FAKE_HIP_FAIL", c.call);
+    EXPECT_EQ(loadError(FDC_TEST_HIP),
+              std::string(c.message) +
+                  ": hipErrorNotSupported: operation not supported")
+        << c.call;
+    expectNothingLeaked();
+  }
+}
+
+TEST_F(HipBackendTest, FailedCopyBackIsNamed) {
+  std::unique_ptr<Model> model = mustLoad();
+  ASSERT_TRUE(model);
+  ScopedEnv fail("FDC_FAKE_HIP_FAIL", "hipMemcpyDtoHAsync");
+  EXPECT_EQ(runOne(*model).error,
+            "the model step failed: hipMemcpyDtoHAsync(logits): "
+            "hipErrorNotSupported: operation not supported (the step "
+            "launched fdc_test_store_kv, fdc_test_next_token; "
+            "FDC_HIP_SYNC_LAUNCHES=1 names the failing kernel)");
+}
+
+TEST_F(HipBackendTest, CopiesOnlyWhatTheStepNeeds) {
+  std::unique_ptr<Model> model = mustLoad(FDC_TEST_HIP, 4);
+  ASSERT_TRUE(model);
+  Engine engine(*model);
+  for (int32_t token : {1, 2}) {
+    GenerationRequest r;
+    r.prompt = {token};
+    r.maxNewTokens = 1;
+    ASSERT_TRUE(engine.submit(r));
+  }
+  FakeHipStats before = fakeStats();
+  engine.step(); // batch 2
+  FakeHipStats after = fakeStats();
+  EXPECT_EQ(after.launches - before.launches, 2);
+  EXPECT_EQ(after.bytesToHost - before.bytesToHost, 2 * kTestVocab * 4 + 2 * 4);
+  // Seven input arrays, 256 bytes apart; the last one only as far as used.
+  EXPECT_EQ(after.bytesToDevice - before.bytesToDevice, 6 * 256 + 2 * 4);
+}
+
+TEST_F(HipBackendTest, ReleasesEverything) {
+  {
+    std::unique_ptr<Model> model = mustLoad();
+    ASSERT_TRUE(model);
+    FakeHipStats stats = fakeStats();
+    // Weights, KV cache, scratch, inputs, logits, next_tokens.
+    EXPECT_EQ(stats.liveAllocations, 6);
+    EXPECT_EQ(stats.liveModules, 1);
+    EXPECT_EQ(stats.liveStreams, 1);
+  }
+  expectNothingLeaked();
+}
+
+TEST_F(HipBackendTest, Rocm5PropertiesEntryPoint) {
+  // A runtime without hipGetDevicePropertiesR0600: hipGetDeviceProperties,
+  // with gcnArchName elsewhere.
+  ScopedEnv rocm5("FDC_HIP_RUNTIME", FDC_FAKE_HIP_RUNTIME_ROCM5);
+  ScopedEnv arch("FDC_FAKE_HIP_ARCH", "gfx1100");
+  std::unique_ptr<Model> model = mustLoad();
+  ASSERT_TRUE(model);
+  EXPECT_EQ(model->deviceBackend()->deviceDescription(),
+            "Fake AMD GPU 0 (device 0, gfx1100)");
+  EXPECT_EQ(model->deviceBackend()->kernelImage(), "fdc_hsaco_gfx1100");
+  EXPECT_EQ(runOne(*model).tokens, (std::vector<int32_t>{2, 3}));
+  EXPECT_STREQ(fakeStats(FDC_FAKE_HIP_RUNTIME_ROCM5).lastImageArch, "gfx1100");
+}
+
+TEST_F(HipBackendTest, CApi) {
+  char *error = nullptr;
+  fdc_model *model =
+      fdc_model_load(FDC_TEST_HIP, checkpoint.path().c_str(), 16, 2, &error);
+  ASSERT_NE(model, nullptr) << error;
+  int32_t prompt[] = {10, 11};
+  int32_t ids[3];
+  float logits[3 * kTestVocab];
+  int64_t length = 0;
+  ASSERT_EQ(fdc_generate(model, prompt, 2, 3, nullptr, ids, &length, logits), 0)
+      << fdc_last_error();
+  EXPECT_EQ(std::vector<int32_t>(ids, ids + 3),
+            (std::vector<int32_t>{12, 13, 14}));
+  EXPECT_EQ(logits[kTestVocab + 31], 10 + 11 + 12);
+  fdc_model_free(model);
+}
+
+TEST_F(HipBackendTest, RunCommand) {
+  std::vector<std::string> args = {
+      "fdc-run",      FDC_TEST_HIP, "--weights",         checkpoint.path(),
+      "--prompt-ids", "3,7",        "--max-new-tokens=3"};
+  std::vector<char *> argv;
+  for (std::string &arg : args)
+    argv.push_back(arg.data());
+  argv.push_back(nullptr);
+  testing::internal::CaptureStdout();
+  int rc = fdcRunMain(static_cast<int>(args.size()), argv.data());
+  std::string out = testing::internal::GetCapturedStdout();
+  EXPECT_EQ(rc, 0);
+  EXPECT_CONTAINS(out, "ids: 8,9,10\n");
+}
+
+#endif // FDC_FAKE_HIP_RUNTIME
+
+} // namespace
