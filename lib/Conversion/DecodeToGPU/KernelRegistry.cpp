@@ -37,6 +37,29 @@ LogicalResult KernelFamily::checkThreads(Operation *op,
   return success();
 }
 
+LogicalResult KernelFamily::checkVectorBytes(Operation *op,
+                                             const KernelConfig &config,
+                                             StringRef name,
+                                             const GpuPrimitives &target) {
+  int64_t bytes = config.get(name);
+  if (!llvm::isPowerOf2_64(bytes) || bytes > target.vectorBytes())
+    return op->emitOpError()
+           << "kernel config " << name << " = " << bytes
+           << " must be a power of two of at most " << target.vectorBytes();
+  return success();
+}
+
+DictionaryAttr BlockSizeFamily::getDefaultConfig(Operation *op,
+                                                 const GpuPrimitives &) const {
+  return makeConfig(op->getContext(), {{"threads", 256}});
+}
+
+LogicalResult BlockSizeFamily::verifyConfig(Operation *op,
+                                            const KernelConfig &config,
+                                            const GpuPrimitives &target) const {
+  return checkThreads(op, config, "threads", target);
+}
+
 LogicalResult KernelFamily::checkRange(Operation *op,
                                        const KernelConfig &config,
                                        StringRef name, int64_t lo, int64_t hi) {

@@ -76,6 +76,12 @@ protected:
                                           const KernelConfig &config,
                                           llvm::StringRef name,
                                           const GpuPrimitives &target);
+  /// Checks that entry `name` is a power of two no wider than the target's
+  /// widest vector load.
+  static mlir::LogicalResult checkVectorBytes(mlir::Operation *op,
+                                              const KernelConfig &config,
+                                              llvm::StringRef name,
+                                              const GpuPrimitives &target);
   /// Checks that entry `name` is in [lo, hi].
   static mlir::LogicalResult checkRange(mlir::Operation *op,
                                         const KernelConfig &config,
@@ -85,6 +91,18 @@ protected:
   static mlir::DictionaryAttr
   makeConfig(mlir::MLIRContext *context,
              llvm::ArrayRef<std::pair<llvm::StringRef, int64_t>> entries);
+};
+
+/// A family whose one config entry is its block size, `threads` (default
+/// 256), one thread block per row or per tile of elements.
+class BlockSizeFamily : public KernelFamily {
+public:
+  mlir::DictionaryAttr
+  getDefaultConfig(mlir::Operation *op,
+                   const GpuPrimitives &target) const override;
+  mlir::LogicalResult verifyConfig(mlir::Operation *op,
+                                   const KernelConfig &config,
+                                   const GpuPrimitives &target) const override;
 };
 
 class KernelRegistry {

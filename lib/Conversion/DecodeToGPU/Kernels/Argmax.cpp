@@ -23,19 +23,11 @@ void buildArgmax(KernelContext &ctx, int64_t threads, Buffer logits,
       });
 }
 
-class ArgmaxFamily : public KernelFamily {
+class ArgmaxFamily : public BlockSizeFamily {
 public:
   StringRef getName() const override { return "argmax"; }
   bool canLower(Operation *op) const override {
     return isa<decode::ArgmaxOp>(op);
-  }
-  DictionaryAttr getDefaultConfig(Operation *op,
-                                  const GpuPrimitives &) const override {
-    return makeConfig(op->getContext(), {{"threads", 256}});
-  }
-  LogicalResult verifyConfig(Operation *op, const KernelConfig &config,
-                             const GpuPrimitives &target) const override {
-    return checkThreads(op, config, "threads", target);
   }
   LogicalResult build(Operation *op, const KernelConfig &config,
                       StepBuffers &buffers, KernelContext &ctx) const override {

@@ -69,12 +69,7 @@ public:
                              const GpuPrimitives &target) const override {
     if (failed(checkThreads(op, config, "threads", target)))
       return failure();
-    int64_t bytes = config.get("vector_bytes");
-    if (!llvm::isPowerOf2_64(bytes) || bytes > target.vectorBytes())
-      return op->emitOpError()
-             << "kernel config vector_bytes = " << bytes
-             << " must be a power of two of at most " << target.vectorBytes();
-    return success();
+    return checkVectorBytes(op, config, "vector_bytes", target);
   }
   LogicalResult build(Operation *op, const KernelConfig &config,
                       StepBuffers &buffers, KernelContext &ctx) const override {

@@ -114,12 +114,7 @@ public:
         target.target().getMaxWorkgroupSize() / target.subgroupSize();
     if (failed(checkRange(op, config, "rows_per_block", 1, maxRows)))
       return failure();
-    int64_t bytes = config.get("vector_bytes");
-    if (!llvm::isPowerOf2_64(bytes) || bytes > target.vectorBytes())
-      return op->emitOpError()
-             << "kernel config vector_bytes = " << bytes
-             << " must be a power of two of at most " << target.vectorBytes();
-    return success();
+    return checkVectorBytes(op, config, "vector_bytes", target);
   }
   LogicalResult build(Operation *op, const KernelConfig &config,
                       StepBuffers &buffers, KernelContext &ctx) const override {

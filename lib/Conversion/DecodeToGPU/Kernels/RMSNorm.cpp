@@ -49,19 +49,11 @@ void buildRMSNorm(KernelContext &ctx, int64_t threads, Buffer input,
              });
 }
 
-class RMSNormFamily : public KernelFamily {
+class RMSNormFamily : public BlockSizeFamily {
 public:
   StringRef getName() const override { return "rms_norm"; }
   bool canLower(Operation *op) const override {
     return isa<decode::RMSNormOp>(op);
-  }
-  DictionaryAttr getDefaultConfig(Operation *op,
-                                  const GpuPrimitives &) const override {
-    return makeConfig(op->getContext(), {{"threads", 256}});
-  }
-  LogicalResult verifyConfig(Operation *op, const KernelConfig &config,
-                             const GpuPrimitives &target) const override {
-    return checkThreads(op, config, "threads", target);
   }
   LogicalResult build(Operation *op, const KernelConfig &config,
                       StepBuffers &buffers, KernelContext &ctx) const override {

@@ -73,19 +73,11 @@ void buildRope(KernelContext &ctx, int64_t threads, Buffer input,
       });
 }
 
-class RopeFamily : public KernelFamily {
+class RopeFamily : public BlockSizeFamily {
 public:
   StringRef getName() const override { return "rope"; }
   bool canLower(Operation *op) const override {
     return isa<decode::RopeOp>(op);
-  }
-  DictionaryAttr getDefaultConfig(Operation *op,
-                                  const GpuPrimitives &) const override {
-    return makeConfig(op->getContext(), {{"threads", 256}});
-  }
-  LogicalResult verifyConfig(Operation *op, const KernelConfig &config,
-                             const GpuPrimitives &target) const override {
-    return checkThreads(op, config, "threads", target);
   }
   LogicalResult build(Operation *op, const KernelConfig &config,
                       StepBuffers &buffers, KernelContext &ctx) const override {

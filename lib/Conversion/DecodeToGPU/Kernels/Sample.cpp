@@ -45,19 +45,11 @@ void buildSample(KernelContext &ctx, int64_t threads, Buffer logits,
       });
 }
 
-class SampleFamily : public KernelFamily {
+class SampleFamily : public BlockSizeFamily {
 public:
   StringRef getName() const override { return "sample"; }
   bool canLower(Operation *op) const override {
     return isa<decode::SampleOp>(op);
-  }
-  DictionaryAttr getDefaultConfig(Operation *op,
-                                  const GpuPrimitives &) const override {
-    return makeConfig(op->getContext(), {{"threads", 256}});
-  }
-  LogicalResult verifyConfig(Operation *op, const KernelConfig &config,
-                             const GpuPrimitives &target) const override {
-    return checkThreads(op, config, "threads", target);
   }
   LogicalResult build(Operation *op, const KernelConfig &config,
                       StepBuffers &buffers, KernelContext &ctx) const override {

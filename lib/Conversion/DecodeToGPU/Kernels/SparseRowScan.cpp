@@ -115,19 +115,11 @@ void buildSparseRowScan(KernelContext &ctx, int64_t threads, Buffer input,
              });
 }
 
-class SparseRowScanFamily : public KernelFamily {
+class SparseRowScanFamily : public BlockSizeFamily {
 public:
   StringRef getName() const override { return "sparse_row_scan"; }
   bool canLower(Operation *op) const override {
     return isa<decode::SparseLinearOp>(op);
-  }
-  DictionaryAttr getDefaultConfig(Operation *op,
-                                  const GpuPrimitives &) const override {
-    return makeConfig(op->getContext(), {{"threads", 256}});
-  }
-  LogicalResult verifyConfig(Operation *op, const KernelConfig &config,
-                             const GpuPrimitives &target) const override {
-    return checkThreads(op, config, "threads", target);
   }
   LogicalResult build(Operation *op, const KernelConfig &config,
                       StepBuffers &buffers, KernelContext &ctx) const override {
