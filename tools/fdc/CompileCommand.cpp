@@ -24,6 +24,14 @@ std::string fromEnv(const char *name, const std::string &otherwise) {
   return value ? value : otherwise;
 }
 
+/// $ROCM_PATH/amdgcn/bitcode of a ROCm install, else Debian's
+/// rocm-device-libs.
+std::string defaultRocmDeviceLibs() {
+  if (const char *rocm = std::getenv("ROCM_PATH"))
+    return std::string(rocm) + "/amdgcn/bitcode";
+  return "/usr/lib/x86_64-linux-gnu/amdgcn/bitcode";
+}
+
 struct CompileOptions {
   cl::OptionCategory category{"fdc compile options"};
   cl::opt<std::string> input{cl::Positional, cl::Required,
@@ -33,7 +41,8 @@ struct CompileOptions {
                               cl::value_desc("file"), cl::cat(category)};
   cl::opt<std::string> target{
       "target", cl::init("host"),
-      cl::desc("Target: host, or cuda:sm_XX[,sm_YY...] (PTX + cubins)"),
+      cl::desc("Target: host, cuda:sm_XX[,sm_YY...] (PTX + cubins), or "
+               "rocm:gfxNNN[,gfxMMM...] (one code object per arch)"),
       cl::cat(category)};
   cl::opt<std::string> cpu{
       "cpu", cl::init("generic"),
@@ -51,10 +60,26 @@ struct CompileOptions {
       "cuda-path", cl::init(fromEnv("CUDA_HOME", "/usr/local/cuda")),
       cl::desc("CUDA toolkit (libdevice, ptxas) for cuda targets"),
       cl::cat(category)};
+  cl::opt<std::string> rocmDeviceLibs{
+      "rocm-device-libs", cl::init(defaultRocmDeviceLibs()),
+      cl::desc("Directory of the ROCm device libraries (ocml.bc, ockl.bc) "
+               "for rocm targets; default $ROCM_PATH/amdgcn/bitcode, else "
+               "Debian's /usr/lib/x86_64-linux-gnu/amdgcn/bitcode"),
+      cl::value_desc("dir"), cl::cat(category)};
   cl::opt<std::string> emitPTX{"emit-ptx",
                                cl::desc("Also write the kernels' PTX here "
                                         "(cuda targets)"),
                                cl::value_desc("file"), cl::cat(category)};
+  cl::opt<std::string> emitAMDGPUISA{
+      "emit-amdgpu-isa",
+      cl::desc("Also write each arch's AMDGPU assembly to PREFIX.<arch>.s "
+               "(rocm targets)"),
+      cl::value_desc("prefix"), cl::cat(category)};
+  cl::opt<std::string> emitHSACO{
+      "emit-hsaco",
+      cl::desc("Also write each arch's code object to PREFIX.<arch>.hsaco "
+               "(rocm targets)"),
+      cl::value_desc("prefix"), cl::cat(category)};
   cl::opt<std::string> linker{
       "linker", cl::desc("Compiler driver used to link"), cl::cat(category)};
 
@@ -68,11 +93,14 @@ struct CompileOptions {
     result.llvmIRPath = emitLLVM;
     result.mlirPath = emitMLIR;
     result.toolchain.cudaPath = cudaPath;
+    result.toolchain.rocmDeviceLibsPath = rocmDeviceLibs;
     auto dump = [&](fdc::target::KernelDumpKind kind, const std::string &path) {
       if (!path.empty())
         result.kernelDumps[kind] = path;
     };
     dump(fdc::target::KernelDumpKind::PTX, emitPTX);
+    dump(fdc::target::KernelDumpKind::AMDGPUAssembly, emitAMDGPUISA);
+    dump(fdc::target::KernelDumpKind::HSACO, emitHSACO);
     return result;
   }
 };
@@ -86,7 +114,7 @@ int fdc::compileMain(int argc, char **argv) {
           "fdc compile: model IR -> AOT model library\n\n"
           "  fdc compile model.mlir --target=host -o model.so\n"
           "  fdc compile model.mlir --target=cuda:sm_90,sm_80 -o model.so\n"
-          "",
+          "  fdc compile model.mlir --target=rocm:gfx90a,gfx942 -o model.so\n",
           &llvm::errs()))
     return 2;
 

@@ -24,7 +24,7 @@
 namespace fdc::target {
 
 /// A parsed `--target`: `host`, or PLATFORM:ARCH[,ARCH...] of a GPU
-/// platform (`cuda:sm_90a,sm_80`).
+/// platform (`cuda:sm_90a,sm_80`, `rocm:gfx90a,gfx942,gfx1100`).
 struct CompileTarget {
   /// The string as given; the library's `fdc_target`.
   std::string name;
@@ -43,7 +43,7 @@ mlir::FailureOr<CompileTarget>
 parseCompileTarget(llvm::StringRef text,
                    llvm::function_ref<mlir::InFlightDiagnostic()> emitError);
 
-/// "host, cuda:sm_XX[,sm_YY...]".
+/// "host, cuda:sm_XX[,sm_YY...], rocm:gfxNNN[,gfxMMM...]".
 std::string getSupportedTargetsText();
 
 struct CompileOptions {

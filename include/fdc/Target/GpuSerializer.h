@@ -37,6 +37,10 @@ struct KernelImage {
 enum class KernelDumpKind {
   /// --emit-ptx=FILE: the PTX the cubins are made from (one for all archs).
   PTX,
+  /// --emit-amdgpu-isa=PREFIX: PREFIX.<arch>.s, the AMDGPU assembly.
+  AMDGPUAssembly,
+  /// --emit-hsaco=PREFIX: PREFIX.<arch>.hsaco, the code object as embedded.
+  HSACO,
 };
 
 /// The `fdc compile` option that asks for a dump ("emit-ptx").
@@ -63,6 +67,8 @@ struct SerializedKernels {
 struct GpuToolchainOptions {
   /// CUDA toolkit: nvvm/libdevice/libdevice.10.bc and bin/ptxas.
   std::string cudaPath;
+  /// The directory of the ROCm device libraries' bitcode (ocml.bc, ockl.bc).
+  std::string rocmDeviceLibsPath;
 };
 
 /// Lowers and serialises the kernels of one vendor.
@@ -110,7 +116,7 @@ createGpuSerializer(decode::GpuVendor vendor,
                     const GpuToolchainOptions &options);
 
 /// Registers every vendor's kernel pipeline with the pass registry (for
-/// fdc-opt): `fdc-nvvm-kernels`.
+/// fdc-opt): `fdc-nvvm-kernels`, `fdc-rocdl-kernels`.
 void registerGpuKernelPipelines();
 
 } // namespace fdc::target

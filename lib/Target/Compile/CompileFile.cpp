@@ -19,7 +19,8 @@ using namespace fdc;
 void target::registerCompileDialects(DialectRegistry &registry) {
   registry.insert<decode::DecodeDialect, arith::ArithDialect, func::FuncDialect,
                   tensor::TensorDialect, LLVM::LLVMDialect, gpu::GPUDialect>();
-  // The ConvertToLLVM interfaces that GPU-to-NVVM collects patterns from.
+  // The ConvertToLLVM interfaces that GPU-to-NVVM / -ROCDL collect
+  // patterns from.
   registerAllExtensions(registry);
 }
 

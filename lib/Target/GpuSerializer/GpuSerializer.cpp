@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "fdc/Target/GpuSerializer.h"
+#include "fdc/Target/AMDGPU/AMDGPUSerializer.h"
 #include "fdc/Target/NVPTX/NVPTXSerializer.h"
 
 using namespace mlir;
@@ -17,6 +18,8 @@ namespace {
 const GpuPlatform kPlatforms[] = {
     {"cuda", "CUDA", decode::GpuVendor::nvidia, "cuda:sm_XX[,sm_YY...]",
      nvptx::checkArch},
+    {"rocm", "ROCm", decode::GpuVendor::amd, "rocm:gfxNNN[,gfxMMM...]",
+     amdgpu::checkArch},
 };
 
 struct KernelDumpInfo {
@@ -26,6 +29,8 @@ struct KernelDumpInfo {
 };
 const KernelDumpInfo kDumpInfo[] = {
     {KernelDumpKind::PTX, "emit-ptx", ".ptx"},
+    {KernelDumpKind::AMDGPUAssembly, "emit-amdgpu-isa", ".s"},
+    {KernelDumpKind::HSACO, "emit-hsaco", ".hsaco"},
 };
 
 const KernelDumpInfo &getDumpInfo(KernelDumpKind kind) {
@@ -62,11 +67,12 @@ target::createGpuSerializer(decode::GpuVendor vendor,
   case decode::GpuVendor::nvidia:
     return nvptx::createSerializer(options);
   case decode::GpuVendor::amd:
-    break;
+    return amdgpu::createSerializer(options);
   }
   llvm_unreachable("a GPU vendor without a serialiser");
 }
 
 void target::registerGpuKernelPipelines() {
   nvptx::registerKernelPipeline();
+  amdgpu::registerKernelPipeline();
 }
