@@ -1,5 +1,7 @@
 //===- AMDGPUPipeline.cpp - a gpu.module to the ROCDL dialect -------------===//
 
+#include "XorShuffleRewrite.h"
+
 #include "fdc/Target/AMDGPU/AMDGPUSerializer.h"
 #include "fdc/Target/KernelLowering.h"
 
@@ -63,6 +65,9 @@ void target::amdgpu::buildKernelPipeline(OpPassManager &pm, StringRef chip,
                                          unsigned subgroupSize) {
   pm.addPass(
       target::createLowerSubgroupReducesPass(dppLowering(chip, subgroupSize)));
+  FailureOr<mlir::amdgpu::Chipset> chipset = mlir::amdgpu::Chipset::parse(chip);
+  if (succeeded(chipset) && chipset->majorVersion >= 10 && subgroupSize == 64)
+    pm.addPass(target::amdgpu::createRewriteXorShufflesPass(chip, *chipset));
   pm.addPass(createSCFToControlFlowPass());
   ConvertGpuOpsToROCDLOpsOptions rocdl;
   rocdl.chipset = chip.str();
