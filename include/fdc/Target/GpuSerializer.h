@@ -104,7 +104,7 @@ struct GpuPlatform {
       llvm::function_ref<mlir::InFlightDiagnostic()> emitError);
 };
 
-/// Every GPU platform, in the order `fdc compile --help` lists them.
+/// Every GPU platform, in the order diagnostics list them.
 llvm::ArrayRef<GpuPlatform> getGpuPlatforms();
 
 /// The platform named `name` ("cuda"), or null.

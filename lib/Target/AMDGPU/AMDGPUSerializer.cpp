@@ -29,8 +29,9 @@ namespace {
 constexpr KernelDumpKind kDumpKinds[] = {KernelDumpKind::AMDGPUAssembly,
                                          KernelDumpKind::HSACO};
 
-/// Code object version 5: what ROCm 5.x and 6.x runtimes load (MLIR's
-/// default, 6, needs ROCm 6.3).
+/// Code object version 5, which ROCm 6 (and late 5.x) runtimes load; MLIR's
+/// default, 6, needs ROCm 6.3. The target ID names no xnack / sramecc mode
+/// ("any"), so one code object serves both modes of a chip.
 constexpr llvm::StringLiteral kCodeObjectVersion = "500";
 
 struct ArchCodeObject {
