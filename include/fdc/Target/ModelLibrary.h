@@ -1,7 +1,8 @@
 //===- ModelLibrary.h - the AOT model library -------------------*- C++ -*-===//
 //
 // Builds the model library of docs/model-library.md: the manifest, the ABI
-// globals, and the host shared object.
+// globals, the kernel images' globals, and the host shared object. Nothing
+// here depends on the GPU vendor.
 //
 //===----------------------------------------------------------------------===//
 
@@ -9,6 +10,7 @@
 #define FDC_TARGET_MODELLIBRARY_H
 
 #include "fdc/Dialect/Decode/IR/Decode.h"
+#include "fdc/Target/GpuSerializer.h"
 
 #include "mlir/IR/BuiltinOps.h"
 
@@ -51,41 +53,10 @@ mlir::FailureOr<std::string> resolveHostCPU(llvm::StringRef requested,
 mlir::LogicalResult emitHostLibrary(mlir::ModuleOp module,
                                     const HostLibraryOptions &options);
 
-/// One arch of a cuda target: sm_90 is {90, false}, sm_90a {90, true}.
-struct CudaArch {
-  unsigned version = 0;
-  /// An architecture-specific ("a") target: PTX and cubins for exactly this
-  /// compute capability.
-  bool archSpecific = false;
-  /// "sm_90" or "sm_90a".
-  std::string name() const {
-    return "sm_" + std::to_string(version) + (archSpecific ? "a" : "");
-  }
-};
-
-/// `cuda:sm_90a,sm_80` -> {{90, a}, {80}}.
-struct CudaTarget {
-  llvm::SmallVector<CudaArch> archs;
-};
-mlir::FailureOr<CudaTarget> parseCudaTarget(llvm::StringRef text,
-                                            mlir::Location loc);
-
-/// PTX (for the oldest arch) and one cubin per arch.
-struct CudaImages {
-  std::string ptx;
-  /// (arch name, e.g. "sm_90a", cubin bytes).
-  llvm::SmallVector<std::pair<std::string, std::string>> cubins;
-};
-
-/// Lowers the module's gpu.module to PTX through NVVM (linking libdevice
-/// from `cudaPath`) and runs ptxas per arch if the toolkit has it. Removes
-/// the gpu.module; the host code stays.
-mlir::FailureOr<CudaImages> compileCudaKernels(mlir::ModuleOp module,
-                                               const CudaTarget &cuda,
-                                               llvm::StringRef cudaPath);
-
-/// Adds `fdc_ptx` and `fdc_cubin_sm_XX[a]` / `fdc_cubin_sm_XX[a]_size`.
-void addCudaImageGlobals(mlir::ModuleOp module, const CudaImages &images);
+/// Adds every kernel image as `const uint8_t symbol[]` (NUL-terminated for
+/// text) and, for a binary, `const uint64_t symbol_size`, in order.
+void addKernelImageGlobals(mlir::ModuleOp module,
+                           llvm::ArrayRef<KernelImage> images);
 
 /// Adds the kernels and scratch that convert-decode-to-gpu recorded on the
 /// module to the manifest.
