@@ -1,4 +1,3 @@
-// REQUIRES: fdc-kernel-pipelines
 // A subgroup reduction the vendor's pipeline cannot lower is an error naming
 // the op and its type, not a crash in the GPU-to-NVVM conversion: NVVM's
 // shuffles move 32 bits, and an i64 sum has no 32-bit breakdown. The DPP

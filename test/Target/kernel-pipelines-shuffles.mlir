@@ -1,4 +1,3 @@
-// REQUIRES: fdc-kernel-pipelines
 // Butterfly exchanges over a wave64 (gpu.shuffle xor, width 64). Within 32
 // lanes they are ds_swizzle everywhere. Across the halves, CDNA's
 // ds_bpermute reaches every lane; RDNA's stays within a half, so gfx1100

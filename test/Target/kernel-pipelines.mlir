@@ -1,4 +1,3 @@
-// REQUIRES: fdc-kernel-pipelines
 // The vendors' kernel pipelines on a gpu.module (what fdc compile runs before
 // serialising), for the subgroup reductions kernel generators emit:
 // on AMD, DPP within rows (quad_perm 0xB1 = 177 and 0x4E = 78, row_half_mirror

@@ -8,6 +8,7 @@
 #include "fdc/Conversion/Passes.h"
 #include "fdc/Dialect/Decode/IR/Decode.h"
 #include "fdc/Dialect/Decode/Transforms/Passes.h"
+#include "fdc/Target/GpuSerializer.h"
 
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/InitAllDialects.h"
@@ -23,6 +24,7 @@ int main(int argc, char **argv) {
   fdc::decode::registerDecodePasses();
   fdc::registerConversionPasses();
   fdc::registerHostToLLVMPipeline();
+  fdc::target::registerGpuKernelPipelines();
 
   mlir::DialectRegistry registry;
   mlir::registerAllDialects(registry);

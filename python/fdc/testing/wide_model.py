@@ -84,7 +84,10 @@ def write_header_only(out_dir, config_out, cfg=CONFIG):
     with open(path, "wb") as f:
         f.write(struct.pack("<Q", len(blob)) + blob)
         f.truncate(8 + len(blob) + offset)  # sparse: no data written
-    for target in (os.path.join(out_dir, "config.json"), config_out):
+    targets = [os.path.join(out_dir, "config.json")]
+    if config_out:
+        targets.append(config_out)
+    for target in targets:
         with open(target, "w") as f:
             json.dump(cfg, f, indent=2)
 
@@ -121,13 +124,17 @@ def main():
     ap.add_argument("mode", choices=("header-only", "build"))
     ap.add_argument("out_dir")
     ap.add_argument("--config-out", help="where to also write config.json")
-    ap.add_argument("--config")
+    ap.add_argument("--config", help="a config.json to use instead of --preset")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--preset", choices=tuple(PRESETS), default="wide")
     ap.add_argument("--dtype", choices=("bfloat16", "float32"), default="bfloat16")
     args = ap.parse_args()
     if args.mode == "header-only":
-        cfg = dict(PRESETS[args.preset])
+        if args.config:
+            with open(args.config) as f:
+                cfg = json.load(f)
+        else:
+            cfg = dict(PRESETS[args.preset])
         if args.dtype == "float32":
             cfg["torch_dtype"] = "float32"
         write_header_only(args.out_dir, args.config_out, cfg)
