@@ -103,6 +103,10 @@ Error GpuBackend::allocateState(uint64_t kvCacheBytes, int64_t maxBatch,
     return sizes.takeError();
   if (Error err = makeCurrent())
     return err;
+  // Until every buffer is in place the backend holds no state: a step
+  // after a failed allocation is refused by the batch check (maxBatch 0).
+  this->maxBatch = 0;
+  staging.clear();
   for (Allocation *a : {&kvCache, &scratch, &inputs, &logits, &nextTokens})
     release(*a);
   for (auto [allocation, bytes, what] :

@@ -136,6 +136,51 @@ bool fits(uint64_t offset, uint64_t count, uint64_t entrySize,
   uint64_t bytes = count * entrySize;
   return offset <= fileSize && bytes <= fileSize - offset;
 }
+/// A kernel image in memory: a 64-bit little-endian ELF for `machine` whose
+/// header tables and segments lie inside its `size` bytes.
+Error checkElfImage(const void *data, uint64_t size, uint16_t machine) {
+  Elf64_Ehdr header;
+  if (size < sizeof(header))
+    return createError("it is ", size, " bytes, less than an ELF header");
+  std::memcpy(&header, data, sizeof(header));
+  if (std::memcmp(header.e_ident, ELFMAG, SELFMAG) != 0)
+    return createError("bad ELF magic");
+  if (header.e_ident[EI_CLASS] != ELFCLASS64 ||
+      header.e_ident[EI_DATA] != ELFDATA2LSB)
+    return createError("not a 64-bit little-endian ELF");
+  if (header.e_machine != machine)
+    return createError("ELF machine ", header.e_machine, ", expected ",
+                       machine);
+  if (header.e_phnum != 0 &&
+      (header.e_phentsize != sizeof(Elf64_Phdr) ||
+       !fits(header.e_phoff, header.e_phnum, sizeof(Elf64_Phdr), size)))
+    return createError("the program header table lies outside its ", size,
+                       " bytes");
+  if (header.e_shoff != 0 &&
+      (header.e_shentsize != sizeof(Elf64_Shdr) ||
+       !fits(header.e_shoff, header.e_shnum == 0 ? 1 : header.e_shnum,
+             sizeof(Elf64_Shdr), size)))
+    return createError("the section header table lies outside its ", size,
+                       " bytes");
+  const char *bytes = static_cast<const char *>(data);
+  for (uint16_t i = 0; i < header.e_phnum; ++i) {
+    Elf64_Phdr segment;
+    std::memcpy(&segment, bytes + header.e_phoff + i * sizeof(Elf64_Phdr),
+                sizeof(segment));
+    if (!fits(segment.p_offset, 1, segment.p_filesz, size))
+      return createError("segment ", i, " lies outside its ", size, " bytes");
+  }
+  for (uint16_t i = 0; header.e_shoff != 0 && i < header.e_shnum; ++i) {
+    Elf64_Shdr section;
+    std::memcpy(&section, bytes + header.e_shoff + i * sizeof(Elf64_Shdr),
+                sizeof(section));
+    if (section.sh_type != SHT_NOBITS &&
+        !fits(section.sh_offset, 1, section.sh_size, size))
+      return createError("section ", i, " lies outside its ", size, " bytes");
+  }
+  return Error::success();
+}
+
 } // namespace
 
 Error fdc::runtime::checkSharedObject(const std::string &path) {
@@ -312,27 +357,39 @@ Error ModelLibrary::checkCodeObjects() const {
     return target.takeError();
   for (const std::string &arch : target->archs) {
     std::string image = hip::hsacoSymbol(arch);
-    std::string sizeName = hip::hsacoSizeSymbol(arch);
-    const void *data = symbol(image.c_str());
-    const void *size = symbol(sizeName.c_str());
-    auto lacks = [&](const std::string &name) {
-      return createError("model library ", libraryPath, " lacks symbol ", name,
+    if (!symbol(image.c_str()))
+      return createError("model library ", libraryPath, " lacks symbol ", image,
                          " (its target '", targetName, "' lists ", arch, ")");
-    };
-    if (!data)
-      return lacks(image);
-    if (!size)
-      return lacks(sizeName);
-    uint64_t bytes = *static_cast<const uint64_t *>(size);
-    if (bytes == 0)
-      return createError("model library ", libraryPath, ": ", sizeName,
-                         " is 0 (an empty code object for ", arch, ")");
-    // The loader knows the array's size when the symbol has one.
-    if (size_t known = symbolSize(data); known != 0 && bytes > known)
-      return createError("model library ", libraryPath, ": ", sizeName,
-                         " says ", bytes, " bytes but ", image, " has ", known);
+    if (Expected<KernelImage> checked = kernelImage(image, kElfMachineAMDGPU);
+        !checked)
+      return checked.takeError();
   }
   return Error::success();
+}
+
+Expected<ModelLibrary::KernelImage>
+ModelLibrary::kernelImage(const std::string &name, uint16_t elfMachine) const {
+  std::string sizeName = name + "_size";
+  auto bad = [&](auto &&...what) {
+    return createError("model library ", libraryPath, ": ", what...);
+  };
+  const void *data = symbol(name.c_str());
+  if (!data)
+    return bad("lacks symbol ", name);
+  const void *sizeSymbol = symbol(sizeName.c_str());
+  if (!sizeSymbol)
+    return bad("lacks symbol ", sizeName, " (the size of ", name, ")");
+  if (size_t known = symbolSize(sizeSymbol); known != 0 && known < 8)
+    return bad(sizeName, " is ", known, " bytes, not a uint64_t");
+  uint64_t bytes;
+  std::memcpy(&bytes, sizeSymbol, sizeof(bytes));
+  if (bytes == 0)
+    return bad(sizeName, " is 0 (an empty kernel image ", name, ")");
+  if (size_t known = symbolSize(data); known != 0 && bytes > known)
+    return bad(sizeName, " says ", bytes, " bytes but ", name, " has ", known);
+  if (Error err = checkElfImage(data, bytes, elfMachine))
+    return bad(name, " is not a kernel image: ", err.message());
+  return KernelImage{data, bytes};
 }
 
 ModelLibrary::~ModelLibrary() {

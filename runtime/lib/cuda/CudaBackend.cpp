@@ -69,14 +69,10 @@ Expected<std::string> loadImage(CudaDevice &device, const ModelLibrary &library,
       continue;
     }
     if (candidate.kind == KernelImageCandidate::Cubin) {
-      const void *size = library.symbol(candidate.sizeSymbol.c_str());
-      if (!size) {
-        tried.push_back(
-            concat(candidate.symbol, " without ", candidate.sizeSymbol));
-        continue;
-      }
-      if (*static_cast<const uint64_t *>(size) == 0) {
-        tried.push_back(concat(candidate.symbol, " is empty"));
+      Expected<ModelLibrary::KernelImage> cubin =
+          library.kernelImage(candidate.symbol, kElfMachineCUDA);
+      if (!cubin) {
+        tried.push_back(cubin.takeError().message());
         continue;
       }
     }

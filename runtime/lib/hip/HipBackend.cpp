@@ -88,12 +88,11 @@ Expected<std::string> loadImage(HipDevice &device, const ModelLibrary &library,
         info.arch, ", the library targets '", library.target(),
         "' (code objects for ", joinArchs(target),
         "; compile it with --target=", library.target(), ",", info.arch, ")");
-  const void *data = library.symbol(symbol->c_str());
-  const void *size = library.symbol(hsacoSizeSymbol(info.arch).c_str());
-  if (!data || !size || *static_cast<const uint64_t *>(size) == 0)
-    return createError("model library ", library.path(), " lacks ", *symbol,
-                       " or its non-zero ", hsacoSizeSymbol(info.arch));
-  if (hipError_t r = device.loadModule(data))
+  Expected<ModelLibrary::KernelImage> image =
+      library.kernelImage(*symbol, kElfMachineAMDGPU);
+  if (!image)
+    return image.takeError();
+  if (hipError_t r = device.loadModule(image->data))
     return createError("model library ", library.path(), ": hipModuleLoadData(",
                        *symbol, ") failed: ", device.runtime().describe(r),
                        " (", info.description, ")");

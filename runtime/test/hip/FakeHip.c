@@ -8,8 +8,9 @@
 |* synchronous. Needs no HIP header: it implements the ABI, with the error    *|
 |* codes of hip_runtime_api.h.                                                *|
 |*                                                                            *|
-|* Code objects are TestHipModel.c's fake ones: "FAKEHSACO <arch>", then the  *|
-|* kernel names, each NUL-terminated, ending with an empty name. Loading one  *|
+|* Code objects are TestHipModel.c's fake ones: a 64-byte ELF header, then   *|
+|* "FAKEHSACO <arch>", then the kernel names, each NUL-terminated, ending     *|
+|* with an empty name. Loading one                                            *|
 |* for another arch than the device's fails with hipErrorNoBinaryForGpu.      *|
 |*                                                                            *|
 |* Device properties: built as is, it exports hipGetDevicePropertiesR0600     *|
@@ -310,6 +311,9 @@ static const char kMagic[] = "FAKEHSACO ";
 EXPORT hipError_t hipModuleLoadData(void **module, const void *image) {
   FAIL_IF_INJECTED();
   const char *text = (const char *)image;
+  if (memcmp(text, "\x7f" "ELF", 4) != 0)
+    return hipErrorInvalidImage;
+  text += 64; /* the ELF header */
   if (strncmp(text, kMagic, sizeof(kMagic) - 1) != 0)
     return hipErrorInvalidImage;
   const char *arch = text + sizeof(kMagic) - 1;

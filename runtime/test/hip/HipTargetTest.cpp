@@ -208,8 +208,8 @@ TEST(HipTargetTest, EveryListedArchNeedsItsCodeObject) {
                 "'rocm:gfx90a,gfx1100' lists gfx1100)");
   EXPECT_EQ(openError(FDC_TEST_HIP_EMPTY_IMAGE),
             std::string("model library ") + FDC_TEST_HIP_EMPTY_IMAGE +
-                ": fdc_hsaco_gfx1100_size is 0 (an empty code object for "
-                "gfx1100)");
+                ": fdc_hsaco_gfx1100_size is 0 (an empty kernel image "
+                "fdc_hsaco_gfx1100)");
   // ../TestModel.c built for rocm:gfx942: no code object at all.
   EXPECT_EQ(openError(FDC_TEST_MODEL_ROCM),
             std::string("model library ") + FDC_TEST_MODEL_ROCM +
@@ -223,7 +223,16 @@ TEST(HipTargetTest, CodeObjectSizeMustFitTheArray) {
   EXPECT_EQ(openError(FDC_TEST_HIP_OVERSIZED_IMAGE),
             std::string("model library ") + FDC_TEST_HIP_OVERSIZED_IMAGE +
                 ": fdc_hsaco_gfx1100_size says 1048576 bytes but "
-                "fdc_hsaco_gfx1100 has 57");
+                "fdc_hsaco_gfx1100 has 121");
+}
+
+TEST(HipTargetTest, CodeObjectMustBeAnAMDGPUElf) {
+  if (!backendAvailable())
+    GTEST_SKIP() << "this runtime was built without the HIP backend";
+  EXPECT_EQ(openError(FDC_TEST_HIP_NOT_ELF_IMAGE),
+            std::string("model library ") + FDC_TEST_HIP_NOT_ELF_IMAGE +
+                ": fdc_hsaco_gfx1100 is not a kernel image: it is 57 bytes, "
+                "less than an ELF header");
 }
 
 } // namespace

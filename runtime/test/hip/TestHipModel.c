@@ -11,7 +11,8 @@
 |* (the manifest lists a kernel the images lack), TEST_NO_GFX1100_IMAGE (no   *|
 |* fdc_hsaco_gfx1100), TEST_EMPTY_GFX1100_IMAGE (fdc_hsaco_gfx1100_size is    *|
 |* 0), TEST_WRONG_GFX1100_IMAGE (fdc_hsaco_gfx1100 holds gfx90a code),       *|
-|* TEST_OVERSIZED_GFX1100_IMAGE (fdc_hsaco_gfx1100_size is 1 MiB).            *|
+|* TEST_OVERSIZED_GFX1100_IMAGE (fdc_hsaco_gfx1100_size is 1 MiB),            *|
+|* TEST_NOT_ELF_GFX1100_IMAGE (fdc_hsaco_gfx1100 has no ELF header).          *|
 |* $FDC_TEST_HIP_STEP picks a misbehaving step (TestGpuStep.h).               *|
 |*                                                                            *|
 \*===----------------------------------------------------------------------===*/
@@ -67,16 +68,26 @@ __attribute__((constructor)) static void computeManifestHash(void) {
       fdc_manifest_hash_of(fdc_manifest, sizeof(fdc_manifest) - 1);
 }
 
-/* A fake code object for `arch` holding the two test kernels. */
-#define FAKE_HSACO(arch)                                                       \
+/* A fake code object for `arch` holding the two test kernels: a 64-byte
+   ELF header as the runtime checks it (ELFCLASS64, little endian, ET_DYN,
+   EM_AMDGPU = 224, no program or section headers), then what FakeHip.c
+   reads. TEST_NOT_ELF_GFX1100_IMAGE leaves the header out. */
+#define FAKE_ELF_HEADER                                                        \
+  "\x7f" "ELF" "\x02\x01\x01" "\0\0\0\0\0\0\0\0\0" /* e_ident */            \
+  "\x03\0" "\xe0\0" /* e_type, e_machine */                                   \
+  "\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0"
+#define FAKE_PAYLOAD(arch)                                                     \
   "FAKEHSACO " arch "\0fdc_test_store_kv\0fdc_test_next_token\0"
+#define FAKE_HSACO(arch) FAKE_ELF_HEADER FAKE_PAYLOAD(arch)
 
 EXPORT const uint8_t fdc_hsaco_gfx90a[] = FAKE_HSACO("gfx90a");
 EXPORT const uint64_t fdc_hsaco_gfx90a_size = sizeof(fdc_hsaco_gfx90a);
 
 #ifndef TEST_NO_GFX1100_IMAGE
-#ifdef TEST_WRONG_GFX1100_IMAGE
+#if defined(TEST_WRONG_GFX1100_IMAGE)
 EXPORT const uint8_t fdc_hsaco_gfx1100[] = FAKE_HSACO("gfx90a");
+#elif defined(TEST_NOT_ELF_GFX1100_IMAGE)
+EXPORT const uint8_t fdc_hsaco_gfx1100[] = FAKE_PAYLOAD("gfx1100");
 #else
 EXPORT const uint8_t fdc_hsaco_gfx1100[] = FAKE_HSACO("gfx1100");
 #endif

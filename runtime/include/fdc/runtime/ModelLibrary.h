@@ -17,6 +17,7 @@
 #include "fdc/runtime/Manifest.h"
 #include "fdc_model_abi.h"
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -41,6 +42,10 @@ bool isSupportedTarget(const std::string &target);
 /// inside the file (dlopen of a truncated one faults in the loader).
 Error checkSharedObject(const std::string &path);
 
+/// ELF machines of the kernel images a GPU library embeds.
+constexpr uint16_t kElfMachineCUDA = 190;   // EM_CUDA: a cubin
+constexpr uint16_t kElfMachineAMDGPU = 224; // EM_AMDGPU: a code object
+
 class ModelLibrary {
 public:
   static Expected<std::unique_ptr<ModelLibrary>> open(const std::string &path);
@@ -63,10 +68,24 @@ public:
   /// The address of exported symbol `name`, or nullptr when there is none.
   const void *symbol(const char *name) const;
 
+  /// A binary kernel image (cubin, code object) the library exports.
+  struct KernelImage {
+    const void *data;
+    uint64_t size;
+  };
+  /// The image `symbol` of `symbol`_size bytes, checked before a driver
+  /// parses it: the size symbol holds 8 bytes, the size is non-zero and no
+  /// larger than the array, and the bytes are a 64-bit little-endian ELF
+  /// for `elfMachine` (EM_CUDA 190, EM_AMDGPU 224) whose program and
+  /// section header tables lie inside them. Errors name the library and
+  /// the symbol.
+  Expected<KernelImage> kernelImage(const std::string &symbol,
+                                    uint16_t elfMachine) const;
+
 private:
   ModelLibrary() = default;
-  /// For a rocm target: every listed arch's fdc_hsaco_<arch> and non-zero
-  /// fdc_hsaco_<arch>_size (no larger than the array, when that is known).
+  /// For a rocm target: every listed arch's fdc_hsaco_<arch> is a
+  /// kernelImage() for EM_AMDGPU.
   Error checkCodeObjects() const;
 
   std::string libraryPath;
