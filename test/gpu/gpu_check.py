@@ -282,6 +282,75 @@ def head128_checks(work, rng):
         torch.cuda.empty_cache()
 
 
+LINEAR_BATCHES = (1, 2, 3, 5, 8, 9, 13, 16, 17, 31, 32, 33, 64, 100, 128)
+
+
+def linear_checks(work, rng):
+    """Every linear kernel the default dispatch table runs (batch 1..128,
+    crossing each bound) and kernels pinned by hand, on every epilogue, f16
+    and bf16, N and K no multiple of a tile, against float64. The library's
+    own step runs through the benchmark launcher: the logits start NaN and
+    the scratch (which holds the linear's output) 0xFF bytes, so anything
+    left unwritten fails."""
+    from fdc.bench.launcher import CudaLauncher, ModelLibrary, step_args
+    from fdc.testing import linear_models
+
+    gen = torch.Generator(device="cuda")
+    gen.manual_seed(int(rng.integers(0, 2**31)))
+    for v in linear_models.VARIANTS:
+        library = ModelLibrary(ART / "models" / f"{v.name}.so")
+        launcher = CudaLauncher(library)
+        storage = torch.bfloat16 if v.dtype == "bf16" else torch.float16
+        data = torch.empty(library.weights_bytes, dtype=torch.uint8,
+                           device="cuda")
+        weights = {}
+        for name, shape in v.weight_shapes().items():
+            entry = library.weight(name)
+            view = data[entry["offset"]:entry["offset"] + entry["bytes"]]
+            view = view.view(storage).view(shape)
+            fan_in = shape[-1] if len(shape) > 1 and name != "table" else 1
+            view.copy_(torch.randn(shape, generator=gen, device="cuda")
+                       * fan_in ** -0.5)
+            weights[name] = view
+        cache = torch.zeros(max(library.kv_cache_bytes(1, 1), 256),
+                            dtype=torch.uint8, device="cuda")
+        worst, kernels, failures = 0.0, set(), []
+        for m in LINEAR_BATCHES:
+            cuda = dict(device="cuda")
+            tokens = torch.randint(0, linear_models.TABLE_ROWS, (m,),
+                                   generator=gen, **cuda).to(torch.int32)
+            logits = torch.full((m, linear_models.HEAD_ROWS), float("nan"),
+                                **cuda)
+            next_tokens = torch.full((m,), -1, dtype=torch.int32, **cuda)
+            scratch = torch.full((max(library.scratch_bytes(m), 1),), 0xFF,
+                                 dtype=torch.uint8, **cuda)
+            zeros = torch.zeros(m, dtype=torch.int32, **cuda)
+            inputs = dict(
+                positions=zeros, slots=torch.zeros(m, dtype=torch.int32, **cuda),
+                temperature=torch.zeros(m, **cuda), top_k=zeros,
+                top_p=torch.ones(m, **cuda), uniform=torch.full((m,), 0.5, **cuda))
+            launcher.step(step_args(
+                batch=m, num_slots=1, max_context=1, weights=data.data_ptr(),
+                kv_cache=cache.data_ptr(), tokens=tokens.data_ptr(),
+                logits=logits.data_ptr(), next_tokens=next_tokens.data_ptr(),
+                scratch=scratch.data_ptr(),
+                **{k: t.data_ptr() for k, t in inputs.items()}))
+            torch.cuda.synchronize()
+            kernels.add(next(k for k in launcher.launched
+                             if k.startswith("linear_")))
+            ref = linear_models.reference(v, weights, tokens)
+            err = float(torch.linalg.norm(logits.double() - ref)
+                        / torch.linalg.norm(ref))
+            if not err <= 1e-2:  # NaN fails too
+                failures.append(f"M={m}: rel_err={err:.2e}")
+            worst = max(worst, err) if err == err else float("nan")
+        record(f"{v.name} vs float64, M = 1..128", not failures,
+               worst_rel_err=f"{worst:.2e}", kernels=len(kernels),
+               errors="; ".join(failures[:4]))
+        del launcher, data, weights
+        torch.cuda.empty_cache()
+
+
 def main():
     if not torch.cuda.is_available():
         print("SKIP: no CUDA GPU here; run test/gpu/run.sh on a GPU machine")
@@ -290,7 +359,8 @@ def main():
     rng = np.random.default_rng(int.from_bytes(os.urandom(4), "little"))
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
-        stages = (wide_checks, head128_checks, packed_checks, tiny_checks)
+        stages = (linear_checks, wide_checks, head128_checks, packed_checks,
+                  tiny_checks)
         wanted = os.environ.get("FDC_GPU_STAGES")  # e.g. "wide_checks"
         if wanted:
             stages = [st for st in stages if st.__name__ in wanted.split(",")]

@@ -71,4 +71,9 @@ for dtype in float32 bfloat16; do
     --preset head128 --dtype "$dtype" --config-out "$out/models/head128-$dtype.json"
   compile "head128-$dtype" "$tmp/head128-$dtype"
 done
+# One decode.linear per model: every epilogue, f16 / bf16, pinned kernels.
+"$py" -m fdc.testing.linear_models "$out/models"
+for ir in "$out"/models/linear-*.mlir; do
+  "$build/bin/fdc" compile "$ir" --target=cuda:sm_90 -o "${ir%.mlir}.so"
+done
 du -sh "$out"

@@ -50,8 +50,10 @@ def ConvertDecodeToGPU : Pass<"convert-decode-to-gpu", "mlir::ModuleOp"> {
            "gfx942,gfx90a)">,
   ];
   let dependentDialects = [
-    "mlir::arith::ArithDialect", "mlir::func::FuncDialect",
-    "mlir::gpu::GPUDialect", "mlir::LLVM::LLVMDialect",
+    "mlir::amdgpu::AMDGPUDialect", "mlir::arith::ArithDialect",
+    "mlir::cf::ControlFlowDialect", "mlir::func::FuncDialect",
+    "mlir::gpu::GPUDialect",
+    "mlir::LLVM::LLVMDialect", "mlir::NVVM::NVVMDialect",
     "mlir::math::MathDialect", "mlir::memref::MemRefDialect",
     "mlir::scf::SCFDialect", "mlir::vector::VectorDialect",
   ];

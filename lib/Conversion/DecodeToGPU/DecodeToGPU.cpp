@@ -17,8 +17,11 @@
 #include "fdc/Conversion/Utils/StepAbi.h"
 #include "fdc/Dialect/Decode/IR/Decode.h"
 
+#include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
+
 #include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/MathExtras.h"
+#include "llvm/Support/SaveAndRestore.h"
 
 namespace fdc {
 #define GEN_PASS_DEF_CONVERTDECODETOGPU
@@ -55,6 +58,13 @@ private:
   }
 
   LogicalResult lowerOp(Operation &op, KernelContext &ctx);
+  /// The kernels of a #decode.dispatch, each in a block of the step chosen
+  /// by the batch.
+  /// Their results are placed before the branches; the kernels must take
+  /// no other scratch.
+  LogicalResult
+  lowerDispatch(Operation &op, decode::KernelDispatchAttr dispatch,
+                function_ref<LogicalResult(decode::KernelAttr)> build);
   /// Ops that are no kernel: views, weight addresses, index constants.
   LogicalResult lowerStructuralOp(Operation &op);
   decode::ModelOp model;
@@ -65,6 +75,8 @@ private:
   DenseMap<Value, Buffer> buffers;
   DenseMap<Value, Value> scalars;
   DenseMap<Value, Buffer> outputs;
+  /// Set while the kernels of a dispatch table are built.
+  bool inDispatch = false;
 };
 
 Value GpuStepLowering::loadField(int64_t field, Type type) {
@@ -72,6 +84,7 @@ Value GpuStepLowering::loadField(int64_t field, Type type) {
 }
 
 Buffer GpuStepLowering::scratch(MemRefType type, int64_t bytesPerSequence) {
+  assert(!inDispatch && "a kernel of a dispatch table takes scratch");
   Value pointer = pointerAtByte(b, scratchBase, scratchOffset);
   Value bytes = arith::MulIOp::create(
       b, batch,
@@ -87,6 +100,8 @@ Buffer GpuStepLowering::scratch(MemRefType type, int64_t bytesPerSequence) {
 }
 
 Buffer GpuStepLowering::result(Value result) {
+  if (auto placed = buffers.find(result); placed != buffers.end())
+    return placed->second;
   Buffer buffer;
   auto it = outputs.find(result);
   if (it != outputs.end()) {
@@ -148,14 +163,60 @@ LogicalResult GpuStepLowering::run() {
 }
 
 LogicalResult GpuStepLowering::lowerOp(Operation &op, KernelContext &ctx) {
-  FailureOr<decode::KernelAttr> kernel = resolveKernel(&op, primitives);
-  if (failed(kernel))
+  FailureOr<Attribute> kernels = resolveKernels(&op, primitives);
+  if (failed(kernels))
     return failure();
-  if (!*kernel)
+  if (!*kernels)
     return lowerStructuralOp(op);
-  const KernelFamily *family =
-      KernelRegistry::get().lookup(kernel->getFamily().getValue());
-  return family->build(&op, KernelConfig(kernel->getConfig()), *this, ctx);
+  auto build = [&](decode::KernelAttr kernel) {
+    const KernelFamily *family =
+        KernelRegistry::get().lookup(kernel.getFamily().getValue());
+    return family->build(&op, KernelConfig(kernel.getConfig()), *this, ctx);
+  };
+  if (auto kernel = dyn_cast<decode::KernelAttr>(*kernels))
+    return build(kernel);
+  return lowerDispatch(op, cast<decode::KernelDispatchAttr>(*kernels), build);
+}
+
+LogicalResult GpuStepLowering::lowerDispatch(
+    Operation &op, decode::KernelDispatchAttr dispatch,
+    function_ref<LogicalResult(decode::KernelAttr)> build) {
+  // The results live in one place whichever kernel runs: place them first.
+  for (Value value : op.getResults())
+    result(value);
+  SmallVector<decode::KernelAttr> kernels = dispatch.getKernelList();
+  ArrayRef<int64_t> bounds = dispatch.getMaxBatch().asArrayRef();
+  llvm::SaveAndRestore dispatching(inDispatch, true);
+  // Blocks of the step, not scf.if: every launch stays directly in
+  // fdc_model_step (fdc-lower-kernel-launches returns from there on an
+  // error). batch <= bounds[0] ? kernels[0] : batch <= bounds[1] ? ... :
+  // kernels.back(), then the rest of the step.
+  Block *next = b.getInsertionBlock();
+  Block *rest = next->splitBlock(b.getInsertionPoint());
+  auto buildCase = [&](Block *block, decode::KernelAttr kernel) {
+    b.setInsertionPointToEnd(block);
+    if (failed(build(kernel)))
+      return failure();
+    cf::BranchOp::create(b, rest);
+    return success();
+  };
+  for (auto [bound, kernel] : llvm::zip(bounds, kernels)) {
+    b.setInsertionPointToEnd(next);
+    Value fits = arith::CmpIOp::create(
+        b, arith::CmpIPredicate::sle, batch,
+        arith::ConstantIntOp::create(b, b.getI64Type(), bound));
+    Block *chosen = b.createBlock(rest);
+    Block *otherwise = b.createBlock(rest);
+    b.setInsertionPointToEnd(next);
+    cf::CondBranchOp::create(b, fits, chosen, otherwise);
+    if (failed(buildCase(chosen, kernel)))
+      return failure();
+    next = otherwise;
+  }
+  if (failed(buildCase(next, kernels.back())))
+    return failure();
+  b.setInsertionPointToEnd(rest);
+  return success();
 }
 
 LogicalResult GpuStepLowering::lowerStructuralOp(Operation &op) {

@@ -40,12 +40,18 @@ LogicalResult KernelFamily::checkThreads(Operation *op,
 LogicalResult KernelFamily::checkVectorBytes(Operation *op,
                                              const KernelConfig &config,
                                              StringRef name,
-                                             const GpuPrimitives &target) {
+                                             const GpuPrimitives &target,
+                                             Type element) {
   int64_t bytes = config.get(name);
-  if (!llvm::isPowerOf2_64(bytes) || bytes > target.vectorBytes())
+  int64_t elementBytes = std::max<int64_t>(
+      1, getElementTypeOrSelf(element).getIntOrFloatBitWidth() / 8);
+  if (bytes <= 0 || !llvm::isPowerOf2_64(bytes) || bytes < elementBytes ||
+      bytes > target.vectorBytes())
     return op->emitOpError()
            << "kernel config " << name << " = " << bytes
-           << " must be a power of two of at most " << target.vectorBytes();
+           << " must be a power of two in [" << elementBytes << ", "
+           << target.vectorBytes() << "] (" << getElementTypeOrSelf(element)
+           << " elements, the target's widest load)";
   return success();
 }
 
@@ -84,6 +90,7 @@ KernelRegistry::KernelRegistry() {
   families.push_back(createEmbeddingFamily());
   families.push_back(createRMSNormFamily());
   families.push_back(createGemvFamily());
+  families.push_back(createFlatGemmFamily());
   families.push_back(createSparseRowScanFamily());
   families.push_back(createRopeFamily());
   families.push_back(createKVAppendFamily());
@@ -119,23 +126,10 @@ SmallVector<StringRef> KernelRegistry::getFamilyNames() const {
 }
 
 FailureOr<decode::KernelAttr>
-fdc::gpu::resolveKernel(Operation *op, const GpuPrimitives &target) {
+fdc::gpu::completeKernel(Operation *op, decode::KernelAttr kernel,
+                         const GpuPrimitives &target) {
   const KernelRegistry &registry = KernelRegistry::get();
   MLIRContext *context = op->getContext();
-  StringRef attrName = decode::KernelAttr::getOpAttrName();
-  Attribute attr = op->getAttr(attrName);
-  if (!attr) {
-    const KernelFamily *family = registry.select(op);
-    if (!family)
-      return decode::KernelAttr();
-    return decode::KernelAttr::get(context,
-                                   StringAttr::get(context, family->getName()),
-                                   family->getDefaultConfig(op, target));
-  }
-  auto kernel = dyn_cast<decode::KernelAttr>(attr);
-  if (!kernel)
-    return op->emitOpError()
-           << "'" << attrName << "' must be a #decode.kernel, got " << attr;
   StringRef name = kernel.getFamily().getValue();
   const KernelFamily *family = registry.lookup(name);
   if (!family)
@@ -157,10 +151,11 @@ fdc::gpu::resolveKernel(Operation *op, const GpuPrimitives &target) {
              << "' is not one of " << name
              << "'s: " << (known.empty() ? "(none)" : llvm::join(known, ", "));
     }
-    if (!isa<IntegerAttr>(entry.getValue()))
+    auto integer = dyn_cast<IntegerAttr>(entry.getValue());
+    if (!integer || !integer.getType().isSignlessInteger())
       return op->emitOpError()
              << "kernel config entry '" << entry.getName().getValue()
-             << "' must be an integer, got " << entry.getValue();
+             << "' must be a signless integer, got " << entry.getValue();
     merged.set(entry.getName(),
                IntegerAttr::get(IntegerType::get(context, 64),
                                 cast<IntegerAttr>(entry.getValue()).getInt()));
@@ -169,4 +164,48 @@ fdc::gpu::resolveKernel(Operation *op, const GpuPrimitives &target) {
   if (failed(family->verifyConfig(op, KernelConfig(complete), target)))
     return failure();
   return decode::KernelAttr::get(context, kernel.getFamily(), complete);
+}
+
+FailureOr<Attribute> fdc::gpu::resolveKernels(Operation *op,
+                                              const GpuPrimitives &target) {
+  StringRef attrName = decode::KernelAttr::getOpAttrName();
+  Attribute attr = op->getAttr(attrName);
+  if (!attr) {
+    if (auto linear = dyn_cast<decode::LinearOp>(op))
+      if (std::optional<decode::KernelDispatchAttr> dispatch =
+              getDefaultLinearDispatch(linear, target))
+        attr = *dispatch;
+  }
+  if (!attr) {
+    const KernelFamily *family = KernelRegistry::get().select(op);
+    if (!family)
+      return Attribute();
+    MLIRContext *context = op->getContext();
+    return Attribute(decode::KernelAttr::get(
+        context, StringAttr::get(context, family->getName()),
+        family->getDefaultConfig(op, target)));
+  }
+  if (auto kernel = dyn_cast<decode::KernelAttr>(attr)) {
+    FailureOr<decode::KernelAttr> complete = completeKernel(op, kernel, target);
+    if (failed(complete))
+      return failure();
+    return Attribute(*complete);
+  }
+  if (auto dispatch = dyn_cast<decode::KernelDispatchAttr>(attr)) {
+    SmallVector<Attribute> kernels;
+    for (decode::KernelAttr kernel : dispatch.getKernelList()) {
+      FailureOr<decode::KernelAttr> complete =
+          completeKernel(op, kernel, target);
+      if (failed(complete))
+        return failure();
+      kernels.push_back(*complete);
+    }
+    return Attribute(decode::KernelDispatchAttr::get(
+        op->getContext(), dispatch.getMaxBatch(),
+        ArrayAttr::get(op->getContext(), kernels)));
+  }
+  return op->emitOpError() << "'" << attrName
+                           << "' must be a #decode.kernel or a "
+                              "#decode.dispatch, got "
+                           << attr;
 }

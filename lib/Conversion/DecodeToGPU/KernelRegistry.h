@@ -76,12 +76,13 @@ protected:
                                           const KernelConfig &config,
                                           llvm::StringRef name,
                                           const GpuPrimitives &target);
-  /// Checks that entry `name` is a power of two no wider than the target's
-  /// widest vector load.
+  /// Checks that entry `name` is a power of two from one `element` to the
+  /// target's widest vector load.
   static mlir::LogicalResult checkVectorBytes(mlir::Operation *op,
                                               const KernelConfig &config,
                                               llvm::StringRef name,
-                                              const GpuPrimitives &target);
+                                              const GpuPrimitives &target,
+                                              mlir::Type element);
   /// Checks that entry `name` is in [lo, hi].
   static mlir::LogicalResult checkRange(mlir::Operation *op,
                                         const KernelConfig &config,
@@ -120,17 +121,31 @@ private:
   llvm::SmallVector<std::unique_ptr<KernelFamily>> families;
 };
 
-/// The kernel of `op`: its decode.kernel, checked against the registry with
-/// the family's defaults filled in, or else the registry's choice with the
-/// defaults. A null attribute for an op no family lowers (and that names no
-/// kernel); failure, with an error naming the op, for a bad decode.kernel.
-mlir::FailureOr<decode::KernelAttr> resolveKernel(mlir::Operation *op,
-                                                  const GpuPrimitives &target);
+/// `kernel` for `op`, checked against the registry with the family's
+/// defaults filled in; failure, with an error naming the op, for a bad one.
+mlir::FailureOr<decode::KernelAttr> completeKernel(mlir::Operation *op,
+                                                   decode::KernelAttr kernel,
+                                                   const GpuPrimitives &target);
+
+/// The kernels of `op`: its decode.kernel (a #decode.kernel, or a
+/// #decode.dispatch over the batch size) with every kernel completed, else
+/// the default: a dispatch table for a decode.linear a flat GEMM can lower,
+/// the registry's preferred family with its defaults for other ops. A null
+/// attribute for an op no family lowers (and that names no kernel).
+mlir::FailureOr<mlir::Attribute> resolveKernels(mlir::Operation *op,
+                                                const GpuPrimitives &target);
+
+/// FlashDecoding++'s heuristic dataflow from the target description: for a
+/// decode.linear a flat GEMM can lower, GEMV for M = 1 and flat GEMM tiles
+/// growing with M (Kernels/LinearDispatch.cpp); none otherwise.
+std::optional<decode::KernelDispatchAttr>
+getDefaultLinearDispatch(decode::LinearOp op, const GpuPrimitives &target);
 
 /// The families, one per file in Kernels/.
 std::unique_ptr<KernelFamily> createEmbeddingFamily();
 std::unique_ptr<KernelFamily> createRMSNormFamily();
 std::unique_ptr<KernelFamily> createGemvFamily();
+std::unique_ptr<KernelFamily> createFlatGemmFamily();
 std::unique_ptr<KernelFamily> createSparseRowScanFamily();
 std::unique_ptr<KernelFamily> createRopeFamily();
 std::unique_ptr<KernelFamily> createKVAppendFamily();

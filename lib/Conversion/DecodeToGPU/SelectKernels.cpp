@@ -37,11 +37,11 @@ struct SelectKernels : public fdc::impl::SelectKernelsBase<SelectKernels> {
         GpuPrimitives::create(*gpuTarget);
     Block &body = model->getStepFunction().getBody().front();
     for (Operation &op : body.without_terminator()) {
-      FailureOr<decode::KernelAttr> kernel = resolveKernel(&op, *primitives);
-      if (failed(kernel))
+      FailureOr<Attribute> kernels = resolveKernels(&op, *primitives);
+      if (failed(kernels))
         return signalPassFailure();
-      if (*kernel)
-        op.setAttr(decode::KernelAttr::getOpAttrName(), *kernel);
+      if (*kernels)
+        op.setAttr(decode::KernelAttr::getOpAttrName(), *kernels);
     }
   }
 };

@@ -7,12 +7,18 @@
 // SM90: module attributes {decode.gpu_target = #decode.gpu_target<vendor = nvidia, arch = "sm_90"
 // SM90: decode.embedding {{.*}}{decode.kernel = #decode.kernel<"embedding", {threads = 256 : i64, vector_bytes = 16 : i64}>}
 // SM90: decode.rms_norm {{.*}}{decode.kernel = #decode.kernel<"rms_norm", {threads = 256 : i64}>
-// SM90: decode.linear {{.*}}{decode.kernel = #decode.kernel<"gemv", {rows_per_block = 4 : i64, vector_bytes = 16 : i64}>}
+// SM90: decode.linear {{.*}}{decode.kernel = #decode.dispatch<max_batch = [1, 8, 16], kernels = [#decode.kernel<"gemv", {rows_per_block = 4 : i64, vector_bytes = 16 : i64}>, #decode.kernel<"flat_gemm", {batch_tiles = 1 : i64, k_unroll = 4 : i64, row_tiles = 1 : i64, subgroups = 8 : i64}>, #decode.kernel<"flat_gemm", {batch_tiles = 2 : i64, k_unroll = 4 : i64, row_tiles = 1 : i64, subgroups = 8 : i64}>, #decode.kernel<"flat_gemm", {batch_tiles = 4 : i64, k_unroll = 2 : i64, row_tiles = 2 : i64, subgroups = 8 : i64}>]>}
 // SM90: decode.rope {{.*}}decode.kernel = #decode.kernel<"rope", {threads = 256 : i64}>
 // SM90: decode.kv_append {{.*}}{decode.kernel = #decode.kernel<"kv_append", {}>
 // SM90: decode.attention {{.*}}decode.kernel = #decode.kernel<"split_kv_attention", {max_splits = 64 : i64, min_split_length = 64 : i64, subgroups = 4 : i64, waves_per_unit = 2 : i64}>
 // SM90: decode.sample {{.*}}{decode.kernel = #decode.kernel<"sample", {threads = 256 : i64}>}
-// GFX90A: decode.linear {{.*}}{decode.kernel = #decode.kernel<"gemv", {rows_per_block = 4 : i64, vector_bytes = 16 : i64}>}
+// GFX90A: decode.linear {{.*}}{decode.kernel = #decode.dispatch<max_batch = [1, 16, 32], kernels = [#decode.kernel<"gemv", {{.*}}>, #decode.kernel<"flat_gemm", {batch_tiles = 1 : i64, {{.*}}}>, #decode.kernel<"flat_gemm", {batch_tiles = 2 : i64, {{.*}}}>, #decode.kernel<"flat_gemm", {batch_tiles = 2 : i64, k_unroll = 2 : i64, row_tiles = 2 : i64, subgroups = 8 : i64}>]>}
+
+// f32 weights have no MMA: one GEMV for every batch size.
+// RUN: sed 's/bf16/f32/g' %S/Inputs/head128-bf16.mlir | fdc-opt --decode-select-kernels=target=sm_90 | FileCheck %s --check-prefix=F32
+// F32-NOT: decode.dispatch
+// F32: decode.linear {{.*}}{decode.kernel = #decode.kernel<"gemv", {rows_per_block = 4 : i64, vector_bytes = 16 : i64}>}
+// F32-NOT: decode.dispatch
 
 // A hand-written config is kept and completed; the lowering builds it: 8
 // subgroups of a block for the pinned GEMV (8 x 32 threads on sm_90, 8 x 64
@@ -22,16 +28,16 @@
 // RUN: fdc-opt %t.pinned.mlir --decode-assign-weight-layout --decode-select-kernels=target=sm_90 --convert-decode-to-gpu | FileCheck %s --check-prefix=BUILT32
 // RUN: fdc-opt %t.pinned.mlir --decode-assign-weight-layout --convert-decode-to-gpu=target=gfx90a | FileCheck %s --check-prefix=BUILT64
 // PINNED: decode.linear {{.*}}{decode.kernel = #decode.kernel<"gemv", {rows_per_block = 8 : i64, vector_bytes = 16 : i64}>} : tensor<?x512xbf16>, tensor<512x512xbf16>
-// PINNED-NEXT: decode.linear {{.*}}{decode.kernel = #decode.kernel<"gemv", {rows_per_block = 4 : i64, vector_bytes = 16 : i64}>} : tensor<?x512xbf16>, tensor<256x512xbf16>
-// BUILT32: gpu.func @linear_0({{.*}}) kernel attributes {known_block_size = array<i32: 256, 1, 1>}
-// BUILT32: gpu.func @linear_1({{.*}}) kernel attributes {known_block_size = array<i32: 128, 1, 1>}
-// BUILT64: gpu.func @linear_0({{.*}}) kernel attributes {known_block_size = array<i32: 512, 1, 1>}
-// BUILT64: gpu.func @linear_1({{.*}}) kernel attributes {known_block_size = array<i32: 256, 1, 1>}
+// PINNED-NEXT: decode.linear {{.*}}{decode.kernel = #decode.dispatch<max_batch = [1, 8, 16], {{.*}}>} : tensor<?x512xbf16>, tensor<256x512xbf16>
+// BUILT32-DAG: gpu.func @{{linear_[0-9]+}}({{.*}}) kernel attributes {known_block_size = array<i32: 256, 1, 1>}
+// BUILT32-DAG: gpu.func @{{linear_[0-9]+}}({{.*}}) kernel attributes {known_block_size = array<i32: 128, 1, 1>}
+// BUILT64-DAG: gpu.func @{{linear_[0-9]+}}({{.*}}) kernel attributes {known_block_size = array<i32: 512, 1, 1>}
+// BUILT64-DAG: gpu.func @{{linear_[0-9]+}}({{.*}}) kernel attributes {known_block_size = array<i32: 256, 1, 1>}
 
 // Bad kernels are refused, naming the op and the entry.
 // RUN: sed 's/%q_0 = decode.linear %x_0, %wq_0 :/%q_0 = decode.linear %x_0, %wq_0 {decode.kernel = #decode.kernel<"flat_gemm_v9", {}>} :/' %S/Inputs/head128-bf16.mlir \
 // RUN:   | not fdc-opt --decode-select-kernels=target=sm_90 2>&1 | FileCheck %s --check-prefix=UNKNOWN
-// UNKNOWN: error: 'decode.linear' op names unknown kernel family 'flat_gemm_v9'; known families: embedding, rms_norm, gemv, sparse_row_scan, rope, kv_append, split_kv_attention, argmax, sample
+// UNKNOWN: error: 'decode.linear' op names unknown kernel family 'flat_gemm_v9'; known families: embedding, rms_norm, gemv, flat_gemm, sparse_row_scan, rope, kv_append, split_kv_attention, argmax, sample
 // RUN: sed 's/%q_0 = decode.linear %x_0, %wq_0 :/%q_0 = decode.linear %x_0, %wq_0 {decode.kernel = #decode.kernel<"rms_norm", {}>} :/' %S/Inputs/head128-bf16.mlir \
 // RUN:   | not fdc-opt --decode-select-kernels=target=sm_90 2>&1 | FileCheck %s --check-prefix=WRONG
 // WRONG: error: 'decode.linear' op cannot be lowered by kernel family 'rms_norm'
@@ -46,10 +52,54 @@
 // THREADS: error: 'decode.rms_norm' op kernel config threads = 96 must be a multiple of the subgroup size 64 in [64, 1024] on gfx90a
 // RUN: sed 's/%q_0 = decode.linear %x_0, %wq_0 :/%q_0 = decode.linear %x_0, %wq_0 {decode.kernel = #decode.kernel<"gemv", {vector_bytes = 32}>} :/' %S/Inputs/head128-bf16.mlir \
 // RUN:   | not fdc-opt --decode-select-kernels=target=sm_90 2>&1 | FileCheck %s --check-prefix=VECTOR
-// VECTOR: error: 'decode.linear' op kernel config vector_bytes = 32 must be a power of two of at most 16
+// VECTOR: error: 'decode.linear' op kernel config vector_bytes = 32 must be a power of two in [2, 16] ('bf16' elements, the target's widest load)
+// RUN: sed 's/%q_0 = decode.linear %x_0, %wq_0 :/%q_0 = decode.linear %x_0, %wq_0 {decode.kernel = #decode.kernel<"gemv", {vector_bytes = 1}>} :/' %S/Inputs/head128-bf16.mlir \
+// RUN:   | not fdc-opt --decode-select-kernels=target=sm_90 2>&1 | FileCheck %s --check-prefix=NARROW
+// NARROW: error: 'decode.linear' op kernel config vector_bytes = 1 must be a power of two in [2, 16] ('bf16' elements, the target's widest load)
+// RUN: sed 's/%q_0 = decode.linear %x_0, %wq_0 :/%q_0 = decode.linear %x_0, %wq_0 {decode.kernel = #decode.kernel<"gemv", {rows_per_block = 4 : ui32}>} :/' %S/Inputs/head128-bf16.mlir \
+// RUN:   | not fdc-opt --decode-select-kernels=target=sm_90 2>&1 | FileCheck %s --check-prefix=UNSIGNED
+// UNSIGNED: error: 'decode.linear' op kernel config entry 'rows_per_block' must be a signless integer, got 4 : ui32
 // RUN: sed 's/%q_0 = decode.linear %x_0, %wq_0 :/%q_0 = decode.linear %x_0, %wq_0 {decode.kernel = 3} :/' %S/Inputs/head128-bf16.mlir \
 // RUN:   | not fdc-opt --decode-select-kernels=target=sm_90 2>&1 | FileCheck %s --check-prefix=NOTKERNEL
-// NOTKERNEL: error: 'decode.linear' op 'decode.kernel' must be a #decode.kernel, got 3 : i64
+// NOTKERNEL: error: 'decode.linear' op 'decode.kernel' must be a #decode.kernel or a #decode.dispatch, got 3 : i64
 // RUN: sed 's/%q_0 = decode.linear %x_0, %wq_0 :/%q_0 = decode.linear %x_0, %wq_0 {decode.kernel = #decode.kernel<"gemv", {rows_per_block = 1.5}>} :/' %S/Inputs/head128-bf16.mlir \
 // RUN:   | not fdc-opt --decode-select-kernels=target=sm_90 2>&1 | FileCheck %s --check-prefix=NOTINT
-// NOTINT: error: 'decode.linear' op kernel config entry 'rows_per_block' must be an integer, got 1.500000e+00 : f64
+// NOTINT: error: 'decode.linear' op kernel config entry 'rows_per_block' must be a signless integer, got 1.500000e+00 : f64
+
+// A dispatch table written by hand is kept, its kernels completed; the step
+// branches on the batch and launches one kernel of the table.
+// RUN: sed 's/%q_0 = decode.linear %x_0, %wq_0 :/%q_0 = decode.linear %x_0, %wq_0 {decode.kernel = #decode.dispatch<max_batch = [4], kernels = [#decode.kernel<"gemv", {}>, #decode.kernel<"flat_gemm", {batch_tiles = 2}>]>} :/' %S/Inputs/head128-bf16.mlir > %t.dispatch.mlir
+// RUN: fdc-opt %t.dispatch.mlir --decode-select-kernels=target=sm_90 | FileCheck %s --check-prefix=DISPATCH
+// RUN: fdc-opt %t.dispatch.mlir --decode-assign-weight-layout --convert-decode-to-gpu=target=sm_90 | FileCheck %s --check-prefix=BRANCH
+// DISPATCH: decode.linear {{.*}}{decode.kernel = #decode.dispatch<max_batch = [4], kernels = [#decode.kernel<"gemv", {rows_per_block = 4 : i64, vector_bytes = 16 : i64}>, #decode.kernel<"flat_gemm", {batch_tiles = 2 : i64, k_unroll = 4 : i64, row_tiles = 1 : i64, subgroups = 4 : i64}>]>} : tensor<?x512xbf16>, tensor<512x512xbf16>
+// BRANCH-LABEL: func.func @fdc_model_step
+// BRANCH: %[[BATCH:.*]] = llvm.load
+// BRANCH: %[[BOUND:.*]] = arith.constant 4 : i64
+// BRANCH: %[[FITS:.*]] = arith.cmpi sle, %[[BATCH]], %[[BOUND]] : i64
+// BRANCH: cf.cond_br %[[FITS]], ^[[GEMV:bb[0-9]+]], ^[[FLAT:bb[0-9]+]]
+// BRANCH: ^[[GEMV]]:
+// BRANCH: gpu.launch_func  @fdc_kernels::@[[GEMVK:linear_[0-9]+]] blocks in
+// BRANCH-NEXT: cf.br ^[[REST:bb[0-9]+]]
+// BRANCH: ^[[FLAT]]:
+// BRANCH: gpu.launch_func  @fdc_kernels::@[[FLATK:linear_[0-9]+]] blocks in
+// BRANCH-NEXT: cf.br ^[[REST]]
+// BRANCH: ^[[REST]]:
+// RUN: fdc-opt %t.dispatch.mlir --decode-assign-weight-layout --convert-decode-to-gpu=target=sm_90 | FileCheck %s --check-prefix=KERNELS
+// KERNELS: gpu.func @{{linear_[0-9]+}}({{.*}}) workgroup({{.*}} : memref<512xf32, #gpu.address_space<workgroup>>) kernel attributes {known_block_size = array<i32: 128, 1, 1>}
+// KERNELS: nvvm.mma.sync
+
+// Bad tables are refused, naming the op.
+// RUN: sed 's/%q_0 = decode.linear %x_0, %wq_0 :/%q_0 = decode.linear %x_0, %wq_0 {decode.kernel = #decode.dispatch<max_batch = [4, 2], kernels = [#decode.kernel<"gemv", {}>, #decode.kernel<"gemv", {}>, #decode.kernel<"gemv", {}>]>} :/' %S/Inputs/head128-bf16.mlir \
+// RUN:   | not fdc-opt --decode-select-kernels=target=sm_90 2>&1 | FileCheck %s --check-prefix=ORDER
+// ORDER: error: #decode.dispatch max_batch must be increasing and at least 1, got [4, 2]
+// RUN: sed 's/%q_0 = decode.linear %x_0, %wq_0 :/%q_0 = decode.linear %x_0, %wq_0 {decode.kernel = #decode.dispatch<max_batch = [4], kernels = [#decode.kernel<"gemv", {}>]>} :/' %S/Inputs/head128-bf16.mlir \
+// RUN:   | not fdc-opt --decode-select-kernels=target=sm_90 2>&1 | FileCheck %s --check-prefix=COUNT
+// COUNT: error: #decode.dispatch needs one kernel more than max_batch bounds (the last runs above them), got 1 kernels for 1 bounds
+// RUN: sed 's/%q_0 = decode.linear %x_0, %wq_0 :/%q_0 = decode.linear %x_0, %wq_0 {decode.kernel = #decode.dispatch<max_batch = [4], kernels = [#decode.kernel<"gemv", {}>, #decode.kernel<"flat_gemm", {batch_tiles = 9}>]>} :/' %S/Inputs/head128-bf16.mlir \
+// RUN:   | not fdc-opt --decode-select-kernels=target=sm_90 2>&1 | FileCheck %s --check-prefix=CASE
+// CASE: error: 'decode.linear' op kernel config batch_tiles = 9 is outside [1, 8]
+// A flat GEMM needs an MMA for its types: none on f32, none on a library for
+// CDNA and RDNA together.
+// RUN: sed 's/%q_0 = decode.linear %x_0, %wq_0 :/%q_0 = decode.linear %x_0, %wq_0 {decode.kernel = #decode.kernel<"flat_gemm", {}>} :/' %S/Inputs/head128-bf16.mlir \
+// RUN:   | not fdc-opt --decode-select-kernels=target=gfx1100,gfx90a 2>&1 | FileCheck %s --check-prefix=NOMMA
+// NOMMA: error: 'decode.linear' op cannot use kernel 'flat_gemm': it needs f16 or bf16 input and weight, K a multiple of the target's vector width, and a target with a matrix multiply-accumulate for them

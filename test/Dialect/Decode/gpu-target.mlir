@@ -46,3 +46,16 @@ module attributes {decode.gpu_target = #decode.gpu_target<vendor = amd, arch = "
 // expected-error @+1 {{#decode.gpu_target mma lists #decode.mma shapes, got 1 : i64}}
 module attributes {decode.gpu_target = #decode.gpu_target<vendor = amd, arch = "gfx90a", subgroup = 64, units = 110, shared_memory = 65536, vector_bytes = 16, max_workgroup_size = 1024, mma = [1]>} {
 }
+
+// -----
+
+// expected-error @+1 {{#decode.gpu_target subgroup of an nvidia target must be 32 (a warp), got 64}}
+module attributes {decode.gpu_target = #decode.gpu_target<vendor = nvidia, arch = "sm_90", subgroup = 64, units = 132, shared_memory = 232448, vector_bytes = 16, max_workgroup_size = 1024, mma = []>} {
+}
+
+// -----
+
+// expected-error @+2 {{#decode.mma sizes must be in [1, 256], got 16x0x16}}
+// expected-error @+1 {{failed to parse Decode_GpuTargetAttr parameter 'mma'}}
+module attributes {decode.gpu_target = #decode.gpu_target<vendor = amd, arch = "gfx90a", subgroup = 64, units = 110, shared_memory = 65536, vector_bytes = 16, max_workgroup_size = 1024, mma = [#decode.mma<m = 16, n = 0, k = 16, a = bf16, acc = f32>]>} {
+}

@@ -69,7 +69,8 @@ public:
                              const GpuPrimitives &target) const override {
     if (failed(checkThreads(op, config, "threads", target)))
       return failure();
-    return checkVectorBytes(op, config, "vector_bytes", target);
+    return checkVectorBytes(op, config, "vector_bytes", target,
+                            cast<decode::EmbeddingOp>(op).getTable().getType());
   }
   LogicalResult build(Operation *op, const KernelConfig &config,
                       StepBuffers &buffers, KernelContext &ctx) const override {

@@ -114,7 +114,8 @@ public:
         target.target().getMaxWorkgroupSize() / target.subgroupSize();
     if (failed(checkRange(op, config, "rows_per_block", 1, maxRows)))
       return failure();
-    return checkVectorBytes(op, config, "vector_bytes", target);
+    return checkVectorBytes(op, config, "vector_bytes", target,
+                            cast<decode::LinearOp>(op).getInput().getType());
   }
   LogicalResult build(Operation *op, const KernelConfig &config,
                       StepBuffers &buffers, KernelContext &ctx) const override {

@@ -26,13 +26,16 @@ void buildKVAppend(KernelContext &ctx, Buffer key, Buffer value, Buffer cache,
   // quantising thread per row for an INT4 cache.
   int64_t subgroup = ctx.subgroupSize();
   int64_t threads = int4 ? subgroup : std::max<int64_t>(subgroup, headDim);
+  // The layer and the grid are host ops: built in order, outside the call.
+  Value layerArg = ctx.hostI64(layer);
+  std::array<Value, 3> grid = {ctx.hostIndex(heads), ctx.toIndex(ctx.batch),
+                               ctx.hostIndex(1)};
   ctx.launch(
       "kv_append",
       {KernelArg::buffer(key), KernelArg::buffer(value),
        KernelArg::buffer(cache), KernelArg::buffer(slots),
-       KernelArg::buffer(positions), KernelArg::scalar(ctx.hostI64(layer))},
-      {ctx.hostIndex(heads), ctx.toIndex(ctx.batch), ctx.hostIndex(1)}, threads,
-      0, [&](GpuEmitter &e, ArrayRef<Value> v) {
+       KernelArg::buffer(positions), KernelArg::scalar(layerArg)},
+      grid, threads, 0, [&](GpuEmitter &e, ArrayRef<Value> v) {
         Value h = e.blockId(Dimension::x), i = e.blockId(Dimension::y);
         Value d = e.threadId();
         Value slot = e.loadIndex(v[3], i);

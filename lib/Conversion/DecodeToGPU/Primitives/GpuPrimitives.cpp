@@ -35,6 +35,42 @@ void GpuPrimitives::barrier(ImplicitLocOpBuilder &b) const {
   mlir::gpu::BarrierOp::create(b);
 }
 
+decode::MmaShapeAttr GpuPrimitives::findMmaShape(Type element, int64_t m,
+                                                 int64_t n, int64_t k) const {
+  for (decode::MmaShapeAttr shape : gpuTarget.getMmaShapes())
+    if (shape.getA() == element && shape.getM() == m && shape.getN() == n &&
+        shape.getK() == k && shape.getAcc().isF32())
+      return shape;
+  return {};
+}
+
+[[noreturn]] static void noMma() {
+  llvm::report_fatal_error("MMA primitive used on a target without one "
+                           "(check getMmaLayout first)");
+}
+
+Value GpuPrimitives::getMmaARow(ImplicitLocOpBuilder &, const MmaLayout &,
+                                Value, int64_t) const {
+  noMma();
+}
+Value GpuPrimitives::getMmaBColumn(ImplicitLocOpBuilder &, const MmaLayout &,
+                                   Value) const {
+  noMma();
+}
+Value GpuPrimitives::getMmaKGroup(ImplicitLocOpBuilder &, const MmaLayout &,
+                                  Value) const {
+  noMma();
+}
+std::pair<Value, Value> GpuPrimitives::getMmaAccumulator(ImplicitLocOpBuilder &,
+                                                         const MmaLayout &,
+                                                         Value, Value) const {
+  noMma();
+}
+Value GpuPrimitives::mma(ImplicitLocOpBuilder &, const MmaLayout &,
+                         ArrayRef<Value>, Value, Value) const {
+  noMma();
+}
+
 Value fdc::gpu::combine(ImplicitLocOpBuilder &b, ReduceKind kind, Value x,
                         Value y) {
   if (kind == ReduceKind::Max)

@@ -18,10 +18,31 @@
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 
 #include <memory>
+#include <optional>
 
 namespace fdc::gpu {
 
 enum class ReduceKind { Sum, Max };
+
+/// How a subgroup's matrix multiply-accumulate D = A * B + C spreads its
+/// operands over the lanes. A is `m x k` (the wide operand: weight rows), B
+/// is `k x n` (the narrow one: batch rows), C and D are f32. Each lane holds
+/// `kPerLane` k values of each of its `aRowsPerLane` rows of A and of its
+/// one column of B: the same k values for A and B (true of mma.sync, MFMA
+/// and WMMA), so a generator may map physical k indices to a lane's k slots
+/// in any order, as long as A and B use the same map.
+struct MmaLayout {
+  decode::MmaShapeAttr shape;
+  int64_t kPerLane;
+  int64_t aRowsPerLane;
+  int64_t accPerLane;
+
+  int64_t m() const { return shape.getM(); }
+  int64_t n() const { return shape.getN(); }
+  int64_t k() const { return shape.getK(); }
+  /// Lanes holding different k values of the same row (k / kPerLane).
+  int64_t kGroups() const { return k() / kPerLane; }
+};
 
 class GpuPrimitives {
 public:
@@ -57,6 +78,40 @@ public:
 
   /// A workgroup barrier that also orders shared-memory accesses.
   void barrier(mlir::ImplicitLocOpBuilder &b) const;
+
+  /// The layout of the target's matrix multiply-accumulate on `element`
+  /// (f16 / bf16) operands, if the target lists one
+  /// (#decode.gpu_target's `mma`) that this vendor implements.
+  virtual std::optional<MmaLayout> getMmaLayout(mlir::Type element) const {
+    return std::nullopt;
+  }
+  /// For lane `lane` (an index): the row of A its slot row `j` holds, the
+  /// column of B it holds, its k group (< kGroups()), and the (row, column)
+  /// of D its accumulator `j` (an index < accPerLane) holds.
+  virtual mlir::Value getMmaARow(mlir::ImplicitLocOpBuilder &b,
+                                 const MmaLayout &layout, mlir::Value lane,
+                                 int64_t j) const;
+  virtual mlir::Value getMmaBColumn(mlir::ImplicitLocOpBuilder &b,
+                                    const MmaLayout &layout,
+                                    mlir::Value lane) const;
+  virtual mlir::Value getMmaKGroup(mlir::ImplicitLocOpBuilder &b,
+                                   const MmaLayout &layout,
+                                   mlir::Value lane) const;
+  virtual std::pair<mlir::Value, mlir::Value>
+  getMmaAccumulator(mlir::ImplicitLocOpBuilder &b, const MmaLayout &layout,
+                    mlir::Value lane, mlir::Value j) const;
+  /// D = A * B + C for one subgroup: `aRows` holds the lane's aRowsPerLane
+  /// vectors of kPerLane elements, `bColumn` one such vector, `acc` a vector
+  /// of accPerLane f32; returns the new accumulators.
+  virtual mlir::Value mma(mlir::ImplicitLocOpBuilder &b,
+                          const MmaLayout &layout,
+                          llvm::ArrayRef<mlir::Value> aRows,
+                          mlir::Value bColumn, mlir::Value acc) const;
+
+protected:
+  /// The target's MMA shape for `element` with m x n x k, if listed.
+  decode::MmaShapeAttr findMmaShape(mlir::Type element, int64_t m, int64_t n,
+                                    int64_t k) const;
 
 private:
   decode::GpuTargetAttr gpuTarget;

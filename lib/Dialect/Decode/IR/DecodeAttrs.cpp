@@ -84,3 +84,37 @@ LogicalResult SoftmaxAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                        << " overflows exp() in f32 (must be <= 88)";
   return success();
 }
+
+LogicalResult
+KernelDispatchAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                           DenseI64ArrayAttr maxBatch, ArrayAttr kernels) {
+  if (!maxBatch || !kernels)
+    return emitError() << "#decode.dispatch needs max_batch and kernels";
+  for (Attribute kernel : kernels)
+    if (!isa<KernelAttr>(kernel))
+      return emitError() << "#decode.dispatch kernels must be #decode.kernel "
+                            "attributes, got "
+                         << kernel;
+  ArrayRef<int64_t> bounds = maxBatch.asArrayRef();
+  if (kernels.size() != bounds.size() + 1)
+    return emitError() << "#decode.dispatch needs one kernel more than "
+                          "max_batch bounds (the last runs above them), got "
+                       << kernels.size() << " kernels for " << bounds.size()
+                       << " bounds";
+  for (size_t i = 0; i < bounds.size(); ++i) {
+    if (bounds[i] >= 1 && (i == 0 || bounds[i] > bounds[i - 1]))
+      continue;
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    llvm::interleaveComma(bounds, os);
+    return emitError() << "#decode.dispatch max_batch must be increasing and "
+                          "at least 1, got ["
+                       << text << "]";
+  }
+  return success();
+}
+
+SmallVector<KernelAttr> KernelDispatchAttr::getKernelList() const {
+  return llvm::map_to_vector(
+      getKernels(), [](Attribute kernel) { return cast<KernelAttr>(kernel); });
+}

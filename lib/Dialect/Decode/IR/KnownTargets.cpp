@@ -29,6 +29,10 @@ struct KnownTarget {
   int64_t sharedMemory;
   int64_t vectorBytes;
   int64_t maxWorkgroupSize;
+  /// The instruction family of `mma`: shapes of different families are
+  /// different instructions with different lane layouts, even when their
+  /// sizes agree (MFMA and WMMA 16x16x16).
+  const char *mmaFamily;
   std::initializer_list<MmaShape> mma;
 };
 
@@ -55,19 +59,75 @@ constexpr int64_t KiB = 1024;
 
 const KnownTarget kKnownTargets[] = {
     // A100 SXM: 108 SMs, 163 KiB of shared memory per block (opt-in).
-    {"sm_80", GpuVendor::nvidia, {32}, 108, 163 * KiB, 16, 1024, NVIDIA_MMA},
+    {"sm_80",
+     GpuVendor::nvidia,
+     {32},
+     108,
+     163 * KiB,
+     16,
+     1024,
+     "mma.sync",
+     NVIDIA_MMA},
     // A40 / RTX 3090 (GA102): 84 SMs, 99 KiB.
-    {"sm_86", GpuVendor::nvidia, {32}, 84, 99 * KiB, 16, 1024, NVIDIA_MMA},
+    {"sm_86",
+     GpuVendor::nvidia,
+     {32},
+     84,
+     99 * KiB,
+     16,
+     1024,
+     "mma.sync",
+     NVIDIA_MMA},
     // L40S (AD102): 142 SMs, 99 KiB.
-    {"sm_89", GpuVendor::nvidia, {32}, 142, 99 * KiB, 16, 1024, NVIDIA_MMA},
+    {"sm_89",
+     GpuVendor::nvidia,
+     {32},
+     142,
+     99 * KiB,
+     16,
+     1024,
+     "mma.sync",
+     NVIDIA_MMA},
     // H100 SXM: 132 SMs, 227 KiB.
-    {"sm_90", GpuVendor::nvidia, {32}, 132, 227 * KiB, 16, 1024, NVIDIA_MMA},
+    {"sm_90",
+     GpuVendor::nvidia,
+     {32},
+     132,
+     227 * KiB,
+     16,
+     1024,
+     "mma.sync",
+     NVIDIA_MMA},
     // MI250X (one GCD): 110 CUs, 64 KiB of LDS, wave64.
-    {"gfx90a", GpuVendor::amd, {64}, 110, 64 * KiB, 16, 1024, CDNA_MFMA},
+    {"gfx90a",
+     GpuVendor::amd,
+     {64},
+     110,
+     64 * KiB,
+     16,
+     1024,
+     "mfma",
+     CDNA_MFMA},
     // MI300X: 304 CUs, 64 KiB of LDS, wave64.
-    {"gfx942", GpuVendor::amd, {64}, 304, 64 * KiB, 16, 1024, CDNA_MFMA},
+    {"gfx942",
+     GpuVendor::amd,
+     {64},
+     304,
+     64 * KiB,
+     16,
+     1024,
+     "mfma",
+     CDNA_MFMA},
     // RX 7900 XTX: 96 CUs, 64 KiB of LDS, wave32 (wave64 also runs).
-    {"gfx1100", GpuVendor::amd, {32, 64}, 96, 64 * KiB, 16, 1024, RDNA3_WMMA},
+    {"gfx1100",
+     GpuVendor::amd,
+     {32, 64},
+     96,
+     64 * KiB,
+     16,
+     1024,
+     "wmma",
+     RDNA3_WMMA},
 };
 
 #undef NVIDIA_MMA
@@ -174,6 +234,8 @@ fdc::decode::getCommonGpuTarget(MLIRContext *context,
     sharedMemory = std::min(sharedMemory, other->getSharedMemory());
     vectorBytes = std::min(vectorBytes, other->getVectorBytes());
     maxWorkgroupSize = std::min(maxWorkgroupSize, other->getMaxWorkgroupSize());
+    if (StringRef(find(archs.front())->mmaFamily) != find(arch)->mmaFamily)
+      mma.clear();
     llvm::erase_if(mma, [&](Attribute shape) {
       return !llvm::is_contained(other->getMma().getValue(), shape);
     });
@@ -204,6 +266,10 @@ GpuTargetAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   if (subgroup != 32 && subgroup != 64)
     return emitError() << "#decode.gpu_target subgroup must be 32 or 64, got "
                        << subgroup;
+  if (vendor == GpuVendor::nvidia && subgroup != 32)
+    return emitError() << "#decode.gpu_target subgroup of an nvidia target "
+                          "must be 32 (a warp), got "
+                       << subgroup;
   if (units < 1 || units > (1 << 20))
     return emitError() << "#decode.gpu_target units must be in [1, 2^20], got "
                        << units;
@@ -220,6 +286,20 @@ GpuTargetAttr::verify(function_ref<InFlightDiagnostic()> emitError,
     return emitError() << "#decode.gpu_target max_workgroup_size must be a "
                           "multiple of the subgroup size in ["
                        << subgroup << ", 4096], got " << maxWorkgroupSize;
+  return success();
+}
+
+LogicalResult MmaShapeAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                   int64_t m, int64_t n, int64_t k, Type a,
+                                   Type acc) {
+  for (int64_t size : {m, n, k})
+    if (size < 1 || size > 256)
+      return emitError() << "#decode.mma sizes must be in [1, 256], got " << m
+                         << "x" << n << "x" << k;
+  if (!isa<FloatType>(a) || !isa<FloatType>(acc))
+    return emitError() << "#decode.mma operand and accumulator types must be "
+                          "floats, got "
+                       << a << " and " << acc;
   return success();
 }
 

@@ -89,6 +89,7 @@ def Decode_MmaShapeAttr : AttrDef<Decode_Dialect, "MmaShape"> {
   let parameters = (ins "int64_t":$m, "int64_t":$n, "int64_t":$k,
                         "::mlir::Type":$a, "::mlir::Type":$acc);
   let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
 }
 
 def Decode_GpuTargetAttr : AttrDef<Decode_Dialect, "GpuTarget"> {
@@ -145,6 +146,39 @@ def Decode_KernelAttr : AttrDef<Decode_Dialect, "Kernel"> {
   let extraClassDeclaration = [{
     /// The name of the attribute that carries the kernel on an op.
     static llvm::StringRef getOpAttrName() { return "decode.kernel"; }
+  }];
+}
+
+
+def Decode_KernelDispatchAttr : AttrDef<Decode_Dialect, "KernelDispatch"> {
+  let mnemonic = "dispatch";
+  let summary = "the GPU kernel of an op as a function of the batch size";
+  let description = [{
+    A dispatch table on an op (attribute name `decode.kernel`, in place of a
+    single `#decode.kernel`): `kernels[i]` runs when the step's batch M is at
+    most `max_batch[i]` and above the bounds before it; the last kernel,
+    which has no bound, runs for every larger M. The step picks the kernel
+    each time it runs, from the live M.
+
+    ```mlir
+    decode.kernel = #decode.dispatch<max_batch = [1, 16],
+        kernels = [#decode.kernel<"gemv", {}>,
+                   #decode.kernel<"flat_gemm", {batch_tiles = 2}>,
+                   #decode.kernel<"flat_gemm", {batch_tiles = 8}>]>
+    ```
+
+    `decode-select-kernels` writes one on every `decode.linear` that a flat
+    GEMM can lower (FlashDecoding++'s heuristic dataflow: GEMV for the
+    smallest M, flat GEMM above it); a table written by hand is kept, each
+    kernel checked and completed like a single one.
+  }];
+  let parameters = (ins "::mlir::DenseI64ArrayAttr":$max_batch,
+                        "::mlir::ArrayAttr":$kernels);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    /// The kernels, as #decode.kernel attributes (the verifier checks it).
+    llvm::SmallVector<KernelAttr> getKernelList() const;
   }];
 }
 

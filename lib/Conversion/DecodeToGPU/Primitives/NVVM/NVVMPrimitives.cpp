@@ -2,11 +2,18 @@
 //
 // Subgroup reductions are butterflies of warp shuffles (gpu.shuffle xor,
 // lowered to shfl.sync.bfly by convert-gpu-to-nvvm), halving the distance
-// each step.
+// each step. The matrix multiply-accumulate is mma.sync m16n8k16 (sm_80+)
+// on f16 / bf16 with f32 accumulators: lane = 4 * g + c holds rows g and
+// g + 8 of A, column g of B, and k values {2c, 2c + 1, 2c + 8, 2c + 9}.
 //
 //===----------------------------------------------------------------------===//
 
 #include "../GpuPrimitives.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 
 using namespace mlir;
 using namespace fdc;
@@ -22,6 +29,94 @@ public:
     for (int64_t offset = clusterSize / 2; offset > 0; offset /= 2)
       value = combine(b, kind, value, shuffleXor(b, value, offset));
     return value;
+  }
+
+  std::optional<MmaLayout> getMmaLayout(Type element) const override {
+    decode::MmaShapeAttr shape = findMmaShape(element, 16, 8, 16);
+    if (!shape || subgroupSize() != 32)
+      return std::nullopt;
+    return MmaLayout{shape, /*kPerLane=*/4, /*aRowsPerLane=*/2,
+                     /*accPerLane=*/4};
+  }
+
+  Value getMmaARow(ImplicitLocOpBuilder &b, const MmaLayout &, Value lane,
+                   int64_t j) const override {
+    Value g = group(b, lane);
+    return arith::AddIOp::create(b, g, index(b, 8 * j));
+  }
+  Value getMmaBColumn(ImplicitLocOpBuilder &b, const MmaLayout &,
+                      Value lane) const override {
+    return group(b, lane);
+  }
+  Value getMmaKGroup(ImplicitLocOpBuilder &b, const MmaLayout &,
+                     Value lane) const override {
+    return arith::RemUIOp::create(b, lane, index(b, 4));
+  }
+  std::pair<Value, Value> getMmaAccumulator(ImplicitLocOpBuilder &b,
+                                            const MmaLayout &, Value lane,
+                                            Value j) const override {
+    // Accumulators (c0, c1, c2, c3) are rows (g, g, g + 8, g + 8), columns
+    // (2c, 2c + 1, 2c, 2c + 1).
+    // One op-creating call per argument list (scripts/check-determinism.sh).
+    Value half = arith::DivUIOp::create(b, j, index(b, 2));
+    Value rowHalf = arith::MulIOp::create(b, half, index(b, 8));
+    Value g = group(b, lane);
+    Value row = arith::AddIOp::create(b, g, rowHalf);
+    Value c = arith::RemUIOp::create(b, lane, index(b, 4));
+    Value pair = arith::MulIOp::create(b, c, index(b, 2));
+    Value column = arith::AddIOp::create(
+        b, pair, arith::RemUIOp::create(b, j, index(b, 2)));
+    return {row, column};
+  }
+
+  /// Slots (s0, s1, s2, s3) of a lane are k = (2c, 2c + 1, 2c + 8, 2c + 9):
+  /// A's registers are {row g: s0 s1}, {row g + 8: s0 s1}, {row g: s2 s3},
+  /// {row g + 8: s2 s3}; B's are {s0 s1}, {s2 s3}.
+  Value mma(ImplicitLocOpBuilder &b, const MmaLayout &layout,
+            ArrayRef<Value> aRows, Value bColumn, Value acc) const override {
+    Type element = layout.shape.getA();
+    auto pair = [&](Value vector, int64_t first) -> Value {
+      Value two = vector::ExtractStridedSliceOp::create(
+          b, vector, ArrayRef<int64_t>{first}, ArrayRef<int64_t>{2},
+          ArrayRef<int64_t>{1});
+      if (element.isF16())
+        return two;
+      Value word = vector::BitCastOp::create(
+          b, VectorType::get({1}, b.getI32Type()), two);
+      return vector::ExtractOp::create(b, word, ArrayRef<int64_t>{0});
+    };
+    SmallVector<Value> a = {pair(aRows[0], 0), pair(aRows[1], 0),
+                            pair(aRows[0], 2), pair(aRows[1], 2)};
+    SmallVector<Value> bRegs = {pair(bColumn, 0), pair(bColumn, 2)};
+    SmallVector<Value> c;
+    for (int64_t j = 0; j < 4; ++j)
+      c.push_back(vector::ExtractOp::create(b, acc, ArrayRef<int64_t>{j}));
+    Type f32 = b.getF32Type();
+    auto resultType = LLVM::LLVMStructType::getLiteral(
+        b.getContext(), SmallVector<Type>(4, f32));
+    auto ptxType = element.isF16() ? NVVM::MMATypes::f16 : NVVM::MMATypes::bf16;
+    Value d = NVVM::MmaOp::create(
+        b, resultType, a, bRegs, c, ArrayRef<int64_t>{16, 8, 16},
+        /*b1Op=*/std::nullopt, /*intOverflow=*/std::nullopt,
+        std::array<NVVM::MMATypes, 2>{ptxType, ptxType},
+        std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row,
+                                       NVVM::MMALayout::col});
+    Value result = arith::ConstantOp::create(b, acc.getType(),
+                                             b.getZeroAttr(acc.getType()));
+    for (int64_t j = 0; j < 4; ++j) {
+      Value element = LLVM::ExtractValueOp::create(b, d, j);
+      result = vector::InsertOp::create(b, element, result, j);
+    }
+    return result;
+  }
+
+private:
+  static Value index(ImplicitLocOpBuilder &b, int64_t value) {
+    return arith::ConstantIndexOp::create(b, value);
+  }
+  /// g = lane / 4.
+  static Value group(ImplicitLocOpBuilder &b, Value lane) {
+    return arith::DivUIOp::create(b, lane, index(b, 4));
   }
 };
 } // namespace

@@ -5,10 +5,20 @@
 // readlane across rows) where the chipset has them, and to ds_bpermute
 // shuffles otherwise: cheaper than a chain of LDS-routed shuffles.
 //
+// The matrix multiply-accumulate is MFMA 16x16x16 on wave64 (CDNA: lane l
+// holds row l % 16 of A, column l % 16 of B, k values 4 (l / 16) .. + 3, and
+// D rows 4 (l / 16) .. + 3 of column l % 16) and WMMA 16x16x16 on wave32
+// (RDNA3: lane l holds row / column l % 16 with all 16 k values, and D rows
+// 2j + l / 16 of column l % 16): MFMA on gfx9 in wave64, WMMA on gfx11 in
+// wave32, none otherwise; a library for CDNA and RDNA together lists no MMA
+// (KnownTargets.cpp).
+//
 //===----------------------------------------------------------------------===//
 
 #include "../GpuPrimitives.h"
 
+#include "mlir/Dialect/AMDGPU/IR/AMDGPUDialect.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 
 using namespace mlir;
@@ -32,6 +42,66 @@ public:
       cluster = static_cast<uint32_t>(clusterSize);
     return mlir::gpu::SubgroupReduceOp::create(b, value, operation,
                                                /*uniform=*/true, cluster);
+  }
+
+  std::optional<MmaLayout> getMmaLayout(Type element) const override {
+    decode::MmaShapeAttr shape = findMmaShape(element, 16, 16, 16);
+    StringRef arch = target().getArch().getValue();
+    bool cdna = arch.starts_with("gfx9") && subgroupSize() == 64;
+    bool rdna = arch.starts_with("gfx11") && subgroupSize() == 32;
+    if (!shape || !(cdna || rdna))
+      return std::nullopt;
+    if (isWmma())
+      return MmaLayout{shape, /*kPerLane=*/16, /*aRowsPerLane=*/1,
+                       /*accPerLane=*/8};
+    return MmaLayout{shape, /*kPerLane=*/4, /*aRowsPerLane=*/1,
+                     /*accPerLane=*/4};
+  }
+
+  Value getMmaARow(ImplicitLocOpBuilder &b, const MmaLayout &, Value lane,
+                   int64_t) const override {
+    return arith::RemUIOp::create(b, lane, index(b, 16));
+  }
+  Value getMmaBColumn(ImplicitLocOpBuilder &b, const MmaLayout &,
+                      Value lane) const override {
+    return arith::RemUIOp::create(b, lane, index(b, 16));
+  }
+  Value getMmaKGroup(ImplicitLocOpBuilder &b, const MmaLayout &,
+                     Value lane) const override {
+    if (isWmma())
+      return index(b, 0);
+    return arith::DivUIOp::create(b, lane, index(b, 16));
+  }
+  std::pair<Value, Value> getMmaAccumulator(ImplicitLocOpBuilder &b,
+                                            const MmaLayout &, Value lane,
+                                            Value j) const override {
+    Value column = arith::RemUIOp::create(b, lane, index(b, 16));
+    Value half = arith::DivUIOp::create(b, lane, index(b, 16));
+    // WMMA: row 2j + lane / 16; MFMA: row 4 (lane / 16) + j.
+    Value row = isWmma()
+                    ? arith::AddIOp::create(
+                          b, half, arith::MulIOp::create(b, j, index(b, 2)))
+                          .getResult()
+                    : arith::AddIOp::create(
+                          b, arith::MulIOp::create(b, half, index(b, 4)), j)
+                          .getResult();
+    return {row, column};
+  }
+
+  Value mma(ImplicitLocOpBuilder &b, const MmaLayout &layout,
+            ArrayRef<Value> aRows, Value bColumn, Value acc) const override {
+    if (isWmma())
+      return amdgpu::WMMAOp::create(b, acc.getType(), 16, 16, 16, aRows[0],
+                                    bColumn, acc);
+    return amdgpu::MFMAOp::create(b, acc.getType(), 16, 16, 16, /*blocks=*/1,
+                                  aRows[0], bColumn, acc);
+  }
+
+private:
+  /// WMMA on wave32 (RDNA3); MFMA on wave64 (CDNA).
+  bool isWmma() const { return subgroupSize() == 32; }
+  static Value index(ImplicitLocOpBuilder &b, int64_t value) {
+    return arith::ConstantIndexOp::create(b, value);
   }
 };
 } // namespace

@@ -1,0 +1,93 @@
+//===- LinearDispatch.cpp - the default kernel table of decode.linear -----===//
+//
+// FlashDecoding++'s heuristic dataflow (§5) without measurements: which
+// linear kernel runs is a function of the step's batch M. GEMV reads each
+// weight row once per activation row and wins only at M = 1; above it, flat
+// GEMM tiles of the MMA's narrow side n (one B tile up to n rows, two up to
+// 2n), then two A tiles by 32 / n B tiles for everything larger.
+//
+// Every value comes from the target description: the MMA shape, and the
+// unit count, which sets how many subgroups split K inside a block. A grid
+// of fewer than 4 row tiles per unit leaves loads too few to cover HBM
+// latency with 4 subgroups per block, so small-N shapes get 8. The loads
+// unrolled per iteration are bounded by a register budget.
+//
+// `fdc tune` measures real tables; this one is the fallback.
+//
+//===----------------------------------------------------------------------===//
+
+#include "../KernelRegistry.h"
+
+using namespace mlir;
+using namespace fdc;
+using namespace fdc::gpu;
+
+std::optional<decode::KernelDispatchAttr>
+fdc::gpu::getDefaultLinearDispatch(decode::LinearOp op,
+                                   const GpuPrimitives &target) {
+  const KernelRegistry &registry = KernelRegistry::get();
+  const KernelFamily *flat = registry.lookup("flat_gemm");
+  const KernelFamily *gemv = registry.lookup("gemv");
+  std::optional<MmaLayout> layout;
+  if (auto weight = dyn_cast<RankedTensorType>(op.getWeight().getType())) {
+    auto input = cast<RankedTensorType>(op.getInput().getType());
+    Type element = weight.getElementType();
+    int64_t pieceLanes = target.vectorBytes() /
+                         std::max(1u, element.getIntOrFloatBitWidth() / 8);
+    if (input.getElementType() == element &&
+        weight.getDimSize(1) % pieceLanes == 0)
+      layout = target.getMmaLayout(element);
+  }
+  if (!flat || !gemv || !layout)
+    return std::nullopt;
+
+  MLIRContext *context = op.getContext();
+  Builder b(context);
+  auto rows = cast<RankedTensorType>(op.getResult().getType()).getDimSize(1);
+  int64_t tiles = (rows + layout->m() - 1) / layout->m();
+  int64_t subgroups = tiles < 4 * target.units() ? 8 : 4;
+  auto kernel = [&](StringRef family,
+                    ArrayRef<std::pair<StringRef, int64_t>> entries) {
+    SmallVector<NamedAttribute> attrs;
+    for (auto [name, value] : entries)
+      attrs.push_back(b.getNamedAttr(name, b.getI64IntegerAttr(value)));
+    return decode::KernelAttr::get(context, b.getStringAttr(family),
+                                   b.getDictionaryAttr(attrs));
+  };
+  int64_t n = layout->n();
+  int64_t halves =
+      op.getActivation() == decode::Activation::silu_gate_up ? 2 : 1;
+  // k_unroll within a register budget: each unrolled super-step holds a
+  // lane's loaded runs (weight rows and batch rows, 32-bit registers) on top
+  // of the accumulators.
+  auto flatGemm = [&](int64_t rowTiles, int64_t batchTiles,
+                      int64_t subgroupCount, int64_t maxUnroll) {
+    constexpr int64_t kRegisterBudget = 128;
+    int64_t runRegisters =
+        std::max<int64_t>(layout->kPerLane, target.vectorBytes() / 2) / 2;
+    int64_t loads =
+        (halves * rowTiles * layout->aRowsPerLane + batchTiles) * runRegisters;
+    int64_t accumulators = halves * rowTiles * batchTiles * layout->accPerLane;
+    int64_t unroll = std::clamp<int64_t>(
+        (kRegisterBudget - accumulators) / loads, 1, maxUnroll);
+    return kernel("flat_gemm", {{"row_tiles", rowTiles},
+                                {"batch_tiles", batchTiles},
+                                {"subgroups", subgroupCount},
+                                {"k_unroll", unroll}});
+  };
+  // Above 2n rows: 32 batch rows per block, and two A tiles sharing each
+  // batch row's loads where the accumulators stay within 32 registers and a
+  // lane's k values of a row fit one vector load (WMMA lanes hold whole
+  // rows of 16 k: two A tiles there exceed the register file).
+  int64_t wideBatchTiles = std::max<int64_t>(1, 32 / n);
+  bool narrowRuns = layout->kPerLane * 2 <= target.vectorBytes();
+  int64_t wideRowTiles =
+      narrowRuns && halves * 2 * wideBatchTiles * layout->accPerLane <= 32 ? 2
+                                                                           : 1;
+  SmallVector<Attribute> kernels = {
+      kernel("gemv", {}), flatGemm(1, 1, subgroups, 4),
+      flatGemm(1, 2, subgroups, 4),
+      flatGemm(wideRowTiles, wideBatchTiles, 8, 2)};
+  return decode::KernelDispatchAttr::get(
+      context, b.getDenseI64ArrayAttr({1, n, 2 * n}), b.getArrayAttr(kernels));
+}

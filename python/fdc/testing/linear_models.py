@@ -1,0 +1,154 @@
+"""Models around one decode.linear each, for the GPU test of the linear
+kernels (test/gpu): every epilogue (none, bias, residual, SiLU-gate-up with
+bias), f16 and bf16, N and K that are not multiples of any tile (K still a
+multiple of the 16-byte vector), and kernels pinned by hand beside the
+default dispatch table. Each model embeds token rows of `table`, runs the
+linear under test, and a 128-row f32 `head` linear gives the logits.
+
+    python -m fdc.testing.linear_models OUT_DIR   # writes OUT_DIR/<name>.mlir
+
+`reference` computes the logits in float64 from the weights, for any batch.
+"""
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass
+from pathlib import Path
+
+TABLE_ROWS = 256
+HEAD_ROWS = 128
+
+
+@dataclass(frozen=True)
+class LinearVariant:
+    name: str
+    dtype: str  # "bf16" | "f16"
+    n: int
+    k: int
+    epilogue: str  # "none" | "bias" | "residual" | "silu_gate_up"
+    kernel: str = ""  # a #decode.kernel / #decode.dispatch pinned, or ""
+
+    def weight_shapes(self) -> dict[str, tuple[int, ...]]:
+        rows = 2 * self.n if self.epilogue == "silu_gate_up" else self.n
+        shapes = {"table": (TABLE_ROWS, self.k), "w": (rows, self.k),
+                  "head": (HEAD_ROWS, self.n)}
+        if self.epilogue in ("bias", "silu_gate_up"):
+            shapes["b"] = (rows,)
+        return shapes
+
+
+def _flat(config: str) -> str:
+    return f'#decode.kernel<"flat_gemm", {{{config}}}>'
+
+
+VARIANTS = [
+    *(LinearVariant(f"linear-{e}-{t}", t, 520 if e == "residual" else 1000,
+                    520, e)
+      for t in ("bf16", "f16")
+      for e in ("none", "bias", "residual", "silu_gate_up")),
+    # Pinned: one subgroup per block (each lane stores its accumulators),
+    # the largest tiles, and both with the gate-up halves.
+    LinearVariant("linear-pinned-lanes-bf16", "bf16", 1000, 520, "none",
+                  _flat("subgroups = 1, row_tiles = 1, batch_tiles = 1, "
+                        "k_unroll = 1")),
+    LinearVariant("linear-pinned-wide-bf16", "bf16", 1000, 520, "none",
+                  _flat("subgroups = 2, row_tiles = 4, batch_tiles = 8, "
+                        "k_unroll = 3")),
+    LinearVariant("linear-pinned-lanes-gateup-f16", "f16", 1000, 520,
+                  "silu_gate_up",
+                  _flat("subgroups = 1, row_tiles = 2, batch_tiles = 2, "
+                        "k_unroll = 2")),
+    LinearVariant("linear-pinned-wide-gateup-bf16", "bf16", 1000, 520,
+                  "silu_gate_up",
+                  _flat("subgroups = 16, row_tiles = 2, batch_tiles = 4, "
+                        "k_unroll = 1")),
+]
+
+
+def model_ir(v: LinearVariant) -> str:
+    t, n, k = v.dtype, v.n, v.k
+    shapes = v.weight_shapes()
+
+    def tensor(name):
+        return "tensor<" + "x".join(map(str, shapes[name])) + f"x{t}>"
+
+    cache = f"!decode.kv_cache<layers = 1, kv_heads = 1, head_dim = 8, {t}>"
+    logits = f"tensor<?x{HEAD_ROWS}xf32>"
+    decls = "\n".join(f'  decode.weight @"{w}" : {tensor(w)}' for w in shapes)
+    operands, types = "%x, %w", f"tensor<?x{k}x{t}>, {tensor('w')}"
+    if "b" in shapes:
+        operands += " bias %b"
+        types += f", {tensor('b')}"
+    if v.epilogue == "residual":
+        operands += " residual %x"
+        types += f", tensor<?x{k}x{t}>"
+    attrs = []
+    if v.epilogue == "silu_gate_up":
+        attrs.append("activation = #decode<activation silu_gate_up>")
+    if v.kernel:
+        attrs.append(f"decode.kernel = {v.kernel}")
+    attr = " {" + ", ".join(attrs) + "}" if attrs else ""
+    body = [
+        f'%table = decode.weight_ref @"table" : {tensor("table")}',
+        f"%x = decode.embedding %table[%tokens] : {tensor('table')}, "
+        f"tensor<?xi32> -> tensor<?x{k}x{t}>",
+        f'%w = decode.weight_ref @"w" : {tensor("w")}',
+        *([f'%b = decode.weight_ref @"b" : {tensor("b")}'] if "b" in shapes
+          else []),
+        f"%y = decode.linear {operands}{attr} : {types} -> tensor<?x{n}x{t}>",
+        f'%head = decode.weight_ref @"head" : {tensor("head")}',
+        f"%logits = decode.linear %y, %head : tensor<?x{n}x{t}>, "
+        f"{tensor('head')} -> {logits}",
+        f"%next = decode.argmax %logits : {logits} -> tensor<?xi32>",
+        f"return %logits, %next, %cache : {logits}, tensor<?xi32>, {cache}",
+    ]
+    signature = (
+        "%tokens: tensor<?xi32>, %positions: tensor<?xi32>, "
+        "%slots: tensor<?xi32>, %temperature: tensor<?xf32>, "
+        "%top_k: tensor<?xi32>, %top_p: tensor<?xf32>, "
+        f"%uniform: tensor<?xf32>, %cache: {cache}")
+    name = v.name.replace("-", "_")
+    return "\n".join([
+        f"decode.model @{name} attributes "
+        f"{{config = {{vocab_size = {HEAD_ROWS} : i64}}}} {{",
+        decls,
+        f"  func.func @step({signature}) -> ({logits}, tensor<?xi32>, "
+        f"{cache}) {{",
+        *("    " + line for line in body),
+        "  }",
+        "}",
+    ]) + "\n"
+
+
+def reference(v: LinearVariant, weights: dict, tokens):
+    """The logits in float64 (torch tensors in, the storage dtype's rounding
+    of y applied as the kernel stores it)."""
+    import torch
+
+    storage = torch.bfloat16 if v.dtype == "bf16" else torch.float16
+    x = weights["table"][tokens.long()].double()
+    acc = x @ weights["w"].double().T
+    if "b" in weights:
+        acc = acc + weights["b"].double()
+    if v.epilogue == "silu_gate_up":
+        gate, up = acc[:, :v.n], acc[:, v.n:]
+        acc = gate / (1 + torch.exp(-gate)) * up
+    if v.epilogue == "residual":
+        acc = acc + x
+    y = acc.to(storage).double()
+    return y @ weights["head"].double().T
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("out_dir")
+    args = ap.parse_args(argv)
+    out = Path(args.out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    for v in VARIANTS:
+        (out / f"{v.name}.mlir").write_text(model_ir(v))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
