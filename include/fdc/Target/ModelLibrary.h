@@ -38,6 +38,10 @@ struct HostLibraryOptions {
   std::string linker;
   /// Where to also write the LLVM IR (.ll), if non-empty.
   std::string llvmIRPath;
+  /// LLVM optimisation level (0-3) of the host code: 3 where the step
+  /// computes on the CPU; a GPU library's step only launches kernels, and a
+  /// lower level keeps its compile time flat in the model's depth.
+  unsigned optLevel = 3;
 };
 
 /// The CPU name to generate host code for: "native" is this machine's CPU;

@@ -162,6 +162,25 @@ LogicalResult GpuStepLowering::run() {
   return success();
 }
 
+/// What the kernels a family builds for `op` with `kernel` depend on: the
+/// op's name, attributes (but its decode.kernel), operand and result types,
+/// and the kernel. Values (which buffer, which layer's weights) reach the
+/// kernels as arguments.
+static std::string getKernelKey(Operation &op, decode::KernelAttr kernel) {
+  std::string key;
+  llvm::raw_string_ostream os(key);
+  os << op.getName() << " " << kernel;
+  for (NamedAttribute attr : op.getAttrs())
+    if (attr.getName() != decode::KernelAttr::getOpAttrName())
+      os << " " << attr.getName().getValue() << "=" << attr.getValue();
+  for (Type type : op.getOperandTypes())
+    os << " " << type;
+  os << " ->";
+  for (Type type : op.getResultTypes())
+    os << " " << type;
+  return key;
+}
+
 LogicalResult GpuStepLowering::lowerOp(Operation &op, KernelContext &ctx) {
   FailureOr<Attribute> kernels = resolveKernels(&op, primitives);
   if (failed(kernels))
@@ -171,7 +190,11 @@ LogicalResult GpuStepLowering::lowerOp(Operation &op, KernelContext &ctx) {
   auto build = [&](decode::KernelAttr kernel) {
     const KernelFamily *family =
         KernelRegistry::get().lookup(kernel.getFamily().getValue());
-    return family->build(&op, KernelConfig(kernel.getConfig()), *this, ctx);
+    ctx.setKernelKey(getKernelKey(op, kernel));
+    LogicalResult built =
+        family->build(&op, KernelConfig(kernel.getConfig()), *this, ctx);
+    ctx.clearKernelKey();
+    return built;
   };
   if (auto kernel = dyn_cast<decode::KernelAttr>(*kernels))
     return build(kernel);

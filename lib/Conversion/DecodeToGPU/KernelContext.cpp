@@ -68,6 +68,31 @@ void KernelContext::launch(StringRef name, ArrayRef<KernelArg> args,
         {workgroupF32}, host.getF32Type(), MemRefLayoutAttrInterface(),
         mlir::gpu::AddressSpaceAttr::get(ctx,
                                          mlir::gpu::AddressSpace::Workgroup)));
+  std::string key;
+  if (!kernelKey.empty())
+    key = (kernelKey + "#" + Twine(launchesUnderKey++)).str();
+  mlir::gpu::GPUFuncOp func;
+  if (!key.empty())
+    func = kernelsByKey.lookup(key);
+  if (!func) {
+    func = buildKernel(name, types, workgroup, args, block, workgroupF32, body);
+    if (!key.empty())
+      kernelsByKey[key] = func;
+  }
+
+  auto dim = [&](Value v) { return v; };
+  mlir::gpu::LaunchFuncOp::create(
+      host, func,
+      mlir::gpu::KernelDim3{dim(grid[0]), dim(grid[1]), dim(grid[2])},
+      mlir::gpu::KernelDim3{hostIndex(block), hostIndex(1), hostIndex(1)},
+      /*dynamicSharedMemorySize=*/Value(), operands);
+}
+
+mlir::gpu::GPUFuncOp KernelContext::buildKernel(
+    StringRef name, ArrayRef<Type> types, ArrayRef<Type> workgroup,
+    ArrayRef<KernelArg> args, int64_t block, int64_t workgroupF32,
+    const BodyBuilder &body) {
+  MLIRContext *ctx = host.getContext();
   OpBuilder moduleBuilder = OpBuilder::atBlockEnd(module.getBody());
   auto func = mlir::gpu::GPUFuncOp::create(
       moduleBuilder, host.getLoc(), kPendingKernelName,
@@ -104,12 +129,5 @@ void KernelContext::launch(StringRef name, ArrayRef<KernelArg> args,
   GpuEmitter emitter(kernel, primitives);
   body(emitter, values);
   mlir::gpu::ReturnOp::create(kernel);
-  func = deduplicate(func, name);
-
-  auto dim = [&](Value v) { return v; };
-  mlir::gpu::LaunchFuncOp::create(
-      host, func,
-      mlir::gpu::KernelDim3{dim(grid[0]), dim(grid[1]), dim(grid[2])},
-      mlir::gpu::KernelDim3{hostIndex(block), hostIndex(1), hostIndex(1)},
-      /*dynamicSharedMemorySize=*/Value(), operands);
+  return deduplicate(func, name);
 }

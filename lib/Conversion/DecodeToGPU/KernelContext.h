@@ -70,6 +70,16 @@ public:
   /// Names of the distinct kernels, in order of their first launch.
   llvm::SmallVector<std::string> kernelNames;
 
+  /// While set, the kernels launched are also identified by `key` (what
+  /// they depend on: the op's name, attributes, types and kernel config) and
+  /// their order under it, so a later op of the same key reuses them without
+  /// building their bodies again (a model's layers share every kernel).
+  void setKernelKey(std::string key) {
+    kernelKey = std::move(key);
+    launchesUnderKey = 0;
+  }
+  void clearKernelKey() { kernelKey.clear(); }
+
   /// Host helpers.
   mlir::Value hostIndex(int64_t value);
   mlir::Value hostI64(int64_t value);
@@ -81,8 +91,19 @@ private:
   /// (then `func` is erased).
   mlir::gpu::GPUFuncOp deduplicate(mlir::gpu::GPUFuncOp func,
                                    llvm::StringRef family);
+  /// A new kernel of family `name` from `body`, or the identical one built
+  /// before.
+  mlir::gpu::GPUFuncOp buildKernel(llvm::StringRef name,
+                                   llvm::ArrayRef<mlir::Type> types,
+                                   llvm::ArrayRef<mlir::Type> workgroup,
+                                   llvm::ArrayRef<KernelArg> args,
+                                   int64_t block, int64_t workgroupF32,
+                                   const BodyBuilder &body);
 
   llvm::StringMap<mlir::gpu::GPUFuncOp> kernelsByText;
+  llvm::StringMap<mlir::gpu::GPUFuncOp> kernelsByKey;
+  std::string kernelKey;
+  unsigned launchesUnderKey = 0;
   llvm::StringMap<unsigned> kernelsPerFamily;
 };
 

@@ -53,6 +53,20 @@ struct LowerKernelLaunches
     // Collected first: lowering a launch splits its block.
     SmallVector<mlir::gpu::LaunchFuncOp> launches;
     module.walk([&](mlir::gpu::LaunchFuncOp op) { launches.push_back(op); });
+    // Per step function, set up once in its entry block: the callback and
+    // its context, and the parameter block, `params[i] = &slots[i]`, which
+    // every launch refills (the callback reads the values before it
+    // returns: cuLaunchKernel and hipModuleLaunchKernel copy them).
+    struct StepLaunchState {
+      Value context, callback, slots, params;
+    };
+    llvm::DenseMap<Operation *, StepLaunchState> states;
+    llvm::DenseMap<Operation *, int64_t> maxOperands;
+    for (mlir::gpu::LaunchFuncOp launch : launches) {
+      int64_t &count = maxOperands[launch->getParentOp()];
+      count = std::max<int64_t>(
+          {count, 1, static_cast<int64_t>(launch.getKernelOperands().size())});
+    }
     for (mlir::gpu::LaunchFuncOp launch : launches) {
       auto func = dyn_cast<func::FuncOp>(launch->getParentOp());
       if (!func || func.getNumArguments() != 1 || func.getNumResults() != 0 ||
@@ -61,31 +75,46 @@ struct LowerKernelLaunches
             << "must be directly inside fdc_model_step(!llvm.ptr)";
         return signalPassFailure();
       }
-      ImplicitLocOpBuilder b(launch.getLoc(), launch);
-      auto field = [&](Value base, int64_t index) {
-        Value address = LLVM::GEPOp::create(b, ptrType, i64, base,
-                                            ArrayRef<LLVM::GEPArg>{index});
-        return LLVM::LoadOp::create(b, ptrType, address).getResult();
-      };
-      Value device =
-          fdc::loadStepField(b, func.getArgument(0), fdc::kStepDevice, ptrType);
-      Value context = field(device, 0);
-      Value callback = field(device, 1);
-
-      ValueRange operands = launch.getKernelOperands();
-      Value one = LLVM::ConstantOp::create(b, i64, b.getI64IntegerAttr(1));
-      Value count = LLVM::ConstantOp::create(
-          b, i64, b.getI64IntegerAttr(std::max<int64_t>(operands.size(), 1)));
-      Value params = LLVM::AllocaOp::create(b, ptrType, ptrType, count, 8);
-      for (auto [index, operand] : llvm::enumerate(operands)) {
-        Value slot =
-            LLVM::AllocaOp::create(b, ptrType, operand.getType(), one, 8);
-        LLVM::StoreOp::create(b, operand, slot);
-        Value entry = LLVM::GEPOp::create(
-            b, ptrType, ptrType, params,
-            ArrayRef<LLVM::GEPArg>{static_cast<int32_t>(index)});
-        LLVM::StoreOp::create(b, slot, entry);
+      StepLaunchState &state = states[func];
+      if (!state.params) {
+        ImplicitLocOpBuilder entry(func.getLoc(), &func.getBody().front(),
+                                   func.getBody().front().begin());
+        auto field = [&](Value base, int64_t index) {
+          Value address = LLVM::GEPOp::create(entry, ptrType, i64, base,
+                                              ArrayRef<LLVM::GEPArg>{index});
+          return LLVM::LoadOp::create(entry, ptrType, address).getResult();
+        };
+        Value device = fdc::loadStepField(entry, func.getArgument(0),
+                                          fdc::kStepDevice, ptrType);
+        state.context = field(device, 0);
+        state.callback = field(device, 1);
+        int64_t count = maxOperands[func];
+        Value size =
+            LLVM::ConstantOp::create(entry, i64, entry.getI64IntegerAttr(count));
+        state.slots = LLVM::AllocaOp::create(entry, ptrType, i64, size, 8);
+        state.params = LLVM::AllocaOp::create(entry, ptrType, ptrType, size, 8);
+        for (int64_t index = 0; index < count; ++index) {
+          auto at = [&](Type element, Value base) {
+            return LLVM::GEPOp::create(
+                entry, ptrType, element, base,
+                ArrayRef<LLVM::GEPArg>{static_cast<int32_t>(index)});
+          };
+          Value slot = at(i64, state.slots);
+          Value entryAddress = at(ptrType, state.params);
+          LLVM::StoreOp::create(entry, slot, entryAddress);
+        }
       }
+      ImplicitLocOpBuilder b(launch.getLoc(), launch);
+      ValueRange operands = launch.getKernelOperands();
+      for (auto [index, operand] : llvm::enumerate(operands)) {
+        // Every kernel parameter is 8 bytes: a pointer or an i64.
+        Value slot = LLVM::GEPOp::create(
+            b, ptrType, i64, state.slots,
+            ArrayRef<LLVM::GEPArg>{static_cast<int32_t>(index)});
+        LLVM::StoreOp::create(b, operand, slot);
+      }
+      Value context = state.context, callback = state.callback;
+      Value params = state.params;
       auto toI32 = [&](Value indexValue) -> Value {
         return arith::IndexCastOp::create(b, i32, indexValue);
       };

@@ -177,6 +177,8 @@ LogicalResult ModelLibraryCompiler::emitLibrary() {
   library.cpu = cpu;
   library.linker = options.linker;
   library.llvmIRPath = options.llvmIRPath;
+  // A GPU library's host code is the step's launch sequence.
+  library.optLevel = target.isHost() ? 3 : 1;
   return emitHostLibrary(module, library);
 }
 

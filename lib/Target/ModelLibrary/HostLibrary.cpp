@@ -89,7 +89,9 @@ LogicalResult target::emitHostLibrary(ModuleOp module,
           ->createTargetMachine(triple, *cpu, /*Features=*/"",
                                 llvm::TargetOptions(), llvm::Reloc::PIC_,
                                 std::nullopt,
-                                llvm::CodeGenOptLevel::Aggressive));
+                                options.optLevel >= 3
+                                    ? llvm::CodeGenOptLevel::Aggressive
+                                    : llvm::CodeGenOptLevel::Less));
   if (!machine)
     return emitError(loc) << "cannot create a target machine for "
                           << triple.str() << " (cpu '" << *cpu << "')";
@@ -108,7 +110,7 @@ LogicalResult target::emitHostLibrary(ModuleOp module,
   llvmModule->setDataLayout(machine->createDataLayout());
 
   auto optimize =
-      makeOptimizingTransformer(/*optLevel=*/3, /*sizeLevel=*/0, machine.get());
+      makeOptimizingTransformer(options.optLevel, /*sizeLevel=*/0, machine.get());
   if (llvm::Error err = optimize(llvmModule.get())) {
     std::string message = llvm::toString(std::move(err));
     return emitError(loc) << "LLVM optimisation failed: " << message;

@@ -2,7 +2,10 @@
 
 #include "CudaArch.h"
 
+#include "fdc/Dialect/Decode/IR/KnownTargets.h"
 #include "fdc/Target/NVPTX/NVPTXSerializer.h"
+
+#include "llvm/ADT/StringExtras.h"
 
 using namespace mlir;
 using namespace fdc::target;
@@ -19,9 +22,18 @@ std::optional<nvptx::CudaArch> nvptx::CudaArch::parse(StringRef name) {
 
 LogicalResult nvptx::checkArch(StringRef arch,
                                function_ref<InFlightDiagnostic()> emitError) {
-  if (CudaArch::parse(arch))
+  if (!CudaArch::parse(arch))
+    return emitError() << "bad CUDA arch '" << arch
+                       << "': expected sm_XX, or sm_XXa from sm_90, e.g. "
+                          "cuda:sm_90a,sm_80";
+  // The generators need the GPU's description: the known-targets table's.
+  if (decode::getKnownGpuVendor(arch) == decode::GpuVendor::nvidia)
     return success();
-  return emitError() << "bad CUDA arch '" << arch
-                     << "': expected sm_XX with XX >= 70, or sm_XXa with XX "
-                        ">= 90, e.g. cuda:sm_90a,sm_80";
+  SmallVector<StringRef> known;
+  for (StringRef name : decode::getKnownGpuArchs())
+    if (decode::getKnownGpuVendor(name) == decode::GpuVendor::nvidia)
+      known.push_back(name);
+  return emitError() << "unknown NVIDIA GPU arch '" << arch
+                     << "'; known NVIDIA archs: " << llvm::join(known, ", ")
+                     << " (and sm_90a)";
 }

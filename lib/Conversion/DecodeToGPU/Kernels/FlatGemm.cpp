@@ -34,6 +34,8 @@
 
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
+#include <numeric>
+
 using namespace mlir;
 using namespace fdc;
 using namespace fdc::gpu;
@@ -167,12 +169,17 @@ private:
       }
       parts.push_back(part);
     }
-    Value run = parts[0];
-    for (int64_t p = 1; p < pieces; ++p) {
-      SmallVector<int64_t> mask;
-      for (int64_t i = 0; i < (p + 1) * pieceLanes; ++i)
-        mask.push_back(i);
-      run = vector::ShuffleOp::create(b, run, parts[p], mask);
+    // The pieces concatenated, in order.
+    Value run;
+    for (Value part : parts) {
+      if (!run) {
+        run = part;
+        continue;
+      }
+      int64_t length = cast<VectorType>(run.getType()).getNumElements();
+      SmallVector<int64_t> mask(length + pieceLanes);
+      std::iota(mask.begin(), mask.end(), 0);
+      run = vector::ShuffleOp::create(b, run, part, mask);
     }
     return run;
   }
