@@ -80,18 +80,17 @@ void KernelContext::launch(StringRef name, ArrayRef<KernelArg> args,
       kernelsByKey[key] = func;
   }
 
-  auto dim = [&](Value v) { return v; };
   mlir::gpu::LaunchFuncOp::create(
-      host, func,
-      mlir::gpu::KernelDim3{dim(grid[0]), dim(grid[1]), dim(grid[2])},
+      host, func, mlir::gpu::KernelDim3{grid[0], grid[1], grid[2]},
       mlir::gpu::KernelDim3{hostIndex(block), hostIndex(1), hostIndex(1)},
       /*dynamicSharedMemorySize=*/Value(), operands);
 }
 
-mlir::gpu::GPUFuncOp KernelContext::buildKernel(
-    StringRef name, ArrayRef<Type> types, ArrayRef<Type> workgroup,
-    ArrayRef<KernelArg> args, int64_t block, int64_t workgroupF32,
-    const BodyBuilder &body) {
+mlir::gpu::GPUFuncOp
+KernelContext::buildKernel(StringRef name, ArrayRef<Type> types,
+                           ArrayRef<Type> workgroup, ArrayRef<KernelArg> args,
+                           int64_t block, int64_t workgroupF32,
+                           const BodyBuilder &body) {
   MLIRContext *ctx = host.getContext();
   OpBuilder moduleBuilder = OpBuilder::atBlockEnd(module.getBody());
   auto func = mlir::gpu::GPUFuncOp::create(

@@ -89,8 +89,8 @@ struct LowerKernelLaunches
         state.context = field(device, 0);
         state.callback = field(device, 1);
         int64_t count = maxOperands[func];
-        Value size =
-            LLVM::ConstantOp::create(entry, i64, entry.getI64IntegerAttr(count));
+        Value size = LLVM::ConstantOp::create(entry, i64,
+                                              entry.getI64IntegerAttr(count));
         state.slots = LLVM::AllocaOp::create(entry, ptrType, i64, size, 8);
         state.params = LLVM::AllocaOp::create(entry, ptrType, ptrType, size, 8);
         for (int64_t index = 0; index < count; ++index) {

@@ -86,11 +86,10 @@ LogicalResult target::emitHostLibrary(ModuleOp module,
     return failure();
   std::unique_ptr<llvm::TargetMachine> machine(
       (*llvmTarget)
-          ->createTargetMachine(triple, *cpu, /*Features=*/"",
-                                llvm::TargetOptions(), llvm::Reloc::PIC_,
-                                std::nullopt,
-                                options.optLevel >= 3
-                                    ? llvm::CodeGenOptLevel::Aggressive
+          ->createTargetMachine(
+              triple, *cpu, /*Features=*/"", llvm::TargetOptions(),
+              llvm::Reloc::PIC_, std::nullopt,
+              options.optLevel >= 3 ? llvm::CodeGenOptLevel::Aggressive
                                     : llvm::CodeGenOptLevel::Less));
   if (!machine)
     return emitError(loc) << "cannot create a target machine for "
@@ -109,8 +108,8 @@ LogicalResult target::emitHostLibrary(ModuleOp module,
   llvmModule->setTargetTriple(triple);
   llvmModule->setDataLayout(machine->createDataLayout());
 
-  auto optimize =
-      makeOptimizingTransformer(options.optLevel, /*sizeLevel=*/0, machine.get());
+  auto optimize = makeOptimizingTransformer(options.optLevel, /*sizeLevel=*/0,
+                                            machine.get());
   if (llvm::Error err = optimize(llvmModule.get())) {
     std::string message = llvm::toString(std::move(err));
     return emitError(loc) << "LLVM optimisation failed: " << message;

@@ -311,7 +311,10 @@ static const char kMagic[] = "FAKEHSACO ";
 EXPORT hipError_t hipModuleLoadData(void **module, const void *image) {
   FAIL_IF_INJECTED();
   const char *text = (const char *)image;
-  if (memcmp(text, "\x7f" "ELF", 4) != 0)
+  if (memcmp(text,
+             "\x7f"
+             "ELF",
+             4) != 0)
     return hipErrorInvalidImage;
   text += 64; /* the ELF header */
   if (strncmp(text, kMagic, sizeof(kMagic) - 1) != 0)

@@ -72,10 +72,12 @@ __attribute__((constructor)) static void computeManifestHash(void) {
    ELF header as the runtime checks it (ELFCLASS64, little endian, ET_DYN,
    EM_AMDGPU = 224, no program or section headers), then what FakeHip.c
    reads. TEST_NOT_ELF_GFX1100_IMAGE leaves the header out. */
+/* clang-format off */
 #define FAKE_ELF_HEADER                                                        \
   "\x7f" "ELF" "\x02\x01\x01" "\0\0\0\0\0\0\0\0\0" /* e_ident */            \
   "\x03\0" "\xe0\0" /* e_type, e_machine */                                   \
   "\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0"
+/* clang-format on */
 #define FAKE_PAYLOAD(arch)                                                     \
   "FAKEHSACO " arch "\0fdc_test_store_kv\0fdc_test_next_token\0"
 #define FAKE_HSACO(arch) FAKE_ELF_HEADER FAKE_PAYLOAD(arch)

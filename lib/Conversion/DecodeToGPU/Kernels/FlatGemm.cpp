@@ -52,9 +52,9 @@ struct FlatGemmConfig {
 struct FlatGemmProblem {
   Buffer input, weight, out, bias, residual;
   decode::Activation activation;
-  /// Output features, reduction length, and the weight row of the "up" half
-  /// of a silu_gate_up (0 otherwise).
+  /// Output features and the reduction length.
   int64_t n, k;
+  /// SiLU-gate-up: the weight's rows [n, 2n) are the up half.
   bool gateUp;
 };
 
@@ -75,7 +75,6 @@ public:
     stepK = mmasPerStep * layout.k();
     halves = problem.gateUp ? 2 : 1;
     pieceType = VectorType::get({pieceLanes}, element);
-    runType = VectorType::get({laneRun}, element);
     accType = VectorType::get({layout.accPerLane}, b.getF32Type());
   }
 
@@ -346,7 +345,7 @@ private:
   const LinearOptionalArgs &optional;
 
   int64_t pieceLanes, laneRun, pieces, mmasPerStep, stepK, halves;
-  VectorType pieceType, runType, accType;
+  VectorType pieceType, accType;
 
   Value input, weight, out, batch;
   LinearEpilogueOperands epilogue;
