@@ -184,6 +184,12 @@ std::optional<GpuVendor> fdc::decode::getKnownGpuVendor(StringRef arch) {
   return std::nullopt;
 }
 
+StringRef fdc::decode::getKnownMmaFamily(StringRef arch) {
+  if (const KnownTarget *target = find(arch))
+    return target->mmaFamily;
+  return {};
+}
+
 SmallVector<int64_t> fdc::decode::getSubgroupChoices(StringRef arch) {
   if (const KnownTarget *target = find(arch))
     return SmallVector<int64_t>(target->subgroups);

@@ -24,6 +24,10 @@ std::optional<GpuVendor> getKnownGpuVendor(llvm::StringRef arch);
 /// runs wave32 and wave64); empty for an unknown arch.
 llvm::SmallVector<int64_t> getSubgroupChoices(llvm::StringRef arch);
 
+/// The instruction family of a known arch's MMA shapes ("mma.sync", "mfma",
+/// "wmma"); empty for an unknown arch.
+llvm::StringRef getKnownMmaFamily(llvm::StringRef arch);
+
 /// The table's description of `arch`; an error naming the arch and the known
 /// ones through `emitError` if there is none. "sm_90a" is sm_90's entry
 /// under its own name.

@@ -9,13 +9,15 @@
 // holds row l % 16 of A, column l % 16 of B, k values 4 (l / 16) .. + 3, and
 // D rows 4 (l / 16) .. + 3 of column l % 16) and WMMA 16x16x16 on wave32
 // (RDNA3: lane l holds row / column l % 16 with all 16 k values, and D rows
-// 2j + l / 16 of column l % 16): MFMA on gfx9 in wave64, WMMA on gfx11 in
-// wave32, none otherwise; a library for CDNA and RDNA together lists no MMA
-// (KnownTargets.cpp).
+// 2j + l / 16 of column l % 16), as the known-targets table's MMA family
+// says, in the arch's native wave size only; a library for CDNA and RDNA
+// together lists no MMA (KnownTargets.cpp).
 //
 //===----------------------------------------------------------------------===//
 
 #include "../GpuPrimitives.h"
+
+#include "fdc/Dialect/Decode/IR/KnownTargets.h"
 
 #include "mlir/Dialect/AMDGPU/IR/AMDGPUDialect.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -46,10 +48,13 @@ public:
 
   std::optional<MmaLayout> getMmaLayout(Type element) const override {
     decode::MmaShapeAttr shape = findMmaShape(element, 16, 16, 16);
+    // The layouts below are those of the arch's native wave size (its
+    // preferred subgroup in the known-targets table).
     StringRef arch = target().getArch().getValue();
-    bool cdna = arch.starts_with("gfx9") && subgroupSize() == 64;
-    bool rdna = arch.starts_with("gfx11") && subgroupSize() == 32;
-    if (!shape || !(cdna || rdna))
+    SmallVector<int64_t> waves = decode::getSubgroupChoices(arch);
+    bool nativeWave = !waves.empty() && subgroupSize() == waves.front();
+    StringRef family = decode::getKnownMmaFamily(arch);
+    if (!shape || !nativeWave || (family != "mfma" && family != "wmma"))
       return std::nullopt;
     if (isWmma())
       return MmaLayout{shape, /*kPerLane=*/16, /*aRowsPerLane=*/1,
@@ -98,8 +103,10 @@ public:
   }
 
 private:
-  /// WMMA on wave32 (RDNA3); MFMA on wave64 (CDNA).
-  bool isWmma() const { return subgroupSize() == 32; }
+  /// WMMA on RDNA3, MFMA on CDNA: the known-targets table's family.
+  bool isWmma() const {
+    return decode::getKnownMmaFamily(target().getArch().getValue()) == "wmma";
+  }
   static Value index(ImplicitLocOpBuilder &b, int64_t value) {
     return arith::ConstantIndexOp::create(b, value);
   }
