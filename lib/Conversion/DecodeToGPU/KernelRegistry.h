@@ -135,6 +135,12 @@ mlir::FailureOr<decode::KernelAttr> completeKernel(mlir::Operation *op,
 mlir::FailureOr<mlir::Attribute> resolveKernels(mlir::Operation *op,
                                                 const GpuPrimitives &target);
 
+/// The MMA a flat GEMM of `op` uses on `target`: f16 or bf16 input and
+/// weight, K a multiple of the target's vector width, and an MMA the target
+/// lists for them (Kernels/FlatGemm.cpp); none otherwise.
+std::optional<MmaLayout> getFlatGemmLayout(decode::LinearOp op,
+                                           const GpuPrimitives &target);
+
 /// FlashDecoding++'s heuristic dataflow from the target description: for a
 /// decode.linear a flat GEMM can lower, GEMV for M = 1 and flat GEMM tiles
 /// growing with M (Kernels/LinearDispatch.cpp); none otherwise.

@@ -354,9 +354,10 @@ private:
   SmallVector<Value> weightRows, batchRows;
 };
 
-/// The MMA a flat GEMM of `op` would use on `target`, if it can run there.
-std::optional<MmaLayout> getFlatGemmLayout(decode::LinearOp op,
-                                           const GpuPrimitives &target) {
+} // namespace
+
+std::optional<MmaLayout>
+fdc::gpu::getFlatGemmLayout(decode::LinearOp op, const GpuPrimitives &target) {
   auto weightType = dyn_cast<RankedTensorType>(op.getWeight().getType());
   auto inputType = dyn_cast<RankedTensorType>(op.getInput().getType());
   if (!weightType || !inputType)
@@ -372,6 +373,7 @@ std::optional<MmaLayout> getFlatGemmLayout(decode::LinearOp op,
   return target.getMmaLayout(element);
 }
 
+namespace {
 class FlatGemmFamily : public KernelFamily {
 public:
   StringRef getName() const override { return "flat_gemm"; }

@@ -28,16 +28,7 @@ fdc::gpu::getDefaultLinearDispatch(decode::LinearOp op,
   const KernelRegistry &registry = KernelRegistry::get();
   const KernelFamily *flat = registry.lookup("flat_gemm");
   const KernelFamily *gemv = registry.lookup("gemv");
-  std::optional<MmaLayout> layout;
-  if (auto weight = dyn_cast<RankedTensorType>(op.getWeight().getType())) {
-    auto input = cast<RankedTensorType>(op.getInput().getType());
-    Type element = weight.getElementType();
-    int64_t pieceLanes = target.vectorBytes() /
-                         std::max(1u, element.getIntOrFloatBitWidth() / 8);
-    if (input.getElementType() == element &&
-        weight.getDimSize(1) % pieceLanes == 0)
-      layout = target.getMmaLayout(element);
-  }
+  std::optional<MmaLayout> layout = getFlatGemmLayout(op, target);
   if (!flat || !gemv || !layout)
     return std::nullopt;
 
