@@ -54,6 +54,7 @@ def ConvertDecodeToGPU : Pass<"convert-decode-to-gpu", "mlir::ModuleOp"> {
     "mlir::cf::ControlFlowDialect", "mlir::func::FuncDialect",
     "mlir::gpu::GPUDialect",
     "mlir::LLVM::LLVMDialect", "mlir::NVVM::NVVMDialect",
+    "mlir::nvgpu::NVGPUDialect",
     "mlir::math::MathDialect", "mlir::memref::MemRefDialect",
     "mlir::scf::SCFDialect", "mlir::vector::VectorDialect",
   ];

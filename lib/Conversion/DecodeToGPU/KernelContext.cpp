@@ -45,6 +45,13 @@ mlir::gpu::GPUFuncOp KernelContext::deduplicate(mlir::gpu::GPUFuncOp func,
 void KernelContext::launch(StringRef name, ArrayRef<KernelArg> args,
                            std::array<Value, 3> grid, int64_t block,
                            int64_t workgroupF32, BodyBuilder body) {
+  launch(name, args, grid, block, SharedMemory{workgroupF32, host.getF32Type()},
+         std::move(body));
+}
+
+void KernelContext::launch(StringRef name, ArrayRef<KernelArg> args,
+                           std::array<Value, 3> grid, int64_t block,
+                           SharedMemory shared, BodyBuilder body) {
   MLIRContext *ctx = host.getContext();
   auto ptrType = LLVM::LLVMPointerType::get(ctx);
   Type i64 = host.getI64Type();
@@ -63,9 +70,9 @@ void KernelContext::launch(StringRef name, ArrayRef<KernelArg> args,
   }
 
   SmallVector<Type> workgroup;
-  if (workgroupF32 > 0)
+  if (shared.elements > 0)
     workgroup.push_back(MemRefType::get(
-        {workgroupF32}, host.getF32Type(), MemRefLayoutAttrInterface(),
+        {shared.elements}, shared.element, MemRefLayoutAttrInterface(),
         mlir::gpu::AddressSpaceAttr::get(ctx,
                                          mlir::gpu::AddressSpace::Workgroup)));
   std::string key;
@@ -75,7 +82,7 @@ void KernelContext::launch(StringRef name, ArrayRef<KernelArg> args,
   if (!key.empty())
     func = kernelsByKey.lookup(key);
   if (!func) {
-    func = buildKernel(name, types, workgroup, args, block, workgroupF32, body);
+    func = buildKernel(name, types, workgroup, args, block, body);
     if (!key.empty())
       kernelsByKey[key] = func;
   }
@@ -89,8 +96,7 @@ void KernelContext::launch(StringRef name, ArrayRef<KernelArg> args,
 mlir::gpu::GPUFuncOp
 KernelContext::buildKernel(StringRef name, ArrayRef<Type> types,
                            ArrayRef<Type> workgroup, ArrayRef<KernelArg> args,
-                           int64_t block, int64_t workgroupF32,
-                           const BodyBuilder &body) {
+                           int64_t block, const BodyBuilder &body) {
   MLIRContext *ctx = host.getContext();
   OpBuilder moduleBuilder = OpBuilder::atBlockEnd(module.getBody());
   auto func = mlir::gpu::GPUFuncOp::create(
@@ -123,7 +129,7 @@ KernelContext::buildKernel(StringRef name, ArrayRef<Type> types,
     values.push_back(value);
   }
   values.push_back(kBatch);
-  if (workgroupF32 > 0)
+  if (!workgroup.empty())
     values.push_back(func.getWorkgroupAttributions().front());
   GpuEmitter emitter(kernel, primitives);
   body(emitter, values);

@@ -61,6 +61,16 @@ public:
               std::array<mlir::Value, 3> grid, int64_t block,
               int64_t workgroupF32, BodyBuilder body);
 
+  /// A kernel's static shared memory: `elements` of `element`.
+  struct SharedMemory {
+    int64_t elements = 0;
+    mlir::Type element;
+  };
+  /// As above, with shared memory of any element type.
+  void launch(llvm::StringRef name, llvm::ArrayRef<KernelArg> args,
+              std::array<mlir::Value, 3> grid, int64_t block,
+              SharedMemory shared, BodyBuilder body);
+
   mlir::ImplicitLocOpBuilder &host;
   mlir::gpu::GPUModuleOp module;
   /// The target's facts and cross-lane operations.
@@ -97,8 +107,7 @@ private:
                                    llvm::ArrayRef<mlir::Type> types,
                                    llvm::ArrayRef<mlir::Type> workgroup,
                                    llvm::ArrayRef<KernelArg> args,
-                                   int64_t block, int64_t workgroupF32,
-                                   const BodyBuilder &body);
+                                   int64_t block, const BodyBuilder &body);
 
   llvm::StringMap<mlir::gpu::GPUFuncOp> kernelsByText;
   llvm::StringMap<mlir::gpu::GPUFuncOp> kernelsByKey;

@@ -91,6 +91,7 @@ KernelRegistry::KernelRegistry() {
   families.push_back(createRMSNormFamily());
   families.push_back(createGemvFamily());
   families.push_back(createFlatGemmFamily());
+  families.push_back(createTiledGemmFamily());
   families.push_back(createSparseRowScanFamily());
   families.push_back(createRopeFamily());
   families.push_back(createKVAppendFamily());

@@ -152,6 +152,7 @@ std::unique_ptr<KernelFamily> createEmbeddingFamily();
 std::unique_ptr<KernelFamily> createRMSNormFamily();
 std::unique_ptr<KernelFamily> createGemvFamily();
 std::unique_ptr<KernelFamily> createFlatGemmFamily();
+std::unique_ptr<KernelFamily> createTiledGemmFamily();
 std::unique_ptr<KernelFamily> createSparseRowScanFamily();
 std::unique_ptr<KernelFamily> createRopeFamily();
 std::unique_ptr<KernelFamily> createKVAppendFamily();

@@ -43,6 +43,8 @@ SubgroupReduceLowering shuffleLowering(unsigned subgroupSize) {
 void nvptx::buildKernelPipeline(OpPassManager &pm, unsigned subgroupSize) {
   pm.addPass(createLowerSubgroupReducesPass(shuffleLowering(subgroupSize)));
   pm.addPass(createSCFToControlFlowPass());
+  // cp.async copies (nvgpu.device_async_copy) to nvvm.cp.async.
+  pm.addPass(createConvertNVGPUToNVVMPass());
   pm.addPass(createConvertGpuOpsToNVVMOps());
   pm.addPass(createConvertVectorToLLVMPass());
   pm.addPass(createCanonicalizerPass());

@@ -72,6 +72,8 @@ class Bench:
             "quick": quick, "command": "python -m fdc.bench.suite "
             + " ".join(sys.argv[1:]), "families": {}}
         self.read_gbps = None
+        # Batch sizes of the linear family (empty: M_VALUES).
+        self.linear_m: tuple[int, ...] = ()
         self.gen = torch.Generator(device="cuda")
         self.gen.manual_seed(int.from_bytes(os.urandom(4), "little"))
 
@@ -193,6 +195,8 @@ def linear(bench: Bench) -> list[dict]:
     rows = []
     shapes = list(models.LINEAR_SHAPES.items())
     ms = M_VALUES if not bench.quick else (1, 16, 128)
+    if bench.linear_m:
+        ms = bench.linear_m
     if bench.quick:
         shapes = shapes[:2]
     for label, (n, k) in shapes:
@@ -632,6 +636,9 @@ def main(argv=None) -> int:
     ap.add_argument("--families", default=",".join(FAMILIES))
     ap.add_argument("--quick", action="store_true",
                     help="a few sizes per family (a smoke run)")
+    ap.add_argument("--linear-m", default="",
+                    help="comma-separated batch sizes for the linear family "
+                         "(default: %s)" % ",".join(map(str, M_VALUES)))
     ap.add_argument("--budget-s", type=float, default=540.0,
                     help="wall-time budget; the optional transformers "
                          "torch.compile measurement gets what is left of it")
@@ -653,6 +660,7 @@ def main(argv=None) -> int:
     # torch's SDPA and sparse warnings would bury the tables.
     warnings.filterwarnings("ignore", category=UserWarning)
     bench = Bench(args.artifacts, args.out, args.quick, args.budget_s)
+    bench.linear_m = tuple(int(m) for m in args.linear_m.split(",") if m)
     if "ceilings" not in families:
         families.insert(0, "ceilings")  # every row needs the read ceiling
     failed = []

@@ -65,6 +65,31 @@ VARIANTS = [
 ]
 
 
+def _tiled(config: str) -> str:
+    return f'#decode.kernel<"tiled_gemm", {{{config}}}>'
+
+
+VARIANTS += [
+    # The shared-memory pipeline: the default tile (k tail of 8 zero-filled),
+    # 64-wide k tiles (swizzled rows) over two stages with the gate-up
+    # halves, one subgroup column with 96-wide k tiles and a residual, and a bias over
+    # 3 stages.
+    LinearVariant("linear-tiled-none-bf16", "bf16", 1000, 520, "none",
+                  _tiled("warps_n = 2, warps_m = 2, row_tiles = 2, "
+                         "batch_tiles = 4, k_tile = 32, stages = 4")),
+    LinearVariant("linear-tiled-gateup-bf16", "bf16", 1000, 520,
+                  "silu_gate_up",
+                  _tiled("warps_n = 2, warps_m = 2, row_tiles = 1, "
+                         "batch_tiles = 4, k_tile = 64, stages = 2")),
+    LinearVariant("linear-tiled-residual-f16", "f16", 520, 520, "residual",
+                  _tiled("warps_n = 1, warps_m = 4, row_tiles = 4, "
+                         "batch_tiles = 2, k_tile = 96, stages = 2")),
+    LinearVariant("linear-tiled-bias-bf16", "bf16", 1000, 520, "bias",
+                  _tiled("warps_n = 4, warps_m = 1, row_tiles = 1, "
+                         "batch_tiles = 8, k_tile = 32, stages = 3")),
+]
+
+
 def model_ir(v: LinearVariant) -> str:
     t, n, k = v.dtype, v.n, v.k
     shapes = v.weight_shapes()

@@ -6,6 +6,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 
 using namespace mlir;
 using namespace fdc;
@@ -33,6 +34,21 @@ Value GpuPrimitives::shuffleXor(ImplicitLocOpBuilder &b, Value value,
 
 void GpuPrimitives::barrier(ImplicitLocOpBuilder &b) const {
   mlir::gpu::BarrierOp::create(b);
+}
+
+void GpuPrimitives::copyToShared(ImplicitLocOpBuilder &b, Value dst,
+                                 ValueRange dstIndices, Value src,
+                                 ValueRange srcIndices, Value valid) const {
+  Type element = cast<MemRefType>(src.getType()).getElementType();
+  int64_t lanes = vectorBytes() * 8 / element.getIntOrFloatBitWidth();
+  auto type = VectorType::get({lanes}, element);
+  Value loaded =
+      vector::LoadOp::create(b, type, src, srcIndices, /*nontemporal=*/false,
+                             llvm::MaybeAlign(vectorBytes()));
+  Value zero = arith::ConstantOp::create(b, type, b.getZeroAttr(type));
+  Value value = arith::SelectOp::create(b, valid, loaded, zero);
+  vector::StoreOp::create(b, value, dst, dstIndices, /*nontemporal=*/false,
+                          llvm::MaybeAlign(vectorBytes()));
 }
 
 decode::MmaShapeAttr GpuPrimitives::findMmaShape(Type element, int64_t m,

@@ -79,6 +79,30 @@ public:
   /// A workgroup barrier that also orders shared-memory accesses.
   void barrier(mlir::ImplicitLocOpBuilder &b) const;
 
+  /// The shared memory (bytes) a kernel's static workgroup allocation may
+  /// take: the target's, within what a static allocation can address.
+  virtual int64_t staticSharedBytes() const {
+    return gpuTarget.getSharedMemory();
+  }
+
+  /// Copies vectorBytes() bytes of global `src` at `srcIndices` to shared
+  /// `dst` at `dstIndices` (both 16-byte aligned), or zeros when `valid` (an
+  /// i1) is false (then `src` is not read, but its indices must still be in
+  /// bounds). The copy may be asynchronous: it is complete, for this
+  /// thread, once waitCopies leaves fewer groups pending than were committed
+  /// after it; other threads see it after a barrier that follows that wait.
+  /// The default loads into registers and stores: every copy is complete at
+  /// once and commitCopies / waitCopies do nothing.
+  virtual void copyToShared(mlir::ImplicitLocOpBuilder &b, mlir::Value dst,
+                            mlir::ValueRange dstIndices, mlir::Value src,
+                            mlir::ValueRange srcIndices,
+                            mlir::Value valid) const;
+  /// Closes the group of copies issued since the last commit.
+  virtual void commitCopies(mlir::ImplicitLocOpBuilder &b) const {}
+  /// Waits until at most `pending` committed groups are still in flight.
+  virtual void waitCopies(mlir::ImplicitLocOpBuilder &b,
+                          int64_t pending) const {}
+
   /// The layout of the target's matrix multiply-accumulate on `element`
   /// (f16 / bf16) operands, if the target lists one
   /// (#decode.gpu_target's `mma`) that this vendor implements.

@@ -5,6 +5,8 @@
 // each step. The matrix multiply-accumulate is mma.sync m16n8k16 (sm_80+)
 // on f16 / bf16 with f32 accumulators: lane = 4 * g + c holds rows g and
 // g + 8 of A, column g of B, and k values {2c, 2c + 1, 2c + 8, 2c + 9}.
+// Copies to shared memory are cp.async (nvgpu.device_async_copy), in
+// commit groups.
 //
 //===----------------------------------------------------------------------===//
 
@@ -13,6 +15,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
 using namespace mlir;
@@ -108,6 +111,34 @@ public:
       result = vector::InsertOp::create(b, element, result, j);
     }
     return result;
+  }
+
+  /// A static __shared__ allocation is limited to 48 KiB (more takes a
+  /// dynamic allocation and an opt-in per kernel).
+  int64_t staticSharedBytes() const override {
+    return std::min<int64_t>(target().getSharedMemory(), 48 * 1024);
+  }
+
+  /// cp.async (nvgpu.device_async_copy), bypassing L1 for 16-byte copies;
+  /// an invalid copy reads 0 source elements, which zero-fills.
+  void copyToShared(ImplicitLocOpBuilder &b, Value dst, ValueRange dstIndices,
+                    Value src, ValueRange srcIndices,
+                    Value valid) const override {
+    Type element = cast<MemRefType>(src.getType()).getElementType();
+    int64_t lanes = vectorBytes() * 8 / element.getIntOrFloatBitWidth();
+    Value all = index(b, lanes);
+    Value none = index(b, 0);
+    Value srcElements = arith::SelectOp::create(b, valid, all, none);
+    UnitAttr bypassL1 = vectorBytes() == 16 ? b.getUnitAttr() : UnitAttr();
+    nvgpu::DeviceAsyncCopyOp::create(
+        b, nvgpu::DeviceAsyncTokenType::get(b.getContext()), dst, dstIndices,
+        src, srcIndices, b.getIndexAttr(lanes), srcElements, bypassL1);
+  }
+  void commitCopies(ImplicitLocOpBuilder &b) const override {
+    NVVM::CpAsyncCommitGroupOp::create(b);
+  }
+  void waitCopies(ImplicitLocOpBuilder &b, int64_t pending) const override {
+    NVVM::CpAsyncWaitGroupOp::create(b, pending);
   }
 
 private:

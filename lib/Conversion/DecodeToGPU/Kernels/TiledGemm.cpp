@@ -1,0 +1,541 @@
+//===- TiledGemm.cpp - kernel family "tiled_gemm" -------------------------===//
+//
+// decode.linear for batches above the flat GEMM's range (the wide-tile
+// variant of FlashDecoding++ §4-5): a block computes a tile of
+// block_rows = warps_n * row_tiles * m output features by
+// block_batch = warps_m * batch_tiles * n batch rows, on the target's MMA with
+// the weight as the wide operand A and the batch as B, as the flat GEMM does.
+//
+// Where the flat GEMM loads every operand straight into a subgroup's
+// registers (each subgroup's batch rows are its own), here the block stages
+// K in tiles of k_tile through shared memory, so each weight element and
+// each batch element crosses to the SM once per block and is read by every
+// subgroup that needs it:
+//
+//   - the block's threads copy a stage (the weight rows, both halves for
+//     SiLU-gate-up, then the batch rows, k_tile wide) with the target's
+//     vector-wide copies (cp.async on NVIDIA, so the copies of tile k+stages-1
+//     fly while tile k is multiplied);
+//   - `stages` buffers rotate: at iteration k the block waits for tile k,
+//     synchronises, starts the copies of tile k + stages - 1 into the buffer
+//     tile k - 1 used, and multiplies tile k;
+//   - each subgroup (warps_n x warps_m of them) reads its A rows and B rows
+//     of the stage from shared memory in vector-wide runs of k, in the same
+//     lane order as the flat GEMM, and accumulates in registers;
+//   - each row of a stage is k_tile elements; when a row holds an even
+//     number of super-steps of runs, odd rows swap the super-steps of each
+//     pair (an XOR of the run index), so the two rows a quarter-warp reads
+//     hit different banks.
+//
+// Grid x walks the batch tiles and grid y the weight tiles, so the blocks of
+// one weight tile run together and share its HBM read through L2. Rows past
+// N, batch rows past M and k past K are zero-filled in shared memory (the
+// copies read nothing) and not stored. The epilogue (bias, SiLU-gate-up,
+// residual) is the shared one, applied from the accumulators.
+//
+//===----------------------------------------------------------------------===//
+
+#include "../KernelRegistry.h"
+#include "LinearArgs.h"
+
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+#include <numeric>
+
+using namespace mlir;
+using namespace fdc;
+using namespace fdc::gpu;
+using arith::CmpIPredicate;
+using mlir::gpu::Dimension;
+
+namespace {
+/// The config of one tiled GEMM kernel.
+struct TiledGemmConfig {
+  int64_t warpsN, warpsM, rowTiles, batchTiles, kTile, stages;
+  int64_t subgroups() const { return warpsN * warpsM; }
+};
+
+/// The sizes that follow from a config, an MMA layout and the problem.
+struct TiledGemmGeometry {
+  TiledGemmGeometry(const TiledGemmConfig &config, const MmaLayout &layout,
+                    const GpuPrimitives &target, Type element, bool gateUp) {
+    int64_t elementBytes = element.getIntOrFloatBitWidth() / 8;
+    pieceLanes = target.vectorBytes() / elementBytes;
+    laneRun = std::max(layout.kPerLane, pieceLanes);
+    pieces = laneRun / pieceLanes;
+    mmasPerStep = laneRun / layout.kPerLane;
+    stepK = mmasPerStep * layout.k();
+    halves = gateUp ? 2 : 1;
+    blockRows = config.warpsN * config.rowTiles * layout.m();
+    blockBatch = config.warpsM * config.batchTiles * layout.n();
+    weightRows = halves * blockRows;
+    stageRows = weightRows + blockBatch;
+    chunksPerRow = config.kTile / pieceLanes;
+    int64_t chunksPerStep = layout.kGroups() * pieces;
+    swizzleChunks = chunksPerRow % (2 * chunksPerStep) == 0 ? chunksPerStep : 0;
+    stageElements = stageRows * config.kTile;
+    sharedElements = config.stages * stageElements;
+    sharedBytes = sharedElements * elementBytes;
+    accumulators =
+        halves * config.rowTiles * config.batchTiles * layout.accPerLane;
+  }
+
+  int64_t pieceLanes, laneRun, pieces, mmasPerStep, stepK, halves;
+  int64_t blockRows, blockBatch, weightRows, stageRows, chunksPerRow;
+  int64_t swizzleChunks, stageElements, sharedElements, sharedBytes;
+  int64_t accumulators;
+};
+
+/// The operands and shapes of one decode.linear.
+struct TiledGemmProblem {
+  Buffer input, weight, out, bias, residual;
+  decode::Activation activation;
+  /// Output features and the reduction length.
+  int64_t n, k;
+  /// SiLU-gate-up: the weight's rows [n, 2n) are the up half.
+  bool gateUp;
+};
+
+/// One thread's share of a stage's copies: the source row (clamped in
+/// bounds), the element offset of its destination in a stage, and its k
+/// offset in the tile.
+struct StageCopy {
+  Value memref, sourceRow, destination, k;
+  /// Whether the source row exists (rows past N or M are zero-filled, not
+  /// read: many threads reading one clamped row would serialise).
+  Value inBounds;
+  /// Whether the thread has this copy (null: always).
+  Value active;
+};
+
+/// A stage row's source: its row of the operand, clamped in bounds, and
+/// whether it is in bounds.
+struct SourceRow {
+  Value row, inBounds;
+};
+
+/// Builds the kernel body; one instance per kernel.
+class TiledGemmBuilder {
+public:
+  TiledGemmBuilder(GpuEmitter &e, const MmaLayout &layout,
+                   const TiledGemmConfig &config,
+                   const TiledGemmGeometry &geometry,
+                   const TiledGemmProblem &problem,
+                   const LinearOptionalArgs &optional)
+      : e(e), b(e.builder()), target(e.target()), layout(layout),
+        config(config), g(geometry), problem(problem), optional(optional) {
+    Type element = problem.weight.type.getElementType();
+    pieceType = VectorType::get({g.pieceLanes}, element);
+    accType = VectorType::get({layout.accPerLane}, b.getF32Type());
+  }
+
+  /// The kernel: v are its arguments (inputs, output, optional operands,
+  /// the implicit batch, then the shared memory).
+  void build(ArrayRef<Value> v, int64_t implicitStart) {
+    input = v[0];
+    weight = v[1];
+    out = v[2];
+    shared = v.back();
+    Value batch64 = v[implicitStart];
+    batch = arith::IndexCastOp::create(b, b.getIndexType(), batch64);
+    epilogue = optional.operands(v, out);
+
+    lane = e.laneId();
+    Value subgroup = e.subgroupId();
+    warpN = arith::RemUIOp::create(b, subgroup, e.index(config.warpsN));
+    warpM = arith::DivUIOp::create(b, subgroup, e.index(config.warpsN));
+    // One op-creating call per argument list: the order of a call's
+    // arguments is the C++ compiler's (see scripts/check-determinism.sh).
+    Value blockX = e.blockId(Dimension::x);
+    columnBase = arith::MulIOp::create(b, blockX, e.index(g.blockBatch));
+    Value blockY = e.blockId(Dimension::y);
+    rowBase = arith::MulIOp::create(b, blockY, e.index(g.blockRows));
+
+    planCopies();
+    planFragments();
+    storeAccumulators(accumulate());
+  }
+
+private:
+  int64_t accIndex(int64_t h, int64_t r, int64_t t) const {
+    return (h * config.rowTiles + r) * config.batchTiles + t;
+  }
+
+  /// Chunk `chunk` of stage row `row` as an element offset in the stage:
+  /// odd rows XOR the chunk with swizzleChunks.
+  Value chunkOffset(Value rowOffset, Value rowSwizzle, Value chunk) {
+    if (rowSwizzle)
+      chunk = arith::XOrIOp::create(b, chunk, rowSwizzle);
+    Value elements = arith::MulIOp::create(b, chunk, e.index(g.pieceLanes));
+    return arith::AddIOp::create(b, rowOffset, elements);
+  }
+  /// The XOR of stage row `row`'s chunks (null without swizzling).
+  Value rowSwizzleOf(Value row) {
+    if (g.swizzleChunks == 0)
+      return Value();
+    Value odd = arith::AndIOp::create(b, row, e.index(1));
+    return arith::MulIOp::create(b, odd, e.index(g.swizzleChunks));
+  }
+
+  /// The thread's copies of `rows` stage rows from `first` on; `source`
+  /// maps a row of the region to its source row.
+  void planRegion(Value memref, int64_t first, int64_t rows,
+                  llvm::function_ref<SourceRow(Value)> source) {
+    int64_t threads = config.subgroups() * target.subgroupSize();
+    int64_t chunks = rows * g.chunksPerRow;
+    Value thread = e.threadId();
+    for (int64_t start = 0; start < chunks; start += threads) {
+      Value chunk = arith::AddIOp::create(b, thread, e.index(start));
+      StageCopy copy;
+      copy.memref = memref;
+      if (start + threads > chunks) {
+        copy.active = e.cmpi(CmpIPredicate::ult, chunk, e.index(chunks));
+        chunk = e.select(copy.active, chunk, e.index(0));
+      }
+      Value regionRow =
+          arith::DivUIOp::create(b, chunk, e.index(g.chunksPerRow));
+      Value column = arith::RemUIOp::create(b, chunk, e.index(g.chunksPerRow));
+      SourceRow sourceRow = source(regionRow);
+      copy.sourceRow = sourceRow.row;
+      copy.inBounds = sourceRow.inBounds;
+      Value row = arith::AddIOp::create(b, regionRow, e.index(first));
+      Value rowOffset = arith::MulIOp::create(b, row, e.index(config.kTile));
+      Value swizzle = rowSwizzleOf(row);
+      copy.destination = chunkOffset(rowOffset, swizzle, column);
+      copy.k = arith::MulIOp::create(b, column, e.index(g.pieceLanes));
+      copies.push_back(copy);
+    }
+  }
+
+  /// Every thread's copies: the weight rows (both halves), then the batch.
+  void planCopies() {
+    planRegion(weight, 0, g.weightRows, [&](Value row) {
+      Value half = arith::DivUIOp::create(b, row, e.index(g.blockRows));
+      Value inHalf = arith::RemUIOp::create(b, row, e.index(g.blockRows));
+      Value global = arith::AddIOp::create(b, rowBase, inHalf);
+      Value inBounds = e.cmpi(CmpIPredicate::ult, global, e.index(problem.n));
+      Value clamped = arith::MinUIOp::create(b, global, e.index(problem.n - 1));
+      Value halfBase = arith::MulIOp::create(b, half, e.index(problem.n));
+      Value source = arith::AddIOp::create(b, clamped, halfBase);
+      return SourceRow{source, inBounds};
+    });
+    Value lastColumn = arith::SubIOp::create(b, batch, e.index(1));
+    planRegion(input, g.weightRows, g.blockBatch, [&](Value row) {
+      Value global = arith::AddIOp::create(b, columnBase, row);
+      Value inBounds = e.cmpi(CmpIPredicate::ult, global, batch);
+      Value source = arith::MinUIOp::create(b, global, lastColumn);
+      return SourceRow{source, inBounds};
+    });
+  }
+
+  /// Starts the copies of k tile `tile` into stage buffer `buffer`.
+  void copyTile(Value tile, Value buffer) {
+    Value tileK = arith::MulIOp::create(b, tile, e.index(config.kTile));
+    Value base = arith::MulIOp::create(b, buffer, e.index(g.stageElements));
+    bool kTail = problem.k % config.kTile != 0;
+    for (const StageCopy &copy : copies) {
+      auto issue = [&] {
+        Value k = arith::AddIOp::create(b, tileK, copy.k);
+        Value valid = copy.inBounds;
+        if (kTail) {
+          Value inK = e.cmpi(CmpIPredicate::ult, k, e.index(problem.k));
+          k = e.select(inK, k, e.index(0));
+          valid = arith::AndIOp::create(b, valid, inK);
+        }
+        Value destination = arith::AddIOp::create(b, base, copy.destination);
+        target.copyToShared(b, shared, ValueRange{destination}, copy.memref,
+                            ValueRange{copy.sourceRow, k}, valid);
+      };
+      if (copy.active)
+        e.ifThenElse(copy.active, issue);
+      else
+        issue();
+    }
+  }
+
+  /// The stage rows and swizzles of this lane's A rows and B rows, and its
+  /// first chunk of a super-step.
+  void planFragments() {
+    Value kGroup = target.getMmaKGroup(b, layout, lane);
+    laneChunk = arith::MulIOp::create(b, kGroup, e.index(g.pieces));
+    Value warpRows =
+        arith::MulIOp::create(b, warpN, e.index(config.rowTiles * layout.m()));
+    for (int64_t h = 0; h < g.halves; ++h)
+      for (int64_t r = 0; r < config.rowTiles; ++r)
+        for (int64_t j = 0; j < layout.aRowsPerLane; ++j) {
+          Value laneRow = target.getMmaARow(b, layout, lane, j);
+          Value tileRow = arith::AddIOp::create(
+              b, laneRow, e.index(h * g.blockRows + r * layout.m()));
+          Value row = arith::AddIOp::create(b, warpRows, tileRow);
+          fragmentRows.push_back(row);
+        }
+    Value warpColumns = arith::MulIOp::create(
+        b, warpM, e.index(config.batchTiles * layout.n()));
+    for (int64_t t = 0; t < config.batchTiles; ++t) {
+      Value laneColumn = target.getMmaBColumn(b, layout, lane);
+      Value tileColumn = arith::AddIOp::create(
+          b, laneColumn, e.index(g.weightRows + t * layout.n()));
+      fragmentRows.push_back(arith::AddIOp::create(b, warpColumns, tileColumn));
+    }
+    for (Value row : fragmentRows) {
+      fragmentOffsets.push_back(
+          arith::MulIOp::create(b, row, e.index(config.kTile)));
+      fragmentSwizzles.push_back(rowSwizzleOf(row));
+    }
+  }
+
+  /// Fragment row `f`'s run of super-step `step` in the stage at `base`.
+  Value loadRun(Value base, int64_t f, int64_t step) {
+    SmallVector<Value> parts;
+    for (int64_t p = 0; p < g.pieces; ++p) {
+      Value chunk = arith::AddIOp::create(
+          b, laneChunk, e.index(step * layout.kGroups() * g.pieces + p));
+      Value offset =
+          chunkOffset(fragmentOffsets[f], fragmentSwizzles[f], chunk);
+      Value index = arith::AddIOp::create(b, base, offset);
+      parts.push_back(vector::LoadOp::create(
+          b, pieceType, shared, ValueRange{index}, /*nontemporal=*/false,
+          llvm::MaybeAlign(target.vectorBytes())));
+    }
+    Value run = parts.front();
+    for (Value part : ArrayRef<Value>(parts).drop_front()) {
+      int64_t length = cast<VectorType>(run.getType()).getNumElements();
+      SmallVector<int64_t> mask(length + g.pieceLanes);
+      std::iota(mask.begin(), mask.end(), 0);
+      run = vector::ShuffleOp::create(b, run, part, mask);
+    }
+    return run;
+  }
+
+  Value slice(Value run, int64_t s) {
+    if (g.mmasPerStep == 1)
+      return run;
+    return vector::ExtractStridedSliceOp::create(
+        b, run, ArrayRef<int64_t>{s * layout.kPerLane},
+        ArrayRef<int64_t>{layout.kPerLane}, ArrayRef<int64_t>{1});
+  }
+
+  /// The MMAs of the stage in buffer `buffer` into `acc`.
+  SmallVector<Value> multiplyStage(Value buffer, ValueRange acc) {
+    Value base = arith::MulIOp::create(b, buffer, e.index(g.stageElements));
+    int64_t aFragments = g.halves * config.rowTiles * layout.aRowsPerLane;
+    SmallVector<Value> result(acc.begin(), acc.end());
+    for (int64_t step = 0; step < config.kTile / g.stepK; ++step) {
+      SmallVector<Value> runs;
+      for (int64_t f = 0; f < static_cast<int64_t>(fragmentRows.size()); ++f)
+        runs.push_back(loadRun(base, f, step));
+      for (int64_t s = 0; s < g.mmasPerStep; ++s)
+        for (int64_t h = 0; h < g.halves; ++h)
+          for (int64_t r = 0; r < config.rowTiles; ++r) {
+            SmallVector<Value> aRows;
+            for (int64_t j = 0; j < layout.aRowsPerLane; ++j)
+              aRows.push_back(slice(
+                  runs[(h * config.rowTiles + r) * layout.aRowsPerLane + j],
+                  s));
+            for (int64_t t = 0; t < config.batchTiles; ++t) {
+              Value &slot = result[accIndex(h, r, t)];
+              slot = target.mma(b, layout, aRows,
+                                slice(runs[aFragments + t], s), slot);
+            }
+          }
+    }
+    return result;
+  }
+
+  /// The pipeline over K's tiles: stages - 1 tiles in flight before the
+  /// loop, one more started by each iteration.
+  SmallVector<Value> accumulate() {
+    int64_t tiles = (problem.k + config.kTile - 1) / config.kTile;
+    for (int64_t s = 0; s + 1 < config.stages; ++s) {
+      if (s < tiles)
+        copyTile(e.index(s), e.index(s));
+      target.commitCopies(b);
+    }
+    Value zero = arith::ConstantOp::create(b, accType, b.getZeroAttr(accType));
+    SmallVector<Value> acc(g.halves * config.rowTiles * config.batchTiles,
+                           zero);
+    Value lower = e.index(0);
+    Value upper = e.index(tiles);
+    Value one = e.index(1);
+    return e.reduce(
+        lower, upper, one, acc, [&](Value tile, ValueRange carried) {
+          // Tile `tile` has landed (this thread's copies), and every thread is
+          // past the MMAs of tile - 1, whose buffer the next copies reuse.
+          target.waitCopies(b, config.stages - 2);
+          e.barrier();
+          Value next =
+              arith::AddIOp::create(b, tile, e.index(config.stages - 1));
+          Value inK = e.cmpi(CmpIPredicate::ult, next, e.index(tiles));
+          e.ifThenElse(inK, [&] {
+            Value buffer =
+                arith::RemUIOp::create(b, next, e.index(config.stages));
+            copyTile(next, buffer);
+          });
+          target.commitCopies(b);
+          Value buffer =
+              arith::RemUIOp::create(b, tile, e.index(config.stages));
+          return multiplyStage(buffer, carried);
+        });
+  }
+
+  void storeAccumulators(ArrayRef<Value> acc) {
+    Value warpRows = arith::AddIOp::create(
+        b, rowBase,
+        arith::MulIOp::create(b, warpN, e.index(config.rowTiles * layout.m())));
+    Value warpColumns = arith::AddIOp::create(
+        b, columnBase,
+        arith::MulIOp::create(b, warpM,
+                              e.index(config.batchTiles * layout.n())));
+    for (int64_t r = 0; r < config.rowTiles; ++r)
+      for (int64_t t = 0; t < config.batchTiles; ++t)
+        for (int64_t j = 0; j < layout.accPerLane; ++j) {
+          auto [row, column] =
+              target.getMmaAccumulator(b, layout, lane, e.index(j));
+          Value tileRow =
+              arith::AddIOp::create(b, row, e.index(r * layout.m()));
+          Value n = arith::AddIOp::create(b, warpRows, tileRow);
+          Value tileColumn =
+              arith::AddIOp::create(b, column, e.index(t * layout.n()));
+          Value m = arith::AddIOp::create(b, warpColumns, tileColumn);
+          Value inRows = e.cmpi(CmpIPredicate::ult, n, e.index(problem.n));
+          Value inBatch = e.cmpi(CmpIPredicate::ult, m, batch);
+          Value value = e.extract(acc[accIndex(0, r, t)], j);
+          Value up =
+              problem.gateUp ? e.extract(acc[accIndex(1, r, t)], j) : Value();
+          e.ifThenElse(arith::AndIOp::create(b, inRows, inBatch),
+                       [&] { emitLinearOutput(e, epilogue, m, n, value, up); });
+        }
+  }
+
+  GpuEmitter &e;
+  ImplicitLocOpBuilder &b;
+  const GpuPrimitives &target;
+  const MmaLayout &layout;
+  const TiledGemmConfig &config;
+  const TiledGemmGeometry &g;
+  const TiledGemmProblem &problem;
+  const LinearOptionalArgs &optional;
+
+  VectorType pieceType, accType;
+  Value input, weight, out, batch, shared;
+  LinearEpilogueOperands epilogue;
+  Value lane, warpN, warpM, rowBase, columnBase, laneChunk;
+  SmallVector<StageCopy> copies;
+  /// Per (half, row tile, A row slot), then per batch tile: the stage row
+  /// this lane reads, its element offset and its swizzle.
+  SmallVector<Value> fragmentRows, fragmentOffsets, fragmentSwizzles;
+};
+
+TiledGemmConfig getTiledConfig(const KernelConfig &config) {
+  return {config.get("warps_n"),   config.get("warps_m"),
+          config.get("row_tiles"), config.get("batch_tiles"),
+          config.get("k_tile"),    config.get("stages")};
+}
+
+class TiledGemmFamily : public KernelFamily {
+public:
+  StringRef getName() const override { return "tiled_gemm"; }
+  bool canLower(Operation *op) const override {
+    return isa<decode::LinearOp>(op);
+  }
+  DictionaryAttr getDefaultConfig(Operation *op,
+                                  const GpuPrimitives &target) const override {
+    return makeConfig(op->getContext(), {{"warps_n", 2},
+                                         {"warps_m", 2},
+                                         {"row_tiles", 2},
+                                         {"batch_tiles", 4},
+                                         {"k_tile", 32},
+                                         {"stages", 4}});
+  }
+  LogicalResult verifyConfig(Operation *op, const KernelConfig &config,
+                             const GpuPrimitives &target) const override {
+    auto linear = cast<decode::LinearOp>(op);
+    std::optional<MmaLayout> layout = getFlatGemmLayout(linear, target);
+    if (!layout)
+      return op->emitOpError()
+             << "cannot use kernel 'tiled_gemm': it needs f16 or bf16 input "
+                "and weight, K a multiple of the target's vector width, and "
+                "a target with a matrix multiply-accumulate for them";
+    int64_t maxSubgroups =
+        target.target().getMaxWorkgroupSize() / target.subgroupSize();
+    if (failed(checkRange(op, config, "warps_n", 1, maxSubgroups)) ||
+        failed(checkRange(op, config, "warps_m", 1, maxSubgroups)) ||
+        failed(checkRange(op, config, "row_tiles", 1, 4)) ||
+        failed(checkRange(op, config, "batch_tiles", 1, 8)) ||
+        failed(checkRange(op, config, "k_tile", 1, 256)) ||
+        failed(checkRange(op, config, "stages", 2, 8)))
+      return failure();
+    TiledGemmConfig tiled = getTiledConfig(config);
+    if (tiled.subgroups() > maxSubgroups)
+      return op->emitOpError()
+             << "kernel 'tiled_gemm': warps_n * warps_m = " << tiled.subgroups()
+             << " subgroups exceed the target's " << maxSubgroups
+             << " per workgroup";
+    bool gateUp = linear.getActivation() == decode::Activation::silu_gate_up;
+    Type element =
+        cast<RankedTensorType>(linear.getWeight().getType()).getElementType();
+    TiledGemmGeometry geometry(tiled, *layout, target, element, gateUp);
+    if (tiled.kTile % geometry.stepK != 0)
+      return op->emitOpError()
+             << "kernel 'tiled_gemm': k_tile " << tiled.kTile
+             << " must be a multiple of " << geometry.stepK
+             << " (one vector-wide run of k per lane of the MMA)";
+    if (geometry.sharedBytes > target.staticSharedBytes())
+      return op->emitOpError()
+             << "kernel 'tiled_gemm': " << tiled.stages << " stages of "
+             << geometry.stageRows << " x " << tiled.kTile << " elements take "
+             << geometry.sharedBytes << " bytes of shared memory, more than "
+             << "the " << target.staticSharedBytes() << " a kernel may use";
+    constexpr int64_t kMaxAccumulators = 128;
+    if (geometry.accumulators > kMaxAccumulators)
+      return op->emitOpError()
+             << "kernel 'tiled_gemm': a lane would hold "
+             << geometry.accumulators << " f32 accumulators (at most "
+             << kMaxAccumulators << ")";
+    return success();
+  }
+  LogicalResult build(Operation *op, const KernelConfig &config,
+                      StepBuffers &buffers, KernelContext &ctx) const override {
+    auto linear = cast<decode::LinearOp>(op);
+    MmaLayout layout = *getFlatGemmLayout(linear, ctx.primitives);
+    TiledGemmConfig tiled = getTiledConfig(config);
+    TiledGemmProblem problem;
+    problem.input = buffers.get(linear.getInput());
+    problem.weight = buffers.get(linear.getWeight());
+    problem.out = buffers.result(linear.getResult());
+    problem.bias = buffers.getOptional(linear.getBias());
+    problem.residual = buffers.getOptional(linear.getResidual());
+    problem.activation = linear.getActivation();
+    problem.gateUp = problem.activation == decode::Activation::silu_gate_up;
+    problem.n = problem.out.type.getDimSize(1);
+    problem.k = problem.input.type.getDimSize(1);
+    Type element = problem.weight.type.getElementType();
+    TiledGemmGeometry geometry(tiled, layout, ctx.primitives, element,
+                               problem.gateUp);
+
+    SmallVector<KernelArg> args = {KernelArg::buffer(problem.input),
+                                   KernelArg::buffer(problem.weight),
+                                   KernelArg::buffer(problem.out)};
+    LinearOptionalArgs optional(problem.activation);
+    optional.add(args, problem.bias, problem.residual);
+
+    Value gridX =
+        ctx.toIndex(ctx.ceilDiv(ctx.batch, ctx.hostI64(geometry.blockBatch)));
+    Value gridY = ctx.hostIndex((problem.n + geometry.blockRows - 1) /
+                                geometry.blockRows);
+    size_t implicitStart = args.size();
+    ctx.launch("linear", args, {gridX, gridY, ctx.hostIndex(1)},
+               tiled.subgroups() * ctx.subgroupSize(),
+               KernelContext::SharedMemory{geometry.sharedElements, element},
+               [&](GpuEmitter &e, ArrayRef<Value> v) {
+                 TiledGemmBuilder(e, layout, tiled, geometry, problem, optional)
+                     .build(v, implicitStart);
+               });
+    return success();
+  }
+};
+} // namespace
+
+std::unique_ptr<KernelFamily> fdc::gpu::createTiledGemmFamily() {
+  return std::make_unique<TiledGemmFamily>();
+}
