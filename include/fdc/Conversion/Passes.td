@@ -48,6 +48,10 @@ def ConvertDecodeToGPU : Pass<"convert-decode-to-gpu", "mlir::ModuleOp"> {
            "GPU arch(s) to generate kernels for when the module has no "
            "decode.gpu_target attribute, comma-separated (e.g. sm_90, "
            "gfx942,gfx90a)">,
+    Option<"tuningCandidates", "tuning-candidates", "bool",
+           /*default=*/"false",
+           "Also build fdc_tune_launch(const FdcTuneArgs *): every candidate "
+           "kernel of every distinct decode.linear signature, for fdc tune">,
   ];
   let dependentDialects = [
     "mlir::amdgpu::AMDGPUDialect", "mlir::arith::ArithDialect",
@@ -79,6 +83,29 @@ def SelectKernels : Pass<"decode-select-kernels", "mlir::ModuleOp"> {
     Option<"target", "target", "std::string", /*default=*/"\"\"",
            "GPU arch(s) to select for when the module has no "
            "decode.gpu_target attribute, comma-separated">,
+  ];
+}
+
+def ApplyTuning : Pass<"decode-apply-tuning", "mlir::ModuleOp"> {
+  let summary = "Set the measured dispatch tables of a tuning file (fdc tune)";
+  let description = [{
+    Reads the tuning file `file` that `fdc tune` wrote (JSON,
+    docs/cli.md) and writes its measured `#decode.dispatch` on every
+    `decode.linear` of the step whose signature (N, K, weight dtype,
+    activation, bias, residual) it lists, marking the op
+    `decode.kernel_source = "tuned"` for the manifest. Every kernel is
+    completed and checked by its family (an invalid config fails with the
+    family's message, prefixed by the file and the entry). A linear the
+    file does not list, or that already has a `decode.kernel`, is left for
+    `decode-select-kernels` (the heuristic table, or the kernel written by
+    hand). A file measured on another arch than the module's GPU target is
+    refused. Run before `decode-select-kernels` / `convert-decode-to-gpu`.
+  }];
+  let options = [
+    Option<"file", "file", "std::string", /*default=*/"\"\"",
+           "The tuning file (JSON) of fdc tune">,
+    Option<"target", "target", "std::string", /*default=*/"\"\"",
+           "GPU arch(s) when the module has no decode.gpu_target attribute">,
   ];
 }
 
