@@ -35,6 +35,31 @@ constexpr uint64_t kMaxTuningFileBytes = 64 << 20;
 /// Bounds of a table: no step has more sequences.
 constexpr int64_t kMaxBatchBound = int64_t(1) << 31;
 
+/// Deeper JSON is refused before parsing (llvm::json::parse recurses).
+constexpr int kMaxNesting = 32;
+
+/// The deepest nesting of arrays and objects in `text` (outside strings).
+int getNesting(StringRef text) {
+  int depth = 0, deepest = 0;
+  bool inString = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (inString) {
+      if (c == '\\')
+        ++i;
+      else if (c == '"')
+        inString = false;
+    } else if (c == '"') {
+      inString = true;
+    } else if (c == '[' || c == '{') {
+      deepest = std::max(deepest, ++depth);
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return deepest;
+}
+
 struct TunedKernel {
   std::string family;
   SmallVector<std::pair<std::string, int64_t>> config;
@@ -262,6 +287,11 @@ struct ApplyTuning : public fdc::impl::ApplyTuningBase<ApplyTuning> {
     if ((*buffer)->getBufferSize() > kMaxTuningFileBytes) {
       emit() << "tuning file '" << file << "' is larger than "
              << (kMaxTuningFileBytes >> 20) << " MiB";
+      return signalPassFailure();
+    }
+    if (getNesting((*buffer)->getBuffer()) > kMaxNesting) {
+      emit() << "tuning file '" << file << "' nests arrays and objects "
+             << "deeper than " << kMaxNesting << " levels";
       return signalPassFailure();
     }
     llvm::Expected<llvm::json::Value> root =
