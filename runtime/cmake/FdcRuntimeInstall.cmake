@@ -53,8 +53,9 @@ install(TARGETS fdc_runtime EXPORT fdc_runtimeTargets
 install(TARGETS fdc-run fdc-inspect fdc-tune
   RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT fdc_runtime)
 
-# Headers. RunCommand.h is left out: fdcRunMain lives in the static
-# fdc_runtime_cli library, which is not installed.
+# Headers. RunCommand.h and ToolCommands.h are left out: fdcRunMain,
+# fdcInspectMain and fdcTuneMain live in the static fdc_runtime_cli library,
+# which is not installed.
 install(FILES
   ${CMAKE_CURRENT_SOURCE_DIR}/include/fdc_runtime.h
   ${CMAKE_CURRENT_SOURCE_DIR}/include/fdc_model_abi.h
@@ -62,7 +63,8 @@ install(FILES
 install(DIRECTORY ${CMAKE_CURRENT_SOURCE_DIR}/include/fdc
   DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT fdc_runtime
   FILES_MATCHING PATTERN "*.h"
-  PATTERN "RunCommand.h" EXCLUDE)
+  PATTERN "RunCommand.h" EXCLUDE
+  PATTERN "ToolCommands.h" EXCLUDE)
 
 # The CMake package.
 set(FDC_RUNTIME_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/fdc_runtime)
