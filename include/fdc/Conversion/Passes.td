@@ -34,9 +34,13 @@ def ConvertDecodeToGPU : Pass<"convert-decode-to-gpu", "mlir::ModuleOp"> {
     attention with online or unified-max softmax and a reduction kernel that
     recomputes flagged rows) and the host entry `fdc_model_step(!llvm.ptr)`
     that places intermediates in the scratch buffer and launches the kernels
-    with `gpu.launch_func`. Sets `fdc.kernels`,
+    with `gpu.launch_func`. Sets `fdc.kernels`, `fdc.linear_tables` (every
+    distinct decode.linear signature's kernels and their source),
     `fdc.scratch_bytes_per_sequence` and `fdc.scratch_fixed_bytes` on the
-    module for the manifest.
+    module for the manifest. With `tuning-candidates`, also builds
+    `fdc_tune_launch(const FdcTuneArgs *)`, which launches any candidate
+    kernel (getLinearCandidates) of any distinct linear signature, listed
+    in `fdc.tune_signatures` (a tuning library for fdc tune).
 
     The kernels are generated for the module's `decode.gpu_target`
     attribute (a `#decode.gpu_target`, set by `fdc compile` or written by
