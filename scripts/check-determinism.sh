@@ -39,8 +39,10 @@ export PYTHONPATH="$repo/python"
 status=0
 for model in "$tmp"/*.mlir; do
   for lowering in convert-decode-to-host convert-decode-to-gpu=target=sm_90 \
-      convert-decode-to-gpu=target=gfx942 convert-decode-to-gpu=target=gfx1100; do
+      convert-decode-to-gpu=target=gfx942 convert-decode-to-gpu=target=gfx1100 \
+      "convert-decode-to-gpu=target=sm_90 tuning-candidates=1"; do
     name="$(basename "$model" .mlir).${lowering//=/-}"
+    name="${name// /-}"
     for compiler in clang gcc; do
       build="$clang_build"
       [[ "$compiler" == gcc ]] && build="$gcc_build"

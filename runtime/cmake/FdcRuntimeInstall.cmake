@@ -42,18 +42,20 @@ add_library(fdc_runtime::fdc_runtime ALIAS fdc_runtime)
 set_target_properties(fdc_runtime PROPERTIES EXPORT_NAME fdc_runtime)
 # The C++ headers need C++17 in the user's code too.
 target_compile_features(fdc_runtime PUBLIC cxx_std_17)
-set_target_properties(fdc-run PROPERTIES INSTALL_RPATH "${FDC_INSTALL_RPATH}")
+set_target_properties(fdc-run fdc-inspect fdc-tune PROPERTIES
+  INSTALL_RPATH "${FDC_INSTALL_RPATH}")
 
 install(TARGETS fdc_runtime EXPORT fdc_runtimeTargets
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT fdc_runtime
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT fdc_runtime
   RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT fdc_runtime
   INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
-install(TARGETS fdc-run
+install(TARGETS fdc-run fdc-inspect fdc-tune
   RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT fdc_runtime)
 
-# Headers. RunCommand.h is left out: fdcRunMain lives in the static
-# fdc_runtime_cli library, which is not installed.
+# Headers. RunCommand.h and ToolCommands.h are left out: fdcRunMain,
+# fdcInspectMain and fdcTuneMain live in the static fdc_runtime_cli library,
+# which is not installed.
 install(FILES
   ${CMAKE_CURRENT_SOURCE_DIR}/include/fdc_runtime.h
   ${CMAKE_CURRENT_SOURCE_DIR}/include/fdc_model_abi.h
@@ -61,7 +63,8 @@ install(FILES
 install(DIRECTORY ${CMAKE_CURRENT_SOURCE_DIR}/include/fdc
   DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT fdc_runtime
   FILES_MATCHING PATTERN "*.h"
-  PATTERN "RunCommand.h" EXCLUDE)
+  PATTERN "RunCommand.h" EXCLUDE
+  PATTERN "ToolCommands.h" EXCLUDE)
 
 # The CMake package.
 set(FDC_RUNTIME_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/fdc_runtime)

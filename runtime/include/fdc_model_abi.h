@@ -9,6 +9,8 @@
 |*   const char fdc_manifest[];        JSON: config, weights, kv_cache, ...   *|
 |*   const uint64_t fdc_manifest_hash; fdc_manifest_hash_of(the manifest)     *|
 |*   void fdc_model_step(const FdcStepArgs *args);                            *|
+|* and, for a tuning library (fdc compile --tuning-candidates), optionally:   *|
+|*   void fdc_tune_launch(const FdcTuneArgs *args);                           *|
 |* and, for a cuda target, the kernel images:                                 *|
 |*   const char fdc_ptx[];             PTX of every kernel (JIT fallback)     *|
 |*   const uint8_t fdc_cubin_sm_XX[];  cubin per listed arch, with            *|
@@ -84,6 +86,34 @@ typedef struct FdcStepArgs {
 } FdcStepArgs;
 
 typedef void (*FdcModelStepFn)(const FdcStepArgs *args);
+
+/* Tuning libraries (`fdc compile --tuning-candidates`, GPU targets) also
+ * export
+ *   void fdc_tune_launch(const FdcTuneArgs *args);
+ * and their manifest has a "tuning" object listing, per distinct
+ * decode.linear signature, the candidate kernels fdc tune times
+ * (docs/model-library.md). The call launches candidate `candidate` of
+ * signature `signature` (indices into the manifest's lists) for `batch`
+ * rows, through `device` like the step, without synchronizing; indices out
+ * of range launch nothing. A library without the symbol is no tuning
+ * library; the ABI version is unchanged (the symbol and the manifest
+ * object are optional). Every field is 8 bytes; every pointer but `device`
+ * is a device pointer. */
+#define FDC_TUNE_ABI_VERSION 1
+
+typedef struct FdcTuneArgs {
+  int64_t signature;          /* index into manifest tuning.signatures */
+  int64_t candidate;          /* index into that signature's candidates */
+  int64_t batch;              /* M >= 1 */
+  const void *input;          /* [M][K] of input_dtype */
+  const void *weight;         /* [N][K] of dtype */
+  const void *bias;           /* [N], if the signature has a bias */
+  const void *residual;       /* [M][out_features], if it has a residual */
+  void *out;                  /* [M][out_features] of out_dtype */
+  const FdcDeviceApi *device; /* host pointer: how the call launches */
+} FdcTuneArgs;
+
+typedef void (*FdcTuneLaunchFn)(const FdcTuneArgs *args);
 
 #ifdef __cplusplus
 } /* extern "C" */

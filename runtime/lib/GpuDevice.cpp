@@ -3,6 +3,7 @@
 #include "GpuDevice.h"
 
 #include "fdc/runtime/DeviceBackend.h"
+#include "fdc/runtime/ModelLibrary.h"
 
 #include <cstdlib>
 #include <cstring>
@@ -12,7 +13,32 @@ using namespace fdc::runtime;
 GpuDevice::~GpuDevice() = default;
 
 Error GpuDevice::fail(std::string_view call, DeviceStatus status) const {
+  if (status == kNotSupported)
+    return createError(call, " is not supported by the ", vendor().name,
+                       " backend");
   return createError(call, " failed: ", describe(status));
+}
+
+DeviceStatus GpuDevice::cacheBytes(uint64_t &) { return kNotSupported; }
+DeviceStatus GpuDevice::beginCapture() { return kNotSupported; }
+DeviceStatus GpuDevice::endCapture(GraphHandle &) { return kNotSupported; }
+DeviceStatus GpuDevice::replay(GraphHandle) { return kNotSupported; }
+void GpuDevice::destroyGraph(GraphHandle) {}
+DeviceStatus GpuDevice::createEvent(EventHandle &) { return kNotSupported; }
+void GpuDevice::destroyEvent(EventHandle) {}
+DeviceStatus GpuDevice::recordEvent(EventHandle) { return kNotSupported; }
+DeviceStatus GpuDevice::elapsedMilliseconds(EventHandle, EventHandle, float &) {
+  return kNotSupported;
+}
+
+Expected<OpenedGpuDevice>
+fdc::runtime::openGpuDevice(const ModelLibrary &library, int device) {
+  if (library.isCuda())
+    return cuda::openCudaDevice(library, device);
+  return createError("model library ", library.path(), " targets '",
+                     library.target(),
+                     "': fdc tune runs CUDA libraries only (the HIP backend "
+                     "does not time kernels yet)");
 }
 
 Expected<int> fdc::runtime::requestedDeviceOrdinal(int requested,

@@ -15,6 +15,7 @@
 #include "fdc/runtime/Error.h"
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 
@@ -92,9 +93,58 @@ public:
   virtual DeviceStatus launch(KernelHandle kernel, const LaunchShape &shape,
                               void **params) = 0;
 
-  /// "<call> failed: <describe(status)>".
+  // Timing (fdc tune). A vendor that lacks one returns kNotSupported.
+
+  /// The status of a call the vendor's backend does not implement.
+  static constexpr DeviceStatus kNotSupported = -1;
+  /// An executable graph of captured launches, a timing event.
+  using GraphHandle = void *;
+  using EventHandle = void *;
+  /// The device's last-level (L2) cache size.
+  virtual DeviceStatus cacheBytes(uint64_t &bytes);
+  /// Starts recording the stream's work (launches) instead of running it.
+  virtual DeviceStatus beginCapture();
+  /// Ends the recording and instantiates it; on failure nothing is left
+  /// to destroy and the stream records no more.
+  virtual DeviceStatus endCapture(GraphHandle &graph);
+  /// Runs the recorded work on the stream.
+  virtual DeviceStatus replay(GraphHandle graph);
+  virtual void destroyGraph(GraphHandle graph);
+  virtual DeviceStatus createEvent(EventHandle &event);
+  virtual void destroyEvent(EventHandle event);
+  /// Records `event` on the stream.
+  virtual DeviceStatus recordEvent(EventHandle event);
+  /// Waits for `end` and returns the milliseconds between the two events.
+  virtual DeviceStatus elapsedMilliseconds(EventHandle start, EventHandle end,
+                                           float &milliseconds);
+
+  /// "<call> failed: <describe(status)>", or "<call> is not supported by
+  /// the <vendor> backend" for kNotSupported.
   Error fail(std::string_view call, DeviceStatus status) const;
 };
+
+class ModelLibrary;
+
+/// A device opened for a library, its kernel image loaded, without the
+/// model's buffers (fdc tune).
+struct OpenedGpuDevice {
+  std::unique_ptr<GpuDevice> device;
+  /// "NVIDIA H100 80GB HBM3 (device 0, sm_90)", and "sm_90".
+  std::string description;
+  std::string arch;
+  /// The image loaded: "fdc_cubin_sm_90".
+  std::string image;
+};
+
+/// Opens device `device` (-1: the vendor's variable, else 0) for
+/// `library`'s target and loads its kernel image (CUDA; HIP: not supported
+/// yet).
+Expected<OpenedGpuDevice> openGpuDevice(const ModelLibrary &library,
+                                        int device);
+namespace cuda {
+Expected<OpenedGpuDevice> openCudaDevice(const ModelLibrary &library,
+                                         int device);
+} // namespace cuda
 
 /// The device to open: `requested` when >= 0, else the vendor's device
 /// variable ($FDC_CUDA_DEVICE) when set, else 0.

@@ -13,6 +13,8 @@ export PYTHONPATH=$repo/python
 
 cp "$build/lib/libfdc_runtime.so" "$out/lib/"
 cp "$build/bin/fdc-run" "$out/lib/"
+# fdc tune / fdc inspect without LLVM (test/gpu/tune.sh).
+cp "$build/bin/fdc-tune" "$build/bin/fdc-inspect" "$out/lib/"
 
 compile() { # name checkpoint-dir frontend-flags... ; compiles for sm_90
   local name=$1 ckpt=$2; shift 2
@@ -37,6 +39,12 @@ done
 "$py" -m fdc.testing.tiny_checkpoint "$tmp/gqa-bf16" --dtype bf16 \
   --max-position-embeddings 8192
 compile tiny-gqa-bf16-online "$tmp/gqa-bf16"
+# Tuning libraries (test/gpu/tune.sh): every candidate of every linear.
+tuning_library() { # name model.mlir
+  "$build/bin/fdc" compile "$2" --target=cuda:sm_90 --tuning-candidates \
+    -o "$out/models/$1-tune.so"
+}
+tuning_library tiny-gqa-bf16 "$out/models/tiny-gqa-bf16-online.mlir"
 # Packed layouts, for the GPU and the host (the numerics reference).
 compile_both() { # name checkpoint-dir frontend-flags...
   local name=$1 ckpt=$2; shift 2
@@ -60,6 +68,7 @@ compile_both tiny-gqa-bf16-sparse "$tmp/gqa-bf16-sparse" --sparse-mlp
 "$py" -m fdc.testing.wide_model header-only "$tmp/wide" \
   --config-out "$out/models/wide-config.json"
 compile wide-bf16-online "$tmp/wide"
+tuning_library wide-bf16 "$out/models/wide-bf16-online.mlir"
 compile wide-bf16-unified "$tmp/wide" --softmax unified_max --phi 0 --lo -60 --hi 60
 # The same model in f32: greedy decoding then has no bf16 near-ties.
 "$py" -m fdc.testing.wide_model header-only "$tmp/wide-f32" --dtype float32 \

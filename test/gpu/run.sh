@@ -14,4 +14,8 @@ if [ ! -f "$repo/.gpu-artifacts/lib/libfdc_runtime.so" ]; then
 fi
 nvidia-smi -L
 export PYTHONUNBUFFERED=1
-exec python3 "$repo/test/gpu/gpu_check.py"
+python3 "$repo/test/gpu/gpu_check.py"
+status=$?
+# fdc tune on the real kernels (tiny and 7B-wide tuning libraries).
+bash "$repo/test/gpu/tune.sh" || status=1
+exit $status

@@ -82,6 +82,18 @@ struct CompileOptions {
       cl::value_desc("prefix"), cl::cat(category)};
   cl::opt<std::string> linker{
       "linker", cl::desc("Compiler driver used to link"), cl::cat(category)};
+  cl::opt<bool> tuningCandidates{
+      "tuning-candidates",
+      cl::desc("Build a tuning library for `fdc tune` (GPU targets): also "
+               "export fdc_tune_launch, which launches every candidate "
+               "kernel of every distinct decode.linear signature"),
+      cl::cat(category)};
+  cl::opt<std::string> tuning{
+      "tuning",
+      cl::desc("Use the measured dispatch tables of this tuning file (written "
+               "by `fdc tune`) for the decode.linear ops it lists (GPU "
+               "targets)"),
+      cl::value_desc("file"), cl::cat(category)};
 
   fdc::target::CompileOptions get() const {
     fdc::target::CompileOptions result;
@@ -90,6 +102,8 @@ struct CompileOptions {
     result.target = target;
     result.cpu = cpu;
     result.linker = linker;
+    result.tuningCandidates = tuningCandidates;
+    result.tuningFile = tuning;
     result.llvmIRPath = emitLLVM;
     result.mlirPath = emitMLIR;
     result.toolchain.cudaPath = cudaPath;

@@ -2,12 +2,15 @@
 //
 //   fdc compile model.mlir --target=host -o model.so
 //   fdc run model.so --weights CHECKPOINT_DIR --prompt-ids 1,2,3 ...
+//   fdc inspect model.so
+//   fdc tune tuning.so -o tuning.json
 //
 //===----------------------------------------------------------------------===//
 
 #include "CompileCommand.h"
 
 #include "fdc/runtime/RunCommand.h"
+#include "fdc/runtime/ToolCommands.h"
 
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/raw_ostream.h"
@@ -19,7 +22,10 @@ static void printUsage(llvm::raw_ostream &os) {
   os << "usage: fdc <command> [options]\n\n"
         "commands:\n"
         "  compile   model IR (.mlir) -> AOT model library (.so)\n"
-        "  run       load a model library and weights, generate tokens\n\n"
+        "  run       load a model library and weights, generate tokens\n"
+        "  inspect   print a model library's linear dispatch tables\n"
+        "  tune      time a tuning library's kernels on the GPU, write the "
+        "tuning file\n\n"
         "`fdc <command> --help` describes a command's options.\n";
 }
 
@@ -37,6 +43,11 @@ int main(int argc, char **argv) {
     return fdc::compileMain(argc - 1, argv + 1);
   if (!std::strcmp(argv[1] + 4, "run"))
     return fdcRunMain(argc - 1, argv + 1);
+  // The runtime's tools (also built without LLVM: fdc-inspect, fdc-tune).
+  if (!std::strcmp(argv[1] + 4, "inspect"))
+    return fdcInspectMain(argc - 1, argv + 1);
+  if (!std::strcmp(argv[1] + 4, "tune"))
+    return fdcTuneMain(argc - 1, argv + 1);
   llvm::errs() << "fdc: unknown command '" << argv[1] + 4 << "'\n";
   printUsage(llvm::errs());
   return 2;

@@ -34,9 +34,13 @@ def ConvertDecodeToGPU : Pass<"convert-decode-to-gpu", "mlir::ModuleOp"> {
     attention with online or unified-max softmax and a reduction kernel that
     recomputes flagged rows) and the host entry `fdc_model_step(!llvm.ptr)`
     that places intermediates in the scratch buffer and launches the kernels
-    with `gpu.launch_func`. Sets `fdc.kernels`,
+    with `gpu.launch_func`. Sets `fdc.kernels`, `fdc.linear_tables` (every
+    distinct decode.linear signature's kernels and their source),
     `fdc.scratch_bytes_per_sequence` and `fdc.scratch_fixed_bytes` on the
-    module for the manifest.
+    module for the manifest. With `tuning-candidates`, also builds
+    `fdc_tune_launch(const FdcTuneArgs *)`, which launches any candidate
+    kernel (getLinearCandidates) of any distinct linear signature, listed
+    in `fdc.tune_signatures` (a tuning library for fdc tune).
 
     The kernels are generated for the module's `decode.gpu_target`
     attribute (a `#decode.gpu_target`, set by `fdc compile` or written by
@@ -48,6 +52,10 @@ def ConvertDecodeToGPU : Pass<"convert-decode-to-gpu", "mlir::ModuleOp"> {
            "GPU arch(s) to generate kernels for when the module has no "
            "decode.gpu_target attribute, comma-separated (e.g. sm_90, "
            "gfx942,gfx90a)">,
+    Option<"tuningCandidates", "tuning-candidates", "bool",
+           /*default=*/"false",
+           "Also build fdc_tune_launch(const FdcTuneArgs *): every candidate "
+           "kernel of every distinct decode.linear signature, for fdc tune">,
   ];
   let dependentDialects = [
     "mlir::amdgpu::AMDGPUDialect", "mlir::arith::ArithDialect",
@@ -80,6 +88,29 @@ def SelectKernels : Pass<"decode-select-kernels", "mlir::ModuleOp"> {
     Option<"target", "target", "std::string", /*default=*/"\"\"",
            "GPU arch(s) to select for when the module has no "
            "decode.gpu_target attribute, comma-separated">,
+  ];
+}
+
+def ApplyTuning : Pass<"decode-apply-tuning", "mlir::ModuleOp"> {
+  let summary = "Set the measured dispatch tables of a tuning file (fdc tune)";
+  let description = [{
+    Reads the tuning file `file` that `fdc tune` wrote (JSON,
+    docs/cli.md) and writes its measured `#decode.dispatch` on every
+    `decode.linear` of the step whose signature (N, K, weight dtype,
+    activation, bias, residual) it lists, marking the op
+    `decode.kernel_source = "tuned"` for the manifest. Every kernel is
+    completed and checked by its family (an invalid config fails with the
+    family's message, prefixed by the file and the entry). A linear the
+    file does not list, or that already has a `decode.kernel`, is left for
+    `decode-select-kernels` (the heuristic table, or the kernel written by
+    hand). A file measured on another arch than the module's GPU target is
+    refused. Run before `decode-select-kernels` / `convert-decode-to-gpu`.
+  }];
+  let options = [
+    Option<"file", "file", "std::string", /*default=*/"\"\"",
+           "The tuning file (JSON) of fdc tune">,
+    Option<"target", "target", "std::string", /*default=*/"\"\"",
+           "GPU arch(s) when the module has no decode.gpu_target attribute">,
   ];
 }
 

@@ -60,6 +60,13 @@ struct CompileOptions {
   std::string llvmIRPath;
   std::string mlirPath;
   GpuToolchainOptions toolchain;
+  /// GPU targets: also export fdc_tune_launch and list every linear
+  /// signature's candidate kernels in the manifest (a tuning library for
+  /// `fdc tune`).
+  bool tuningCandidates = false;
+  /// GPU targets: a tuning file of `fdc tune` whose measured dispatch tables
+  /// replace the heuristic ones (decode-apply-tuning), if non-empty.
+  std::string tuningFile;
   /// Kernel dumps to write: the file (PTX) or prefix (per-arch dumps) of
   /// each `--emit-*` given. A kind the target's serialiser does not produce
   /// is an error.

@@ -11,11 +11,13 @@
 //===----------------------------------------------------------------------===//
 
 #include "KernelRegistry.h"
+#include "LinearTuning.h"
 
 #include "fdc/Conversion/Passes.h"
 #include "fdc/Conversion/Utils/MemRefFromPointer.h"
 #include "fdc/Conversion/Utils/StepAbi.h"
 #include "fdc/Dialect/Decode/IR/Decode.h"
+#include "fdc_model_abi.h"
 
 #include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
 
@@ -35,6 +37,36 @@ using namespace fdc::gpu;
 namespace {
 constexpr int64_t kScratchAlignment = 256;
 
+/// The fields of FdcTuneArgs (fdc_model_abi.h), 8 bytes each.
+enum TuneField : int64_t {
+  kTuneSignature = offsetof(FdcTuneArgs, signature) / 8,
+  kTuneCandidate = offsetof(FdcTuneArgs, candidate) / 8,
+  kTuneBatch = offsetof(FdcTuneArgs, batch) / 8,
+  kTuneInput = offsetof(FdcTuneArgs, input) / 8,
+  kTuneWeight = offsetof(FdcTuneArgs, weight) / 8,
+  kTuneBias = offsetof(FdcTuneArgs, bias) / 8,
+  kTuneResidual = offsetof(FdcTuneArgs, residual) / 8,
+  kTuneOut = offsetof(FdcTuneArgs, out) / 8,
+  kTuneDevice = offsetof(FdcTuneArgs, device) / 8,
+};
+static_assert(sizeof(FdcTuneArgs) == 8 * (kTuneDevice + 1),
+              "every FdcTuneArgs field is 8 bytes");
+
+/// The kernels of one distinct linear signature: what the manifest's
+/// "linears" lists.
+struct LinearTable {
+  LinearSignature signature;
+  Attribute kernels;  // #decode.kernel or #decode.dispatch, complete
+  std::string source; // "heuristic", "tuned" or "ir"
+  int64_t count = 0;
+};
+
+/// A signature whose candidates fdc_tune_launch builds.
+struct TuneSignature {
+  decode::LinearOp op; // the first op of the signature
+  SmallVector<decode::KernelAttr> candidates;
+};
+
 class GpuStepLowering : public StepBuffers {
 public:
   GpuStepLowering(decode::ModelOp model, ImplicitLocOpBuilder &b,
@@ -46,6 +78,12 @@ public:
 
   int64_t scratchPerSequence = 0, scratchFixed = 0;
   SmallVector<std::string> kernelNames;
+  /// One per signature, kernels and source, in order of first use.
+  SmallVector<LinearTable> linearTables;
+  llvm::StringMap<size_t> linearTableIndex;
+  /// Set to build fdc_tune_launch; filled with what it builds.
+  bool buildTuneEntry = false;
+  SmallVector<TuneSignature> tuneSignatures;
 
 private:
   Value loadField(int64_t field, Type type);
@@ -58,6 +96,16 @@ private:
   }
 
   LogicalResult lowerOp(Operation &op, KernelContext &ctx);
+  /// Builds one kernel of `op` (a family's build under the kernel key).
+  LogicalResult buildKernel(Operation &op, decode::KernelAttr kernel,
+                            KernelContext &ctx);
+  /// Records the kernels of a decode.linear for the manifest.
+  void recordLinear(decode::LinearOp linear, Attribute kernels,
+                    Attribute written);
+  /// fdc_tune_launch(const FdcTuneArgs *): for the pair (signature,
+  /// candidate) it is given, launches that candidate's kernels of the
+  /// signature's first op on the buffers it is given.
+  LogicalResult lowerTuneEntry(KernelContext &ctx);
   /// The kernels of a #decode.dispatch, each in a block of the step chosen
   /// by the batch.
   /// Their results are placed before the branches; the kernels must take
@@ -157,8 +205,13 @@ LogicalResult GpuStepLowering::run() {
   for (Operation &op : body.without_terminator())
     if (failed(lowerOp(op, kernelContext)))
       return failure();
-  kernelNames = kernelContext.kernelNames;
   func::ReturnOp::create(b);
+  if (buildTuneEntry) {
+    b.setInsertionPointAfter(entry);
+    if (failed(lowerTuneEntry(kernelContext)))
+      return failure();
+  }
+  kernelNames = kernelContext.kernelNames;
   return success();
 }
 
@@ -171,7 +224,8 @@ static std::string getKernelKey(Operation &op, decode::KernelAttr kernel) {
   llvm::raw_string_ostream os(key);
   os << op.getName() << " " << kernel;
   for (NamedAttribute attr : op.getAttrs())
-    if (attr.getName() != decode::KernelAttr::getOpAttrName())
+    if (attr.getName() != decode::KernelAttr::getOpAttrName() &&
+        attr.getName() != kKernelSourceAttrName)
       os << " " << attr.getName().getValue() << "=" << attr.getValue();
   for (Type type : op.getOperandTypes())
     os << " " << type;
@@ -181,20 +235,68 @@ static std::string getKernelKey(Operation &op, decode::KernelAttr kernel) {
   return key;
 }
 
+LogicalResult GpuStepLowering::buildKernel(Operation &op,
+                                           decode::KernelAttr kernel,
+                                           KernelContext &ctx) {
+  const KernelFamily *family =
+      KernelRegistry::get().lookup(kernel.getFamily().getValue());
+  ctx.setKernelKey(getKernelKey(op, kernel));
+  LogicalResult built =
+      family->build(&op, KernelConfig(kernel.getConfig()), *this, ctx);
+  ctx.clearKernelKey();
+  return built;
+}
+
+void GpuStepLowering::recordLinear(decode::LinearOp linear, Attribute kernels,
+                                   Attribute written) {
+  std::string source = "heuristic";
+  if (auto marked = linear->getAttrOfType<StringAttr>(kKernelSourceAttrName)) {
+    source = marked.str();
+  } else if (written) {
+    // Written in the IR: by hand, or decode-select-kernels's default.
+    Operation *probe = linear->clone();
+    probe->removeAttr(decode::KernelAttr::getOpAttrName());
+    FailureOr<Attribute> heuristic = resolveKernels(probe, primitives);
+    probe->destroy();
+    if (failed(heuristic) || *heuristic != kernels)
+      source = "ir";
+  }
+  LinearSignature signature = getLinearSignature(linear);
+  std::string key;
+  llvm::raw_string_ostream os(key);
+  os << signature.key() << " " << kernels << " " << source;
+  auto [it, inserted] = linearTableIndex.try_emplace(key, linearTables.size());
+  if (inserted)
+    linearTables.emplace_back();
+  LinearTable &table = linearTables[it->second];
+  if (table.count++ == 0) {
+    table.signature = signature;
+    table.kernels = kernels;
+    table.source = source;
+  }
+  if (!buildTuneEntry)
+    return;
+  for (const TuneSignature &tuned : tuneSignatures)
+    if (getLinearSignature(tuned.op) == signature)
+      return;
+  SmallVector<decode::KernelAttr> candidates =
+      getLinearCandidates(linear, primitives);
+  // One candidate leaves nothing to choose (no flat GEMM for f32 or INT4).
+  if (candidates.size() > 1)
+    tuneSignatures.push_back({linear, std::move(candidates)});
+}
+
 LogicalResult GpuStepLowering::lowerOp(Operation &op, KernelContext &ctx) {
+  Attribute written = op.getAttr(decode::KernelAttr::getOpAttrName());
   FailureOr<Attribute> kernels = resolveKernels(&op, primitives);
   if (failed(kernels))
     return failure();
   if (!*kernels)
     return lowerStructuralOp(op);
+  if (auto linear = dyn_cast<decode::LinearOp>(op))
+    recordLinear(linear, *kernels, written);
   auto build = [&](decode::KernelAttr kernel) {
-    const KernelFamily *family =
-        KernelRegistry::get().lookup(kernel.getFamily().getValue());
-    ctx.setKernelKey(getKernelKey(op, kernel));
-    LogicalResult built =
-        family->build(&op, KernelConfig(kernel.getConfig()), *this, ctx);
-    ctx.clearKernelKey();
-    return built;
+    return buildKernel(op, kernel, ctx);
   };
   if (auto kernel = dyn_cast<decode::KernelAttr>(*kernels))
     return build(kernel);
@@ -242,6 +344,74 @@ LogicalResult GpuStepLowering::lowerDispatch(
   return success();
 }
 
+LogicalResult GpuStepLowering::lowerTuneEntry(KernelContext &ctx) {
+  MLIRContext *context = b.getContext();
+  auto ptrType = LLVM::LLVMPointerType::get(context);
+  Type i64 = b.getI64Type();
+  auto entry = func::FuncOp::create(b, "fdc_tune_launch",
+                                    FunctionType::get(context, {ptrType}, {}));
+  // fdc-lower-kernel-launches reads the FdcDeviceApi from this field.
+  entry->setAttr("fdc.device_field", b.getI64IntegerAttr(kTuneDevice));
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(entry.addEntryBlock());
+  Value tuneArgs = entry.getArgument(0);
+  auto field = [&](int64_t index, Type type) {
+    return loadStepField(b, tuneArgs, index, type);
+  };
+  Value signature = field(kTuneSignature, i64);
+  Value candidate = field(kTuneCandidate, i64);
+  batch = field(kTuneBatch, i64);
+  Value input = field(kTuneInput, ptrType);
+  Value weight = field(kTuneWeight, ptrType);
+  Value bias = field(kTuneBias, ptrType);
+  Value residual = field(kTuneResidual, ptrType);
+  Value out = field(kTuneOut, ptrType);
+  // The kernels are the step's (same context: identical kernels are shared);
+  // only the host values they are launched with change.
+  ctx.batch = batch;
+  ctx.numSlots = ctx.hostI64(1);
+  ctx.maxContext = ctx.hostI64(1);
+  llvm::SaveAndRestore noScratch(inDispatch, true);
+
+  Block *next = b.getInsertionBlock();
+  Block *exit = b.createBlock(&entry.getBody());
+  func::ReturnOp::create(b);
+  for (auto [s, tuned] : llvm::enumerate(tuneSignatures)) {
+    decode::LinearOp linear = tuned.op;
+    auto place = [&](Value value, Value pointer) {
+      if (value)
+        buffers[value] = {pointer, getBufferType(value.getType())};
+    };
+    for (auto [c, kernel] : llvm::enumerate(tuned.candidates)) {
+      b.setInsertionPointToEnd(next);
+      Value isSignature = arith::CmpIOp::create(
+          b, arith::CmpIPredicate::eq, signature,
+          arith::ConstantIntOp::create(b, i64, static_cast<int64_t>(s)));
+      Value isCandidate = arith::CmpIOp::create(
+          b, arith::CmpIPredicate::eq, candidate,
+          arith::ConstantIntOp::create(b, i64, static_cast<int64_t>(c)));
+      Value chosen = arith::AndIOp::create(b, isSignature, isCandidate);
+      Block *launch = b.createBlock(exit);
+      Block *otherwise = b.createBlock(exit);
+      b.setInsertionPointToEnd(next);
+      cf::CondBranchOp::create(b, chosen, launch, otherwise);
+      b.setInsertionPointToEnd(launch);
+      place(linear.getInput(), input);
+      place(linear.getWeight(), weight);
+      place(linear.getBias(), bias);
+      place(linear.getResidual(), residual);
+      place(linear.getResult(), out);
+      if (failed(buildKernel(*linear, kernel, ctx)))
+        return failure();
+      cf::BranchOp::create(b, exit);
+      next = otherwise;
+    }
+  }
+  b.setInsertionPointToEnd(next);
+  cf::BranchOp::create(b, exit);
+  return success();
+}
+
 LogicalResult GpuStepLowering::lowerStructuralOp(Operation &op) {
   auto view = [&](Value result, Value source) {
     buffers[result] = {get(source).pointer, getBufferType(result.getType())};
@@ -281,6 +451,54 @@ LogicalResult GpuStepLowering::lowerStructuralOp(Operation &op) {
       });
 }
 
+/// The signature's manifest fields, as attributes.
+SmallVector<NamedAttribute> signatureEntries(Builder &b,
+                                             const LinearSignature &sig) {
+  return {b.getNamedAttr("n", b.getI64IntegerAttr(sig.n)),
+          b.getNamedAttr("k", b.getI64IntegerAttr(sig.k)),
+          b.getNamedAttr("dtype", b.getStringAttr(sig.dtype)),
+          b.getNamedAttr("activation", b.getStringAttr(sig.activation)),
+          b.getNamedAttr("bias", b.getBoolAttr(sig.bias)),
+          b.getNamedAttr("residual", b.getBoolAttr(sig.residual))};
+}
+
+/// `fdc.linear_tables` (every distinct linear's kernels) and, with
+/// tuning-candidates, `fdc.tune_signatures`, for the manifest.
+void recordTables(ModuleOp module, const GpuStepLowering &lowering) {
+  Builder b(module.getContext());
+  SmallVector<Attribute> tables;
+  for (const LinearTable &table : lowering.linearTables) {
+    SmallVector<NamedAttribute> entries = signatureEntries(b, table.signature);
+    entries.push_back(
+        b.getNamedAttr("count", b.getI64IntegerAttr(table.count)));
+    entries.push_back(b.getNamedAttr("source", b.getStringAttr(table.source)));
+    entries.push_back(b.getNamedAttr("kernels", table.kernels));
+    tables.push_back(b.getDictionaryAttr(entries));
+  }
+  module->setAttr("fdc.linear_tables", b.getArrayAttr(tables));
+  if (!lowering.buildTuneEntry)
+    return;
+  SmallVector<Attribute> signatures;
+  for (const TuneSignature &tuned : lowering.tuneSignatures) {
+    decode::LinearOp linear = tuned.op;
+    SmallVector<NamedAttribute> entries =
+        signatureEntries(b, getLinearSignature(linear));
+    auto result = cast<RankedTensorType>(linear.getResult().getType());
+    auto input = cast<RankedTensorType>(linear.getInput().getType());
+    entries.push_back(b.getNamedAttr(
+        "input_dtype", b.getStringAttr(getDTypeName(input.getElementType()))));
+    entries.push_back(b.getNamedAttr(
+        "out_dtype", b.getStringAttr(getDTypeName(result.getElementType()))));
+    entries.push_back(b.getNamedAttr(
+        "out_features", b.getI64IntegerAttr(result.getDimSize(1))));
+    SmallVector<Attribute> candidates(tuned.candidates.begin(),
+                                      tuned.candidates.end());
+    entries.push_back(b.getNamedAttr("candidates", b.getArrayAttr(candidates)));
+    signatures.push_back(b.getDictionaryAttr(entries));
+  }
+  module->setAttr("fdc.tune_signatures", b.getArrayAttr(signatures));
+}
+
 struct ConvertDecodeToGPU
     : public fdc::impl::ConvertDecodeToGPUBase<ConvertDecodeToGPU> {
   using Base::Base;
@@ -305,8 +523,10 @@ struct ConvertDecodeToGPU
     std::unique_ptr<GpuPrimitives> primitives =
         GpuPrimitives::create(*gpuTarget);
     GpuStepLowering lowering(model, b, kernels, *primitives);
+    lowering.buildTuneEntry = tuningCandidates;
     if (failed(lowering.run()))
       return signalPassFailure();
+    recordTables(module, lowering);
     SmallVector<Attribute> names;
     for (const std::string &name : lowering.kernelNames)
       names.push_back(StringAttr::get(ctx, name));

@@ -160,6 +160,16 @@ std::unique_ptr<KernelFamily> createSplitKVAttentionFamily();
 std::unique_ptr<KernelFamily> createArgmaxFamily();
 std::unique_ptr<KernelFamily> createSampleFamily();
 
+/// Measured dispatch tables (fdc tune): the complete, verified kernels worth
+/// timing for `op` on `target` (Kernels/LinearCandidates.cpp), and the
+/// k_unroll of a flat GEMM tile within the register budget of the default
+/// table (Kernels/LinearDispatch.cpp).
+llvm::SmallVector<decode::KernelAttr>
+getLinearCandidates(decode::LinearOp op, const GpuPrimitives &target);
+int64_t getFlatGemmUnroll(decode::LinearOp op, const GpuPrimitives &target,
+                          const MmaLayout &layout, int64_t rowTiles,
+                          int64_t batchTiles, int64_t maxUnroll);
+
 } // namespace fdc::gpu
 
 #endif // FDC_LIB_CONVERSION_DECODETOGPU_KERNELREGISTRY_H

@@ -84,8 +84,13 @@ struct LowerKernelLaunches
                                               ArrayRef<LLVM::GEPArg>{index});
           return LLVM::LoadOp::create(entry, ptrType, address).getResult();
         };
+        // FdcStepArgs::device, or the field another entry point names
+        // (fdc_tune_launch: FdcTuneArgs::device).
+        int64_t deviceField = fdc::kStepDevice;
+        if (auto named = func->getAttrOfType<IntegerAttr>("fdc.device_field"))
+          deviceField = named.getInt();
         Value device = fdc::loadStepField(entry, func.getArgument(0),
-                                          fdc::kStepDevice, ptrType);
+                                          deviceField, ptrType);
         state.context = field(device, 0);
         state.callback = field(device, 1);
         int64_t count = maxOperands[func];

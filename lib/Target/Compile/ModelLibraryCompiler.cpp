@@ -66,6 +66,12 @@ LogicalResult ModelLibraryCompiler::checkOptions() {
   if (!target.isHost())
     serializer =
         createGpuSerializer(target.platform->vendor, options.toolchain);
+  if (target.isHost() && options.tuningCandidates)
+    return emitError() << "--tuning-candidates needs a GPU target (the host "
+                          "step has no kernels to tune)";
+  if (target.isHost() && !options.tuningFile.empty())
+    return emitError() << "--tuning needs a GPU target (the host step has no "
+                          "kernels to tune)";
   for (const auto &[kind, path] : options.kernelDumps) {
     if (serializer && llvm::is_contained(serializer->getDumpKinds(), kind))
       continue;
@@ -110,7 +116,14 @@ LogicalResult ModelLibraryCompiler::generateKernels() {
     return failure();
   module->setAttr(decode::GpuTargetAttr::getModuleAttrName(), *gpuTarget);
   PassManager kernels(module.getContext());
-  kernels.addPass(createConvertDecodeToGPU());
+  if (!options.tuningFile.empty()) {
+    ApplyTuningOptions tuning;
+    tuning.file = options.tuningFile;
+    kernels.addPass(createApplyTuning(tuning));
+  }
+  ConvertDecodeToGPUOptions lowering;
+  lowering.tuningCandidates = options.tuningCandidates;
+  kernels.addPass(createConvertDecodeToGPU(lowering));
   kernels.addPass(createLowerKernelLaunches());
   if (failed(kernels.run(module)))
     return failure();

@@ -96,6 +96,37 @@ Expected<std::string> loadImage(CudaDevice &device, const ModelLibrary &library,
 
 } // namespace
 
+Expected<OpenedGpuDevice>
+fdc::runtime::cuda::openCudaDevice(const ModelLibrary &library, int device) {
+  Expected<CudaTarget> target = parseCudaTarget(library.target());
+  if (!target)
+    return createError("model library ", library.path(), ": ",
+                       target.error().message());
+  Expected<const DriverApi *> api = loadDriver();
+  if (!api)
+    return createError("model library ", library.path(), " targets '",
+                       library.target(), "': ", api.error().message());
+  Expected<int> ordinal = requestedDeviceOrdinal(device, kCudaVendor);
+  if (!ordinal)
+    return ordinal.takeError();
+  Expected<DeviceInfo> info = queryDevice(**api, *ordinal);
+  if (!info)
+    return info.takeError();
+  Expected<std::unique_ptr<CudaDevice>> opened =
+      CudaDevice::open(**api, info->device);
+  if (!opened)
+    return opened.takeError();
+  Expected<std::string> image = loadImage(**opened, library, *target, *info);
+  if (!image)
+    return image.takeError();
+  OpenedGpuDevice result;
+  result.device = std::move(*opened);
+  result.description = std::move(info->description);
+  result.arch = deviceArchName(info->ccMajor, info->ccMinor);
+  result.image = std::move(*image);
+  return result;
+}
+
 Expected<std::unique_ptr<DeviceBackend>>
 fdc::runtime::cuda::createCudaBackend(const ModelLibrary &library, int device) {
   Expected<CudaTarget> target = parseCudaTarget(library.target());

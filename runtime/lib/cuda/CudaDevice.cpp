@@ -125,3 +125,73 @@ DeviceStatus CudaDevice::launch(KernelHandle kernel, const LaunchShape &shape,
                             shape.block[1], shape.block[2], shape.sharedBytes,
                             stream, params, nullptr);
 }
+
+DeviceStatus CudaDevice::cacheBytes(uint64_t &bytes) {
+  int value = 0;
+  CUresult r = api.cuDeviceGetAttribute(
+      &value, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, device);
+  bytes = r == CUDA_SUCCESS && value > 0 ? static_cast<uint64_t>(value) : 0;
+  return r;
+}
+
+DeviceStatus CudaDevice::beginCapture() {
+  if (!api.cuStreamBeginCapture_v2)
+    return kNotSupported;
+  return api.cuStreamBeginCapture_v2(stream,
+                                     CU_STREAM_CAPTURE_MODE_THREAD_LOCAL);
+}
+
+DeviceStatus CudaDevice::endCapture(GraphHandle &graph) {
+  graph = nullptr;
+  if (!api.cuStreamEndCapture || !api.cuGraphInstantiateWithFlags ||
+      !api.cuGraphDestroy)
+    return kNotSupported;
+  CUgraph captured = nullptr;
+  if (CUresult r = api.cuStreamEndCapture(stream, &captured))
+    return r;
+  CUgraphExec exec = nullptr;
+  CUresult r = api.cuGraphInstantiateWithFlags(&exec, captured, 0);
+  api.cuGraphDestroy(captured);
+  if (r == CUDA_SUCCESS)
+    graph = exec;
+  return r;
+}
+
+DeviceStatus CudaDevice::replay(GraphHandle graph) {
+  if (!api.cuGraphLaunch)
+    return kNotSupported;
+  return api.cuGraphLaunch(static_cast<CUgraphExec>(graph), stream);
+}
+
+void CudaDevice::destroyGraph(GraphHandle graph) {
+  if (graph && api.cuGraphExecDestroy)
+    api.cuGraphExecDestroy(static_cast<CUgraphExec>(graph));
+}
+
+DeviceStatus CudaDevice::createEvent(EventHandle &event) {
+  event = nullptr;
+  if (!api.cuEventCreate || !api.cuEventDestroy_v2 || !api.cuEventRecord ||
+      !api.cuEventSynchronize || !api.cuEventElapsedTime)
+    return kNotSupported;
+  CUevent created = nullptr;
+  CUresult r = api.cuEventCreate(&created, CU_EVENT_DEFAULT);
+  event = created;
+  return r;
+}
+
+void CudaDevice::destroyEvent(EventHandle event) {
+  if (event && api.cuEventDestroy_v2)
+    api.cuEventDestroy_v2(static_cast<CUevent>(event));
+}
+
+DeviceStatus CudaDevice::recordEvent(EventHandle event) {
+  return api.cuEventRecord(static_cast<CUevent>(event), stream);
+}
+
+DeviceStatus CudaDevice::elapsedMilliseconds(EventHandle start, EventHandle end,
+                                             float &milliseconds) {
+  if (CUresult r = api.cuEventSynchronize(static_cast<CUevent>(end)))
+    return r;
+  return api.cuEventElapsedTime(&milliseconds, static_cast<CUevent>(start),
+                                static_cast<CUevent>(end));
+}

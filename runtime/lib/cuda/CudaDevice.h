@@ -49,6 +49,16 @@ public:
   DeviceStatus setSharedLimit(KernelHandle kernel, uint32_t bytes) override;
   DeviceStatus launch(KernelHandle kernel, const LaunchShape &shape,
                       void **params) override;
+  DeviceStatus cacheBytes(uint64_t &bytes) override;
+  DeviceStatus beginCapture() override;
+  DeviceStatus endCapture(GraphHandle &graph) override;
+  DeviceStatus replay(GraphHandle graph) override;
+  void destroyGraph(GraphHandle graph) override;
+  DeviceStatus createEvent(EventHandle &event) override;
+  void destroyEvent(EventHandle event) override;
+  DeviceStatus recordEvent(EventHandle event) override;
+  DeviceStatus elapsedMilliseconds(EventHandle start, EventHandle end,
+                                   float &milliseconds) override;
 
 private:
   CudaDevice(const DriverApi &api, CUdevice device)

@@ -65,6 +65,11 @@ Expected<const DriverApi *> load(const std::string &path) {
   }
     FDC_CUDA_DRIVER_FUNCTIONS(FDC_CUDA_RESOLVE)
 #undef FDC_CUDA_RESOLVE
+#define FDC_CUDA_RESOLVE_OPTIONAL(name)                                        \
+  if (slot->error.empty())                                                     \
+    api.name = reinterpret_cast<decltype(api.name)>(::dlsym(handle, #name));
+    FDC_CUDA_OPTIONAL_FUNCTIONS(FDC_CUDA_RESOLVE_OPTIONAL)
+#undef FDC_CUDA_RESOLVE_OPTIONAL
   }
   if (!slot->error.empty())
     return createError(slot->error);

@@ -45,12 +45,28 @@ namespace fdc::runtime::cuda {
   X(cuGetErrorName)                                                            \
   X(cuGetErrorString)
 
+// X(name): entry points only fdc tune uses (graphs, events); a driver
+// without them still runs models, and the timing calls say so.
+#define FDC_CUDA_OPTIONAL_FUNCTIONS(X)                                         \
+  X(cuStreamBeginCapture_v2)                                                   \
+  X(cuStreamEndCapture)                                                        \
+  X(cuGraphInstantiateWithFlags)                                               \
+  X(cuGraphLaunch)                                                             \
+  X(cuGraphExecDestroy)                                                        \
+  X(cuGraphDestroy)                                                            \
+  X(cuEventCreate)                                                             \
+  X(cuEventDestroy_v2)                                                         \
+  X(cuEventRecord)                                                             \
+  X(cuEventSynchronize)                                                        \
+  X(cuEventElapsedTime)
+
 /// The resolved entry points of one driver library.
 struct DriverApi {
   /// What was dlopen()ed: "libcuda.so.1" or $FDC_CUDA_DRIVER.
   std::string path;
 #define FDC_CUDA_DECLARE(name) decltype(&::name) name = nullptr;
   FDC_CUDA_DRIVER_FUNCTIONS(FDC_CUDA_DECLARE)
+  FDC_CUDA_OPTIONAL_FUNCTIONS(FDC_CUDA_DECLARE)
 #undef FDC_CUDA_DECLARE
 
   /// "CUDA_ERROR_INVALID_VALUE: invalid argument".

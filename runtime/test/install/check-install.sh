@@ -58,10 +58,10 @@ expect=(
   "$libdir/cmake/fdc_runtime/fdc_runtimeConfigVersion.cmake"
   "$libdir/cmake/fdc_runtime/fdc_runtimeTargets.cmake"
 )
-tools=(fdc-run)
+tools=(fdc-inspect fdc-run fdc-tune)
 if ((full)); then
   expect+=("$bindir/fdc" "$bindir/fdc-opt")
-  tools=(fdc fdc-opt fdc-run)
+  tools=(fdc fdc-inspect fdc-opt fdc-run fdc-tune)
 fi
 for f in "${expect[@]}"; do
   [[ -f $b/$f ]] || fail "$f is not installed"
@@ -71,7 +71,7 @@ got=$(cd "$b/$bindir" && ls | sort | tr '\n' ' ')
 want=$(printf '%s\n' "${tools[@]}" | sort | tr '\n' ' ')
 [[ $got == "$want" ]] || fail "$bindir/ holds '$got', expected '$want'"
 stray=$(cd "$b" && find . \( -iname '*test*' -o -iname '*fuzz*' -o -name '*.a' \
-  -o -name RunCommand.h \) -print)
+  -o -name RunCommand.h -o -name ToolCommands.h \) -print)
 [[ -z $stray ]] || fail "installed but should not be: $stray"
 
 step "RUNPATHs"
@@ -87,8 +87,10 @@ done
 runpath() {
   "$readelf" -d "$1" | sed -n 's/.*(RUNPATH).*\[\(.*\)\]$/\1/p'
 }
-got=$(runpath "$b/$bindir/fdc-run")
-[[ $got == "$rpath" ]] || fail "fdc-run RUNPATH is '$got', expected '$rpath'"
+for t in fdc-run fdc-inspect fdc-tune; do
+  got=$(runpath "$b/$bindir/$t")
+  [[ $got == "$rpath" ]] || fail "$t RUNPATH is '$got', expected '$rpath'"
+done
 if ((full)); then
   for t in fdc fdc-opt; do
     got=$(runpath "$b/$bindir/$t")

@@ -8,7 +8,7 @@
 // The module records its distinct kernels (kernel-dedup.mlir checks them)
 // and the scratch they need.
 // CHECK: module attributes {decode.gpu_target = #decode.gpu_target<vendor = nvidia, arch = "sm_90", subgroup = 32, units = 132{{.*}}>, fdc.kernels = ["embedding_0",
-// CHECK-SAME: "sample_0"], fdc.scratch_bytes_per_sequence = {{[0-9]+}} : i64, fdc.scratch_fixed_bytes = {{[0-9]+}} : i64, gpu.container_module}
+// CHECK-SAME: "sample_0"], fdc.linear_tables = [{{.*}}], fdc.scratch_bytes_per_sequence = {{[0-9]+}} : i64, fdc.scratch_fixed_bytes = {{[0-9]+}} : i64, gpu.container_module}
 
 // CHECK-LABEL: gpu.module @fdc_kernels
 // Every parameter is 8 bytes: device pointers, then batch, slots, context.

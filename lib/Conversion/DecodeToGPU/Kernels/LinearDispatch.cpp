@@ -22,6 +22,22 @@ using namespace mlir;
 using namespace fdc;
 using namespace fdc::gpu;
 
+int64_t fdc::gpu::getFlatGemmUnroll(decode::LinearOp op,
+                                    const GpuPrimitives &target,
+                                    const MmaLayout &layout, int64_t rowTiles,
+                                    int64_t batchTiles, int64_t maxUnroll) {
+  constexpr int64_t kRegisterBudget = 128;
+  int64_t halves =
+      op.getActivation() == decode::Activation::silu_gate_up ? 2 : 1;
+  int64_t runRegisters =
+      std::max<int64_t>(layout.kPerLane, target.vectorBytes() / 2) / 2;
+  int64_t loads =
+      (halves * rowTiles * layout.aRowsPerLane + batchTiles) * runRegisters;
+  int64_t accumulators = halves * rowTiles * batchTiles * layout.accPerLane;
+  return std::clamp<int64_t>((kRegisterBudget - accumulators) / loads, 1,
+                             maxUnroll);
+}
+
 std::optional<decode::KernelDispatchAttr>
 fdc::gpu::getDefaultLinearDispatch(decode::LinearOp op,
                                    const GpuPrimitives &target) {
@@ -54,14 +70,8 @@ fdc::gpu::getDefaultLinearDispatch(decode::LinearOp op,
   // of the accumulators.
   auto flatGemm = [&](int64_t rowTiles, int64_t batchTiles,
                       int64_t subgroupCount, int64_t maxUnroll) {
-    constexpr int64_t kRegisterBudget = 128;
-    int64_t runRegisters =
-        std::max<int64_t>(layout->kPerLane, target.vectorBytes() / 2) / 2;
-    int64_t loads =
-        (halves * rowTiles * layout->aRowsPerLane + batchTiles) * runRegisters;
-    int64_t accumulators = halves * rowTiles * batchTiles * layout->accPerLane;
-    int64_t unroll = std::clamp<int64_t>(
-        (kRegisterBudget - accumulators) / loads, 1, maxUnroll);
+    int64_t unroll =
+        getFlatGemmUnroll(op, target, *layout, rowTiles, batchTiles, maxUnroll);
     return kernel("flat_gemm", {{"row_tiles", rowTiles},
                                 {"batch_tiles", batchTiles},
                                 {"subgroups", subgroupCount},

@@ -1,0 +1,84 @@
+//===- LinearCandidates.cpp - the kernels fdc tune times per linear -------===//
+//
+// The configs worth timing for one decode.linear on one target: GEMV with
+// its defaults, and, where a flat GEMM can lower the op, every flat GEMM of
+// row_tiles {1, 2} x batch_tiles {1, 2, 4} x subgroups {4, 8, 16} (capped
+// by the target's workgroup), k_unroll from the default table's register
+// budget. Each candidate is completed and checked by its family's verifier;
+// one that fails is not listed. A family adds its candidates with one
+// generator and one line in kGenerators.
+//
+//===----------------------------------------------------------------------===//
+
+#include "../KernelRegistry.h"
+
+#include "mlir/IR/Diagnostics.h"
+
+using namespace mlir;
+using namespace fdc;
+using namespace fdc::gpu;
+
+namespace {
+using Entries = SmallVector<std::pair<StringRef, int64_t>>;
+using CandidateList = SmallVectorImpl<std::pair<StringRef, Entries>>;
+
+void addGemv(decode::LinearOp, const GpuPrimitives &, CandidateList &out) {
+  out.push_back({"gemv", {}});
+}
+
+void addFlatGemm(decode::LinearOp op, const GpuPrimitives &target,
+                 CandidateList &out) {
+  std::optional<MmaLayout> layout = getFlatGemmLayout(op, target);
+  if (!layout)
+    return;
+  int64_t maxSubgroups =
+      target.target().getMaxWorkgroupSize() / target.subgroupSize();
+  for (int64_t rowTiles : {1, 2})
+    for (int64_t batchTiles : {1, 2, 4})
+      for (int64_t subgroups : {4, 8, 16}) {
+        if (subgroups > maxSubgroups)
+          continue;
+        // As the default table: 4 loads in flight with one B tile, 2 above.
+        int64_t unroll = getFlatGemmUnroll(op, target, *layout, rowTiles,
+                                           batchTiles, batchTiles == 1 ? 4 : 2);
+        out.push_back({"flat_gemm",
+                       {{"row_tiles", rowTiles},
+                        {"batch_tiles", batchTiles},
+                        {"subgroups", subgroups},
+                        {"k_unroll", unroll}}});
+      }
+}
+
+using Generator = void (*)(decode::LinearOp, const GpuPrimitives &,
+                           CandidateList &);
+/// One line per family, in the order the candidates are listed.
+constexpr Generator kGenerators[] = {
+    addGemv,
+    addFlatGemm,
+};
+} // namespace
+
+SmallVector<decode::KernelAttr>
+fdc::gpu::getLinearCandidates(decode::LinearOp op,
+                              const GpuPrimitives &target) {
+  SmallVector<std::pair<StringRef, Entries>> raw;
+  for (Generator generate : kGenerators)
+    generate(op, target, raw);
+  MLIRContext *context = op.getContext();
+  Builder b(context);
+  SmallVector<decode::KernelAttr> candidates;
+  // A candidate the family refuses is dropped silently.
+  ScopedDiagnosticHandler quiet(context,
+                                [](Diagnostic &) { return success(); });
+  for (const auto &[family, entries] : raw) {
+    SmallVector<NamedAttribute> attrs;
+    for (auto [name, value] : entries)
+      attrs.push_back(b.getNamedAttr(name, b.getI64IntegerAttr(value)));
+    auto kernel = decode::KernelAttr::get(context, b.getStringAttr(family),
+                                          b.getDictionaryAttr(attrs));
+    FailureOr<decode::KernelAttr> complete = completeKernel(op, kernel, target);
+    if (succeeded(complete) && !llvm::is_contained(candidates, *complete))
+      candidates.push_back(*complete);
+  }
+  return candidates;
+}
