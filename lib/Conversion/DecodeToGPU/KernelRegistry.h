@@ -169,6 +169,13 @@ getLinearCandidates(decode::LinearOp op, const GpuPrimitives &target);
 int64_t getFlatGemmUnroll(decode::LinearOp op, const GpuPrimitives &target,
                           const MmaLayout &layout, int64_t rowTiles,
                           int64_t batchTiles, int64_t maxUnroll);
+/// A complete tiled GEMM (Kernels/TiledGemm.cpp) of the given tile with the
+/// most stages, at most `maxStages`, that the family accepts for `op` on
+/// `target` (its shared memory fits); none if not even two stages do.
+std::optional<decode::KernelAttr>
+getTiledGemmKernel(decode::LinearOp op, const GpuPrimitives &target,
+                   int64_t warpsN, int64_t warpsM, int64_t rowTiles,
+                   int64_t batchTiles, int64_t kTile, int64_t maxStages);
 
 } // namespace fdc::gpu
 

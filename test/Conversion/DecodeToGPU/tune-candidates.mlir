@@ -1,23 +1,27 @@
 // convert-decode-to-gpu{tuning-candidates}: every distinct decode.linear
 // signature that has a choice lists its candidates (getLinearCandidates:
-// gemv, then flat_gemm over row_tiles x batch_tiles x subgroups, each
-// complete and checked), and fdc_tune_launch launches the one it is given
+// gemv, then flat_gemm over row_tiles x batch_tiles x subgroups, then five
+// tiled_gemm tiles, each complete and checked), and fdc_tune_launch launches the one it is given
 // on the buffers of FdcTuneArgs.
 // RUN: fdc-opt %S/Inputs/head128-bf16.mlir --decode-assign-weight-layout --convert-decode-to-gpu="target=sm_90 tuning-candidates=1" | FileCheck %s --check-prefix=SM90
 // SM90: fdc.tune_signatures = [{activation = "none", bias = false, candidates = [#decode.kernel<"gemv", {rows_per_block = 4 : i64, vector_bytes = 16 : i64}>,
 // SM90-SAME: #decode.kernel<"flat_gemm", {batch_tiles = 1 : i64, k_unroll = 4 : i64, row_tiles = 1 : i64, subgroups = 4 : i64}>, #decode.kernel<"flat_gemm", {batch_tiles = 1 : i64, k_unroll = 4 : i64, row_tiles = 1 : i64, subgroups = 8 : i64}>, #decode.kernel<"flat_gemm", {batch_tiles = 1 : i64, k_unroll = 4 : i64, row_tiles = 1 : i64, subgroups = 16 : i64}>,
 // SM90-SAME: #decode.kernel<"flat_gemm", {batch_tiles = 2 : i64, k_unroll = 2 : i64, row_tiles = 1 : i64, subgroups = 4 : i64}>,
-// SM90-SAME: #decode.kernel<"flat_gemm", {batch_tiles = 4 : i64, k_unroll = 2 : i64, row_tiles = 2 : i64, subgroups = 16 : i64}>], dtype = "bf16", input_dtype = "bf16", k = 512 : i64, n = 512 : i64, out_dtype = "bf16", out_features = 512 : i64, residual = false}
+// SM90-SAME: #decode.kernel<"flat_gemm", {batch_tiles = 4 : i64, k_unroll = 2 : i64, row_tiles = 2 : i64, subgroups = 16 : i64}>,
+// SM90-SAME: #decode.kernel<"tiled_gemm", {batch_tiles = 4 : i64, k_tile = 64 : i64, row_tiles = 1 : i64, stages = 4 : i64, warps_m = 1 : i64, warps_n = 4 : i64}>,
+// SM90-SAME: #decode.kernel<"tiled_gemm", {batch_tiles = 2 : i64, k_tile = 128 : i64, row_tiles = 1 : i64, stages = 3 : i64, warps_m = 2 : i64, warps_n = 2 : i64}>], dtype = "bf16", input_dtype = "bf16", k = 512 : i64, n = 512 : i64, out_dtype = "bf16", out_features = 512 : i64, residual = false}
 // The silu_gate_up signature (2 x 512 outputs) and the f32 logits.
 // SM90-SAME: {activation = "silu_gate_up", {{.*}}n = 2048 : i64, out_dtype = "bf16", out_features = 1024 : i64, residual = false}
 // SM90-SAME: input_dtype = "bf16", k = 512 : i64, n = 1000 : i64, out_dtype = "f32", out_features = 1000 : i64, residual = false}]
 // SM90: func.func @fdc_model_step(
 // SM90: func.func @fdc_tune_launch(%arg0: !llvm.ptr) attributes {fdc.device_field = 8 : i64}
-// 19 candidates per signature, 6 signatures: one case per pair.
-// SM90-COUNT-114: cf.cond_br
+// 24 candidates per signature (23 for silu_gate_up, whose rows fill two
+// stages of the 128-wide k tile past the shared memory), 6 signatures: one
+// case per pair.
+// SM90-COUNT-143: cf.cond_br
 // SM90-NOT: cf.cond_br
 // RUN: fdc-opt %S/Inputs/head128-bf16.mlir --decode-assign-weight-layout --convert-decode-to-gpu="target=sm_90 tuning-candidates=1" | FileCheck %s --check-prefix=COUNT
-// COUNT-COUNT-19: #decode.kernel<
+// COUNT-COUNT-24: #decode.kernel<
 // COUNT-SAME: dtype = "bf16", input_dtype = "bf16", k = 512 : i64, n = 512 : i64,
 
 // The launches read the FdcDeviceApi from FdcTuneArgs::device (field 8).

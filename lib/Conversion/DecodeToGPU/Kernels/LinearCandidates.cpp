@@ -4,7 +4,8 @@
 // its defaults, and, where a flat GEMM can lower the op, every flat GEMM of
 // row_tiles {1, 2} x batch_tiles {1, 2, 4} x subgroups {4, 8, 16} (capped
 // by the target's workgroup), k_unroll from the default table's register
-// budget. Each candidate is completed and checked by its family's verifier;
+// budget, and five tiled GEMM tiles. Each candidate is completed and checked
+// by its family's verifier;
 // one that fails is not listed. A family adds its candidates with one
 // generator and one line in kGenerators.
 //
@@ -49,12 +50,37 @@ void addFlatGemm(decode::LinearOp op, const GpuPrimitives &target,
       }
 }
 
+/// Tiled GEMMs: the tiles that led an H100 sweep of the benchmark shapes at
+/// M = 32..128, with as many stages (up to 4) as shared memory holds. Each
+/// is spelled out complete, so the verifier keeps its stages.
+void addTiledGemm(decode::LinearOp op, const GpuPrimitives &target,
+                  CandidateList &out) {
+  struct Tile {
+    int64_t warpsN, warpsM, rowTiles, batchTiles, kTile;
+  };
+  for (Tile tile :
+       {Tile{4, 1, 1, 4, 64}, Tile{1, 4, 2, 2, 64}, Tile{4, 2, 1, 4, 64},
+        Tile{2, 2, 1, 4, 128}, Tile{2, 2, 1, 2, 128}}) {
+    std::optional<decode::KernelAttr> kernel =
+        getTiledGemmKernel(op, target, tile.warpsN, tile.warpsM, tile.rowTiles,
+                           tile.batchTiles, tile.kTile, /*maxStages=*/4);
+    if (!kernel)
+      continue;
+    Entries entries;
+    for (NamedAttribute entry : kernel->getConfig())
+      entries.push_back({entry.getName().strref(),
+                         cast<IntegerAttr>(entry.getValue()).getInt()});
+    out.push_back({"tiled_gemm", entries});
+  }
+}
+
 using Generator = void (*)(decode::LinearOp, const GpuPrimitives &,
                            CandidateList &);
 /// One line per family, in the order the candidates are listed.
 constexpr Generator kGenerators[] = {
     addGemv,
     addFlatGemm,
+    addTiledGemm,
 };
 } // namespace
 

@@ -39,6 +39,7 @@
 #include "LinearArgs.h"
 
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/Diagnostics.h"
 
 #include <numeric>
 
@@ -535,6 +536,34 @@ public:
   }
 };
 } // namespace
+
+std::optional<decode::KernelAttr>
+fdc::gpu::getTiledGemmKernel(decode::LinearOp op, const GpuPrimitives &target,
+                             int64_t warpsN, int64_t warpsM, int64_t rowTiles,
+                             int64_t batchTiles, int64_t kTile,
+                             int64_t maxStages) {
+  MLIRContext *context = op.getContext();
+  Builder b(context);
+  // A config the family refuses is not an error here: fewer stages are
+  // tried, then none is returned.
+  ScopedDiagnosticHandler quiet(context,
+                                [](Diagnostic &) { return success(); });
+  for (int64_t stages = maxStages; stages >= 2; --stages) {
+    SmallVector<NamedAttribute> entries = {
+        b.getNamedAttr("warps_n", b.getI64IntegerAttr(warpsN)),
+        b.getNamedAttr("warps_m", b.getI64IntegerAttr(warpsM)),
+        b.getNamedAttr("row_tiles", b.getI64IntegerAttr(rowTiles)),
+        b.getNamedAttr("batch_tiles", b.getI64IntegerAttr(batchTiles)),
+        b.getNamedAttr("k_tile", b.getI64IntegerAttr(kTile)),
+        b.getNamedAttr("stages", b.getI64IntegerAttr(stages))};
+    auto kernel = decode::KernelAttr::get(
+        context, b.getStringAttr("tiled_gemm"), b.getDictionaryAttr(entries));
+    FailureOr<decode::KernelAttr> complete = completeKernel(op, kernel, target);
+    if (succeeded(complete))
+      return *complete;
+  }
+  return std::nullopt;
+}
 
 std::unique_ptr<KernelFamily> fdc::gpu::createTiledGemmFamily() {
   return std::make_unique<TiledGemmFamily>();

@@ -1,0 +1,47 @@
+// The tiled GEMM (kernel family "tiled_gemm"): K staged through shared
+// memory in `stages` buffers. On NVIDIA the copies are cp.async
+// (nvgpu.device_async_copy, zero-filling rows past N / M and k past K), in
+// commit groups with stages - 2 left in flight before each tile's MMAs; on
+// AMD they go through registers into the LDS and feed MFMA. Each stage row
+// holds the weight rows (both halves of SiLU-gate-up), then the batch rows.
+// RUN: sed 's/%q_0 = decode.linear %x_0, %wq_0 :/%q_0 = decode.linear %x_0, %wq_0 {decode.kernel = #decode.kernel<"tiled_gemm", {warps_n = 2, warps_m = 2, row_tiles = 2, batch_tiles = 2, k_tile = 64, stages = 3}>} :/' %S/Inputs/head128-bf16.mlir > %t.tiled.mlir
+// RUN: fdc-opt %t.tiled.mlir --decode-assign-weight-layout --convert-decode-to-gpu=target=sm_90 | FileCheck %s --check-prefix=SM90
+// 3 stages x (64 weight rows + 32 batch rows) x 64 k of bf16, 4 subgroups.
+// SM90: gpu.func @[[K:linear_[0-9]+]]({{.*}}) workgroup(%{{.*}} : memref<18432xbf16, #gpu.address_space<workgroup>>) kernel attributes {known_block_size = array<i32: 128, 1, 1>}
+// SM90: nvgpu.device_async_copy {{.*}} : memref<512x512xbf16{{.*}}> to memref<18432xbf16, #gpu.address_space<workgroup>>
+// SM90: nvvm.cp.async.commit.group
+// SM90: scf.for
+// SM90: nvvm.cp.async.wait.group 1
+// SM90-NEXT: gpu.barrier
+// SM90: vector.load {{.*}} : memref<18432xbf16, #gpu.address_space<workgroup>>, vector<8xbf16>
+// SM90: nvvm.mma.sync
+// SM90: gpu.return
+// Grid x covers the batch in blocks of 32 rows, grid y N in blocks of 64.
+// SM90: func.func @fdc_model_step
+// SM90: %[[ROWS:.*]] = arith.constant 32 : i64
+// SM90: arith.ceildivsi %{{.*}}, %[[ROWS]] : i64
+// SM90: gpu.launch_func @fdc_kernels::@[[K]]
+
+// RUN: fdc-opt %t.tiled.mlir --decode-assign-weight-layout --convert-decode-to-gpu=target=gfx942 | FileCheck %s --check-prefix=GFX942
+// GFX942: gpu.func @{{linear_[0-9]+}}({{.*}}) workgroup(%{{.*}} : memref<{{[0-9]+}}xbf16, #gpu.address_space<workgroup>>) kernel attributes {known_block_size = array<i32: 256, 1, 1>}
+// GFX942-NOT: nvgpu.device_async_copy
+// GFX942: vector.store {{.*}} : memref<{{[0-9]+}}xbf16, #gpu.address_space<workgroup>>, vector<8xbf16>
+// GFX942: amdgpu.mfma
+
+// The PTX: cp.async of 16 bytes, bypassing L1.
+// RUN: fdc-opt %t.tiled.mlir --decode-assign-weight-layout --convert-decode-to-gpu=target=sm_90 --fdc-lower-kernel-launches --fdc-nvvm-kernels | FileCheck %s --check-prefix=NVVM
+// NVVM: nvvm.cp.async.shared.global {{.*}}, 16, cache = cg
+
+// A config the family cannot build is refused, naming the op.
+// RUN: sed 's/k_tile = 64, stages = 3/k_tile = 48, stages = 3/' %t.tiled.mlir \
+// RUN:   | not fdc-opt --decode-select-kernels=target=sm_90 2>&1 | FileCheck %s --check-prefix=KTILE
+// KTILE: error: 'decode.linear' op kernel 'tiled_gemm': k_tile 48 must be a multiple of 32 (one vector-wide run of k per lane of the MMA)
+// RUN: sed 's/k_tile = 64, stages = 3/k_tile = 128, stages = 3/' %t.tiled.mlir \
+// RUN:   | not fdc-opt --decode-select-kernels=target=sm_90 2>&1 | FileCheck %s --check-prefix=SHARED
+// SHARED: error: 'decode.linear' op kernel 'tiled_gemm': 3 stages of 96 x 128 elements take 73728 bytes of shared memory, more than the 49152 a kernel may use
+// RUN: sed 's/%g_0 = decode.linear %x2_0, %wgu_0 {activation = #decode<activation silu_gate_up>}/%g_0 = decode.linear %x2_0, %wgu_0 {activation = #decode<activation silu_gate_up>, decode.kernel = #decode.kernel<"tiled_gemm", {row_tiles = 4, batch_tiles = 8, warps_n = 1, warps_m = 1, k_tile = 32, stages = 2}>}/' %S/Inputs/head128-bf16.mlir \
+// RUN:   | not fdc-opt --decode-select-kernels=target=sm_90 2>&1 | FileCheck %s --check-prefix=ACC
+// ACC: error: 'decode.linear' op kernel 'tiled_gemm': a lane would hold 256 f32 accumulators (at most 128)
+// RUN: sed 's/warps_n = 2, warps_m = 2/warps_n = 32, warps_m = 2/' %t.tiled.mlir \
+// RUN:   | not fdc-opt --decode-select-kernels=target=sm_90 2>&1 | FileCheck %s --check-prefix=WARPS
+// WARPS: error: 'decode.linear' op kernel 'tiled_gemm': warps_n * warps_m = 64 subgroups exceed the target's 32 per workgroup
