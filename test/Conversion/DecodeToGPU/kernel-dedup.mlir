@@ -2,13 +2,18 @@
 // model launch the same kernels, the layer being a kernel argument, and the
 // k and v projections (same shape, same epilogue) share their kernels. Six
 // distinct linear ops (q, k = v, o, gate-up, down, head) with a dispatch
-// table of four kernels each, plus eight other kernels: 32 in all.
-// RUN: fdc-opt %S/Inputs/head128-bf16.mlir --decode-assign-weight-layout --convert-decode-to-gpu=target=sm_90 | FileCheck %s
-// RUN: fdc-opt %S/Inputs/head128-bf16.mlir --decode-assign-weight-layout --convert-decode-to-gpu=target=gfx942 | FileCheck %s
+// table of six kernels each on sm_90 (GEMV, three flat GEMMs, two tiled
+// GEMMs) and five on gfx942 (whose MMA is 16 wide: two flat GEMMs), plus
+// eight other kernels: 44 and 38 in all.
+// RUN: fdc-opt %S/Inputs/head128-bf16.mlir --decode-assign-weight-layout --convert-decode-to-gpu=target=sm_90 | FileCheck %s --check-prefixes=SM90,CHECK
+// RUN: fdc-opt %S/Inputs/head128-bf16.mlir --decode-assign-weight-layout --convert-decode-to-gpu=target=gfx942 | FileCheck %s --check-prefixes=GFX942,CHECK
 
-// CHECK: fdc.kernels = [{{("[a-z_]+_[0-9]+", ){31}"[a-z_]+_[0-9]+"}}]
-// CHECK-COUNT-32: gpu.func @
-// CHECK-NOT: gpu.func @
+// SM90: fdc.kernels = [{{("[a-z_]+_[0-9]+", ){43}"[a-z_]+_[0-9]+"}}]
+// SM90-COUNT-44: gpu.func @
+// SM90-NOT: gpu.func @
+// GFX942: fdc.kernels = [{{("[a-z_]+_[0-9]+", ){37}"[a-z_]+_[0-9]+"}}]
+// GFX942-COUNT-38: gpu.func @
+// GFX942-NOT: gpu.func @
 
 // The layer is the cache kernels' last argument before the implicit sizes
 // (constants print as %c<value>_i64...): layer 0, then layer 1, launching the

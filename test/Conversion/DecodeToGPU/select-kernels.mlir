@@ -7,12 +7,12 @@
 // SM90: module attributes {decode.gpu_target = #decode.gpu_target<vendor = nvidia, arch = "sm_90"
 // SM90: decode.embedding {{.*}}{decode.kernel = #decode.kernel<"embedding", {threads = 256 : i64, vector_bytes = 16 : i64}>}
 // SM90: decode.rms_norm {{.*}}{decode.kernel = #decode.kernel<"rms_norm", {threads = 256 : i64}>
-// SM90: decode.linear {{.*}}{decode.kernel = #decode.dispatch<max_batch = [1, 8, 16], kernels = [#decode.kernel<"gemv", {rows_per_block = 4 : i64, vector_bytes = 16 : i64}>, #decode.kernel<"flat_gemm", {batch_tiles = 1 : i64, k_unroll = 4 : i64, row_tiles = 1 : i64, subgroups = 16 : i64}>, #decode.kernel<"flat_gemm", {batch_tiles = 2 : i64, k_unroll = 2 : i64, row_tiles = 1 : i64, subgroups = 16 : i64}>, #decode.kernel<"tiled_gemm", {batch_tiles = 4 : i64, k_tile = 64 : i64, row_tiles = 1 : i64, stages = 4 : i64, warps_m = 1 : i64, warps_n = 4 : i64}>]>}
+// SM90: decode.linear {{.*}}{decode.kernel = #decode.dispatch<max_batch = [1, 8, 16, 32, 64], kernels = [#decode.kernel<"gemv", {rows_per_block = 4 : i64, vector_bytes = 16 : i64}>, #decode.kernel<"flat_gemm", {batch_tiles = 1 : i64, k_unroll = 4 : i64, row_tiles = 1 : i64, subgroups = 16 : i64}>, #decode.kernel<"flat_gemm", {batch_tiles = 2 : i64, k_unroll = 2 : i64, row_tiles = 1 : i64, subgroups = 16 : i64}>, #decode.kernel<"flat_gemm", {batch_tiles = 4 : i64, k_unroll = 2 : i64, row_tiles = 2 : i64, subgroups = 16 : i64}>, #decode.kernel<"tiled_gemm", {batch_tiles = 2 : i64, k_tile = 128 : i64, row_tiles = 1 : i64, stages = 3 : i64, warps_m = 2 : i64, warps_n = 2 : i64}>, #decode.kernel<"tiled_gemm", {batch_tiles = 4 : i64, k_tile = 64 : i64, row_tiles = 1 : i64, stages = 4 : i64, warps_m = 1 : i64, warps_n = 4 : i64}>]>}
 // SM90: decode.rope {{.*}}decode.kernel = #decode.kernel<"rope", {threads = 256 : i64}>
 // SM90: decode.kv_append {{.*}}{decode.kernel = #decode.kernel<"kv_append", {}>
 // SM90: decode.attention {{.*}}decode.kernel = #decode.kernel<"split_kv_attention", {max_splits = 64 : i64, min_split_length = 64 : i64, subgroups = 4 : i64, waves_per_unit = 2 : i64}>
 // SM90: decode.sample {{.*}}{decode.kernel = #decode.kernel<"sample", {threads = 256 : i64}>}
-// GFX90A: decode.linear {{.*}}{decode.kernel = #decode.dispatch<max_batch = [1, 16, 32], kernels = [#decode.kernel<"gemv", {{.*}}>, #decode.kernel<"flat_gemm", {batch_tiles = 1 : i64, {{.*}}}>, #decode.kernel<"flat_gemm", {batch_tiles = 2 : i64, {{.*}}}>, #decode.kernel<"tiled_gemm", {batch_tiles = 2 : i64, k_tile = 64 : i64, row_tiles = 1 : i64, stages = 4 : i64, warps_m = 1 : i64, warps_n = 4 : i64}>]>}
+// GFX90A: decode.linear {{.*}}{decode.kernel = #decode.dispatch<max_batch = [1, 16, 32, 64], kernels = [#decode.kernel<"gemv", {{.*}}>, #decode.kernel<"flat_gemm", {batch_tiles = 1 : i64, {{.*}}}>, #decode.kernel<"flat_gemm", {batch_tiles = 2 : i64, {{.*}}}>, #decode.kernel<"tiled_gemm", {batch_tiles = 1 : i64, k_tile = 128 : i64, row_tiles = 1 : i64, stages = 4 : i64, warps_m = 2 : i64, warps_n = 2 : i64}>, #decode.kernel<"tiled_gemm", {batch_tiles = 2 : i64, k_tile = 64 : i64, row_tiles = 1 : i64, stages = 4 : i64, warps_m = 1 : i64, warps_n = 4 : i64}>]>}
 
 // f32 weights have no MMA: one GEMV for every batch size.
 // RUN: sed 's/bf16/f32/g' %S/Inputs/head128-bf16.mlir | fdc-opt --decode-select-kernels=target=sm_90 | FileCheck %s --check-prefix=F32
@@ -28,7 +28,7 @@
 // RUN: fdc-opt %t.pinned.mlir --decode-assign-weight-layout --decode-select-kernels=target=sm_90 --convert-decode-to-gpu | FileCheck %s --check-prefix=BUILT32
 // RUN: fdc-opt %t.pinned.mlir --decode-assign-weight-layout --convert-decode-to-gpu=target=gfx90a | FileCheck %s --check-prefix=BUILT64
 // PINNED: decode.linear {{.*}}{decode.kernel = #decode.kernel<"gemv", {rows_per_block = 8 : i64, vector_bytes = 16 : i64}>} : tensor<?x512xbf16>, tensor<512x512xbf16>
-// PINNED-NEXT: decode.linear {{.*}}{decode.kernel = #decode.dispatch<max_batch = [1, 8, 16], {{.*}}>} : tensor<?x512xbf16>, tensor<256x512xbf16>
+// PINNED-NEXT: decode.linear {{.*}}{decode.kernel = #decode.dispatch<max_batch = [1, 8, 16, 32, 64], {{.*}}>} : tensor<?x512xbf16>, tensor<256x512xbf16>
 // BUILT32-DAG: gpu.func @{{linear_[0-9]+}}({{.*}}) kernel attributes {known_block_size = array<i32: 256, 1, 1>}
 // BUILT32-DAG: gpu.func @{{linear_[0-9]+}}({{.*}}) kernel attributes {known_block_size = array<i32: 128, 1, 1>}
 // BUILT64-DAG: gpu.func @{{linear_[0-9]+}}({{.*}}) kernel attributes {known_block_size = array<i32: 512, 1, 1>}

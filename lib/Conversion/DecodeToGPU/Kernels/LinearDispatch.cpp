@@ -78,44 +78,74 @@ fdc::gpu::getDefaultLinearDispatch(decode::LinearOp op,
                                 {"subgroups", subgroupCount},
                                 {"k_unroll", unroll}});
   };
-  // Above 2n rows: the tiled GEMM, K through shared memory, four subgroups
-  // side by side over N (64 weight rows on NVIDIA) and 32 batch rows (or
-  // one MMA tile where n is larger) per block, k tiles of two super-steps
-  // in as many stages (up to 4) as the shared memory holds. On the H100 that
-  // tile was the best or within 10 % of the best of eight tiles on the
-  // benchmark shapes at M = 32..128: 1.07-2.4x the flat GEMM at M = 64 and 128,
-  // and faster on four of six shapes at M = 32 (fdc tune finds the others).
-  // Where it does not fit the target, the flat GEMM's widest tile: 32
-  // batch rows per block, and two A tiles sharing each batch row's loads
-  // where the accumulators stay within 32 registers and a lane's k values
-  // of a row fit one vector load.
+  // Above 2n rows, three tiles, chosen by batch size and by how many blocks
+  // they give the GPU's units (from an H100 fdc tune of the benchmark
+  // shapes, docs/perf/tuning):
+  //   - the flat GEMM's widest tile: 32 batch rows per block, two A tiles
+  //     sharing each batch row's loads where the accumulators stay within 32
+  //     registers and a lane's k values of a row fit one vector load;
+  //   - a small tiled GEMM (2 x 2 subgroups, 32 weight rows by 32 batch rows
+  //     on NVIDIA, k tiles of four super-steps), best from M = 17 to 64
+  //     where N / 32 fills the units;
+  //   - a large tiled GEMM (4 subgroups over N, 64 weight rows by 32 batch
+  //     rows, k tiles of two super-steps), best above 64 rows, and from 33
+  //     where N / 64 fills the units.
+  // A super-step is a lane's vector-wide run of k for each MMA it feeds.
+  // WMMA lanes hold whole rows of 16 k (runs wider than a vector load): the
+  // tiled GEMM spills there (gfx1100), so those targets keep the flat GEMM.
   int64_t wideBatchTiles = std::max<int64_t>(1, 32 / n);
-  // Two super-steps (a lane's vector-wide run of k for each MMA it feeds)
-  // per k tile: 64 k on NVIDIA and CDNA. WMMA lanes hold whole rows of 16 k
-  // (runs wider than a vector load): the tiled GEMM spills there (gfx1100),
-  // so those targets keep the flat GEMM's widest tile.
   bool narrowRuns = layout->kPerLane * 2 <= target.vectorBytes();
+  int64_t wideRowTiles =
+      narrowRuns && halves * 2 * wideBatchTiles * layout->accPerLane <= 32 ? 2
+                                                                           : 1;
+  Attribute flatWide = flatGemm(wideRowTiles, wideBatchTiles, subgroups, 2);
   int64_t laneRun =
       std::max<int64_t>(layout->kPerLane, target.vectorBytes() / 2);
-  int64_t kTile = 2 * (laneRun / layout->kPerLane) * layout->k();
-  std::optional<decode::KernelAttr> tiled;
-  if (narrowRuns)
-    tiled = getTiledGemmKernel(op, target, /*warpsN=*/4, /*warpsM=*/1,
-                               /*rowTiles=*/1, wideBatchTiles, kTile,
+  int64_t stepK = (laneRun / layout->kPerLane) * layout->k();
+  int64_t smallBatchTiles = std::max<int64_t>(1, 16 / n);
+  std::optional<decode::KernelAttr> small, large;
+  if (narrowRuns) {
+    small = getTiledGemmKernel(op, target, /*warpsN=*/2, /*warpsM=*/2,
+                               /*rowTiles=*/1, smallBatchTiles, 4 * stepK,
                                /*maxStages=*/4);
-  Attribute wide;
-  if (tiled) {
-    wide = *tiled;
-  } else {
-    int64_t wideRowTiles =
-        narrowRuns && halves * 2 * wideBatchTiles * layout->accPerLane <= 32
-            ? 2
-            : 1;
-    wide = flatGemm(wideRowTiles, wideBatchTiles, 8, 2);
+    large = getTiledGemmKernel(op, target, /*warpsN=*/4, /*warpsM=*/1,
+                               /*rowTiles=*/1, wideBatchTiles, 2 * stepK,
+                               /*maxStages=*/4);
   }
-  SmallVector<Attribute> kernels = {kernel("gemv", {}),
-                                    flatGemm(1, 1, subgroups, 4),
-                                    flatGemm(1, 2, subgroups, 2), wide};
+  int64_t features = op.getResult().getType().getDimSize(1);
+  auto fillsUnits = [&](int64_t blockRows) {
+    return (features + blockRows - 1) / blockRows >= target.units();
+  };
+  Attribute smallOrFlat = small ? Attribute(*small) : flatWide;
+  Attribute largeOrSmall = large ? Attribute(*large) : smallOrFlat;
+  int64_t smallBatch = 2 * smallBatchTiles * n;
+  SmallVector<std::pair<int64_t, Attribute>> entries = {
+      {1, kernel("gemv", {})},
+      {n, flatGemm(1, 1, subgroups, 4)},
+      {2 * n, flatGemm(1, 2, subgroups, 2)},
+      {smallBatch, fillsUnits(2 * layout->m()) ? smallOrFlat : flatWide},
+      {2 * smallBatch,
+       fillsUnits(4 * layout->m()) ? largeOrSmall : smallOrFlat},
+      {0, largeOrSmall}};
+  // Bounds that do not grow (n = 16 makes 2n the small tile's batch) and
+  // neighbours with one kernel merge.
+  SmallVector<int64_t> bounds;
+  SmallVector<Attribute> kernels;
+  for (auto [bound, chosen] : entries) {
+    bool last = bound == 0;
+    if (!last && !bounds.empty() && bound <= bounds.back())
+      continue;
+    if (!kernels.empty() && kernels.back() == chosen) {
+      if (!last)
+        bounds.back() = bound;
+      else
+        bounds.pop_back();
+      continue;
+    }
+    if (!last)
+      bounds.push_back(bound);
+    kernels.push_back(chosen);
+  }
   return decode::KernelDispatchAttr::get(
-      context, b.getDenseI64ArrayAttr({1, n, 2 * n}), b.getArrayAttr(kernels));
+      context, b.getDenseI64ArrayAttr(bounds), b.getArrayAttr(kernels));
 }
