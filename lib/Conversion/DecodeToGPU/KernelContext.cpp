@@ -106,6 +106,12 @@ KernelContext::buildKernel(StringRef name, ArrayRef<Type> types,
                 UnitAttr::get(ctx));
   func.setKnownBlockSizeAttr(
       DenseI32ArrayAttr::get(ctx, {static_cast<int32_t>(block), 1, 1}));
+  // Shared memory aligned for the target's widest vector access (tiles
+  // copied and read vectorBytes() at a time).
+  if (!workgroup.empty())
+    func.setWorkgroupAttributionAttr(
+        0, LLVM::LLVMDialect::getAlignAttrName(),
+        IntegerAttr::get(IntegerType::get(ctx, 64), primitives.vectorBytes()));
 
   Block &entry = func.getBody().front();
   ImplicitLocOpBuilder kernel(host.getLoc(), &entry, entry.begin());

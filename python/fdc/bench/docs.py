@@ -18,6 +18,7 @@ from . import report
 REPO = Path(__file__).resolve().parents[3]
 PAGE = REPO / "docs" / "perf.md"
 RESULTS = REPO / "docs" / "perf" / "results.json"
+TUNING = REPO / "docs" / "perf" / "tuning"
 MARKER = ("<!-- Generated from docs/perf/results.json by "
           "`python -m fdc.bench.docs`; edit above this line only. -->")
 PLOTS = ("linear", "attention", "int4", "sparse", "step")
@@ -25,7 +26,17 @@ PLOTS = ("linear", "attention", "int4", "sparse", "step")
 
 def generated(results: dict) -> str:
     plots = "\n".join(f"![{name}](perf/{name}.png)" for name in PLOTS)
-    return f"{MARKER}\n\n{report.markdown(results)}\n### Plots\n\n{plots}\n"
+    text = f"{MARKER}\n\n{report.markdown(results)}\n"
+    files = sorted(TUNING.glob("*.json"))
+    if files:
+        text += ("### Measured dispatch tables (fdc tune)\n\n"
+                 "The tuning files in docs/perf/tuning, which "
+                 "`bash scripts/bench.sh prepare` compiles into the tuned "
+                 "libraries above (flat: row tiles, batch tiles, subgroups, "
+                 "k unroll; tiled: subgroups over N × over M, row tiles, batch "
+                 "tiles, k tile, stages).\n\n"
+                 f"{report.tuning_md(files)}\n\n")
+    return f"{text}### Plots\n\n{plots}\n"
 
 
 def main(argv=None) -> int:

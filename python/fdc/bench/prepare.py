@@ -5,12 +5,22 @@
 writes the benchmark models' IR and compiles each with
 ``fdc compile --target=cuda:ARCH`` into OUT/models/, compiles the GPU test's
 7B-wide Llama (from a header-only checkpoint twin), and copies the runtime
-library to OUT/lib/. Carry OUT to the GPU machine and run fdc.bench.suite.
+library and the runtime's tools to OUT/lib/. Carry OUT to the GPU machine and
+run fdc.bench.suite.
+
+Measured dispatch tables: each linear model and the 7B-wide model also get
+a tuning library, ``NAME-tune.so`` (``--tuning-candidates``), which
+``scripts/bench.sh tune`` times on the GPU with fdc-tune, writing
+``NAME.json`` tuning files. For every ``NAME.json`` in ``--tuning-dir``
+(default: docs/perf/tuning, the files of the last measured run), NAME is also
+compiled with ``--tuning`` into ``NAME-tuned.so``, which the suite times
+beside the heuristic table's library.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import subprocess
@@ -32,6 +42,14 @@ def _run(cmd: list[str]) -> None:
                          f"{proc.returncode}:\n{proc.stdout}{proc.stderr}")
 
 
+def _tuning_arch(path: Path) -> str:
+    """The arch a tuning file was measured on ("" if unreadable)."""
+    try:
+        return str(json.loads(path.read_text()).get("arch", ""))
+    except (OSError, ValueError, AttributeError):
+        return ""
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -41,6 +59,8 @@ def main(argv=None) -> int:
     ap.add_argument("--arch", default="sm_90",
                     help="cuda target architectures, comma-separated")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    ap.add_argument("--tuning-dir", type=Path, default=REPO / "docs" / "perf" / "tuning",
+                    help="tuning files (NAME.json) to compile NAME-tuned.so with")
     args = ap.parse_args(argv)
     fdc = args.build / "bin" / "fdc"
     runtime = args.build / "lib" / "libfdc_runtime.so"
@@ -52,18 +72,35 @@ def main(argv=None) -> int:
     (args.out / "models").mkdir(parents=True)
     (args.out / "lib").mkdir()
     shutil.copy2(runtime, args.out / "lib")
+    for tool in ("fdc-tune", "fdc-inspect"):
+        shutil.copy2(args.build / "bin" / tool, args.out / "lib")
     target = f"--target=cuda:{args.arch}"
 
     jobs = []
+
+    def compile_model(source: Path, tuned: bool) -> None:
+        jobs.append([fdc, "compile", source, target, "-o", source.with_suffix(".so")])
+        if not tuned:
+            return
+        name = source.stem
+        jobs.append([fdc, "compile", source, target, "--tuning-candidates",
+                     "-o", source.with_name(f"{name}-tune.so")])
+        tuning = args.tuning_dir / f"{name}.json"
+        # A tuning file is measured on one arch; the libraries of others
+        # keep the heuristic table.
+        if tuning.is_file() and _tuning_arch(tuning) in args.arch.split(","):
+            jobs.append([fdc, "compile", source, target, "--tuning", tuning,
+                         "-o", source.with_name(f"{name}-tuned.so")])
+
     for model in models.all_models():
         source = args.out / "models" / f"{model.name}.mlir"
         source.write_text(model.ir)
-        jobs.append([fdc, "compile", source, target, "-o", source.with_suffix(".so")])
+        compile_model(source, model.name.startswith("linear_"))
     with tempfile.TemporaryDirectory() as tmp:
         wide_model.write_header_only(tmp, args.out / "models" / "wide-config.json")
         source = args.out / "models" / "wide-bf16-online.mlir"
         _run([sys.executable, "-m", "fdc.frontend", tmp, "-o", source])
-        jobs.append([fdc, "compile", source, target, "-o", source.with_suffix(".so")])
+        compile_model(source, True)
         with ThreadPoolExecutor(max(1, args.jobs)) as pool:
             list(pool.map(_run, jobs))
     print(f"prepared {len(jobs)} model libraries in {args.out}")

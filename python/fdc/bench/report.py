@@ -68,13 +68,28 @@ def ceilings_md(rows) -> str:
 
 
 def linear_md(rows) -> str:
-    body = [[f"{r['case']['shape']} [{r['case']['N']},{r['case']['K']}]",
-             str(r["case"]["M"]), *_timed(r["fdc"]), r["peer"]["name"],
-             *_timed(r["peer"]), _num(r["ratio"], 2), _err(r["check"])]
-            for r in rows]
-    return _table(["shape", "M", "fdc µs", "fdc GB/s", "fdc % HBM", "peer",
-                   "peer µs", "peer GB/s", "peer % HBM", "speedup",
-                   "fdc rel err"], body)
+    """The heuristic table's kernel against cuBLAS; with a tuned library
+    (NAME-tuned.so), its time, speedup and gain over the heuristic too."""
+    tuned = any("fdc_tuned" in r for r in rows)
+    body = []
+    for r in rows:
+        line = [f"{r['case']['shape']} [{r['case']['N']},{r['case']['K']}]",
+                str(r["case"]["M"]), *_timed(r["fdc"]), r["peer"]["name"],
+                *_timed(r["peer"]), _num(r["ratio"], 2)]
+        line.append(_err(r["check"]))
+        if tuned:
+            t = r.get("fdc_tuned")
+            line += [_num(t["us"]) if t else "–", _num(t["hbm_pct"], 0) if t else "–",
+                     _num(r.get("ratio_tuned"), 2),
+                     _num(r.get("tuned_vs_heuristic"), 2),
+                     _err(r["check_tuned"]) if r.get("check_tuned") else "–"]
+        body.append(line)
+    header = ["shape", "M", "fdc µs", "fdc GB/s", "fdc % HBM", "peer",
+              "peer µs", "peer GB/s", "peer % HBM", "speedup", "fdc rel err"]
+    if tuned:
+        header += ["fdc tuned µs", "tuned % HBM", "tuned speedup",
+                   "tuned speedup over heuristic", "tuned rel err"]
+    return _table(header, body)
 
 
 def attention_md(rows) -> str:
@@ -126,21 +141,34 @@ def sparse_md(rows) -> str:
 
 
 def step_md(rows) -> str:
+    tuned_run = any("fdc_graph_tuned" in r for r in rows)
     body = []
     for r in rows:
         fdc = r["fdc_graph"]["us"]
 
         def versus(m):
             return _num(m["us"] / fdc, 2) if m and "us" in m else "–"
-        body.append([str(r["case"]["B"]), str(r["case"]["context"]),
-                     _num(r["floor"]["us"], 0), *_timed(r["fdc_graph"])[0::2],
-                     _num(r["fdc_runtime"]["us"], 0), _timed(r["hf_eager"])[0],
-                     _timed(r.get("hf_compiled"))[0], versus(r["hf_eager"]),
-                     versus(r.get("hf_compiled")), _err(r["check"])])
-    return _table(["B", "context", "floor µs", "fdc step µs (graph)",
-                   "fdc % HBM", "fdc runtime µs/token", "HF eager µs/token",
-                   "HF static+compile µs/token", "speedup vs HF eager",
-                   "speedup vs HF compiled", "fdc vs HF rel err"], body)
+        tuned = r.get("fdc_graph_tuned")
+        line = [str(r["case"]["B"]), str(r["case"]["context"]),
+                _num(r["floor"]["us"], 0), *_timed(r["fdc_graph"])[0::2],
+                _num(r["fdc_graph"]["us"] / r["floor"]["us"], 2)]
+        if tuned_run:
+            line += [*(_timed(tuned)[0::2] if tuned else ["–", "–"]),
+                     _num(tuned["us"] / r["floor"]["us"], 2) if tuned else "–",
+                     _err(r["check_tuned"]) if r.get("check_tuned") else "–"]
+        line += [_num(r["fdc_runtime"]["us"], 0), _timed(r["hf_eager"])[0],
+                 _timed(r.get("hf_compiled"))[0], versus(r["hf_eager"]),
+                 versus(r.get("hf_compiled")), _err(r["check"])]
+        body.append(line)
+    header = ["B", "context", "floor µs", "fdc step µs (graph)", "fdc % HBM",
+              "× floor"]
+    if tuned_run:
+        header += ["tuned table: step µs (graph)", "tuned % HBM",
+                   "tuned × floor", "tuned vs HF rel err"]
+    header += ["fdc runtime µs/token", "HF eager µs/token",
+               "HF static+compile µs/token", "speedup vs HF eager",
+               "speedup vs HF compiled", "fdc vs HF rel err"]
+    return _table(header, body)
 
 
 def step_kernels_md(rows) -> str:
@@ -206,19 +234,61 @@ def markdown(results: dict) -> str:
     return "\n\n".join(parts) + "\n"
 
 
+def _kernel_short(kernel: dict) -> str:
+    """A dispatch table entry in a few characters."""
+    c, family = kernel["config"], kernel["family"]
+    if family == "flat_gemm":
+        return (f"flat r{c['row_tiles']} t{c['batch_tiles']} "
+                f"w{c['subgroups']} u{c['k_unroll']}")
+    if family == "tiled_gemm":
+        return (f"tiled {c['warps_n']}×{c['warps_m']} r{c['row_tiles']} "
+                f"t{c['batch_tiles']} k{c['k_tile']} s{c['stages']}")
+    return family
+
+
+def tuning_md(files: list[Path], min_features: int = 1024) -> str:
+    """The measured dispatch tables of fdc tune's files: per signature (with
+    at least `min_features` outputs), which kernel runs for which M."""
+    body = []
+    for path in files:
+        data = json.loads(Path(path).read_text())
+        for sig in data["signatures"]:
+            features = sig["n"] // (2 if sig["activation"] == "silu_gate_up" else 1)
+            if features < min_features:
+                continue
+            dispatch = sig["dispatch"]
+            bounds, kernels = dispatch["max_batch"], dispatch["kernels"]
+            ranges, low = [], 1
+            for i, kernel in enumerate(kernels):
+                high = bounds[i] if i < len(bounds) else None
+                span = (f"{low}" if high == low else
+                        f"{low}–{high}" if high else f"{low}+")
+                ranges.append(f"{span}: {_kernel_short(kernel)}")
+                low = (high or 0) + 1
+            extra = " ".join(x for x in (
+                sig["activation"] if sig["activation"] != "none" else "",
+                "+bias" if sig.get("bias") else "",
+                "+residual" if sig.get("residual") else "") if x)
+            body.append([Path(path).stem, f"[{sig['n']},{sig['k']}] {extra}".strip(),
+                         "; ".join(ranges)])
+    return _table(["library", "weight [N,K]", "M: kernel"], body)
+
+
 def failed_checks(results: dict) -> list[str]:
     bad = []
     for family, data in results["families"].items():
         for row in data.get("rows", []):
-            checks = row.get("check")
-            if not checks:
-                continue
-            if "ok" in checks:
-                checks = {"": checks}
-            for scheme, result in checks.items():
-                if not result["ok"]:
-                    bad.append(f"{family} {row['case']} {scheme} rel err "
-                               f"{result['rel_err']:.2e} > {result['tol']:.0e}")
+            # "check", and "check_tuned" for a tuned library's run.
+            for key in ("check", "check_tuned"):
+                checks = row.get(key)
+                if not checks:
+                    continue
+                if "ok" in checks:
+                    checks = {key.removeprefix("check").strip("_"): checks}
+                for scheme, result in checks.items():
+                    if not result["ok"]:
+                        bad.append(f"{family} {row['case']} {scheme} rel err "
+                                   f"{result['rel_err']:.2e} > {result['tol']:.0e}")
     return bad
 
 

@@ -89,6 +89,17 @@ class Bench:
     def library(self, name: str) -> ModelLibrary:
         return ModelLibrary(self.artifacts / "models" / f"{name}.so")
 
+    def tuned_library(self, name: str, heuristic: ModelLibrary):
+        """NAME-tuned.so (compiled with a measured dispatch table), if
+        prepare built one; its weights must be laid out as NAME's."""
+        path = self.artifacts / "models" / f"{name}-tuned.so"
+        if not path.exists():
+            return None
+        tuned = ModelLibrary(path)
+        if tuned.manifest["weights"] != heuristic.manifest["weights"]:
+            raise RuntimeError(f"{path}: weights laid out unlike {name}.so")
+        return tuned
+
     def randn(self, shape, dtype=torch.bfloat16, std=1.0):
         return (torch.randn(shape, device="cuda", generator=self.gen) * std).to(dtype)
 
@@ -202,6 +213,8 @@ def linear(bench: Bench) -> list[dict]:
     for label, (n, k) in shapes:
         library = bench.library(models.linear_name(n, k))
         launcher = CudaLauncher(library)
+        tuned = bench.tuned_library(models.linear_name(n, k), library)
+        tuned_launcher = CudaLauncher(tuned) if tuned else None
         base = Arena(library)
         base.view("table").copy_(bench.randn((models.TABLE_ROWS, k)))
         base.view("w").copy_(bench.randn((n, k), std=k ** -0.5))
@@ -229,6 +242,22 @@ def linear(bench: Bench) -> list[dict]:
             result = check(rel_err(buffers.logits, ref), LINEAR_TOLERANCE)
             nbytes = n * k * 2 + m * k * 2 + m * n * 2
             fdc = time_fdc(launcher, args, measured)
+            tuned_row = None
+            if tuned_launcher:
+                tuned_buffers = StepBuffers(bench, tuned, m, m, 1,
+                                            torch.zeros(m, device="cuda"),
+                                            torch.arange(m, device="cuda"), tokens)
+                tuned_args = [tuned_buffers.args(a, cache) for a in arenas]
+                tuned_launcher.step(tuned_args[0])
+                torch.cuda.synchronize()
+                tuned_measured = {next(k for k in tuned_launcher.launched
+                                       if k.startswith("linear_"))}
+                tuned_check = check(rel_err(tuned_buffers.logits, ref),
+                                    LINEAR_TOLERANCE)
+                timed = time_fdc(tuned_launcher, tuned_args, tuned_measured)
+                tuned_row = {"kernel": sorted(tuned_measured),
+                             **bench.hbm(nbytes, timed["us"]),
+                             "spread": timed["spread"]}
             xin = bench.randn((m, k))
             out = torch.empty((m, n), dtype=torch.bfloat16, device="cuda")
             weights = [a.view("w") for a in arenas]
@@ -241,9 +270,18 @@ def linear(bench: Bench) -> list[dict]:
                 "peer": {"name": "cuBLAS (torch.matmul)",
                          **bench.hbm(nbytes, peer["us"]), "spread": peer["spread"]},
                 "ratio": peer["us"] / fdc["us"], "check": result})
-            print(f"linear {label} M={m}: fdc {fdc['us']:.1f} us, cuBLAS "
-                  f"{peer['us']:.1f} us, err {result['rel_err']:.1e}", flush=True)
-        del arenas, base, launcher
+            if tuned_row:
+                rows[-1].update({
+                    "fdc_tuned": tuned_row,
+                    "ratio_tuned": peer["us"] / tuned_row["us"],
+                    "tuned_vs_heuristic": fdc["us"] / tuned_row["us"],
+                    "check_tuned": tuned_check})
+            tuned_text = (f", tuned {tuned_row['us']:.1f} us" if tuned_row
+                          else "")
+            print(f"linear {label} M={m}: fdc {fdc['us']:.1f} us{tuned_text}, "
+                  f"cuBLAS {peer['us']:.1f} us, err {result['rel_err']:.1e}",
+                  flush=True)
+        del arenas, base, launcher, tuned_launcher
         torch.cuda.empty_cache()
     return rows
 
@@ -504,6 +542,8 @@ def step(bench: Bench) -> list[dict]:
         runtime = Model(bench.artifacts / "models" / "wide-bf16-online.so", tmp,
                         max_context=STEP_CONTEXT + 64, num_slots=max(batches))
         launcher = CudaLauncher(library)
+        tuned = bench.tuned_library("wide-bf16-online", library)
+        tuned_launcher = CudaLauncher(tuned) if tuned else None
         for b in batches:
             tokens = torch.randint(0, cfg["vocab_size"], (b,), device="cuda",
                                    generator=bench.gen)
@@ -523,6 +563,24 @@ def step(bench: Bench) -> list[dict]:
             buffers.positions.fill_(STEP_CONTEXT - 1)
             args = [buffers.args(arena, cache)]
             graph = time_fdc(launcher, args, None, calls=5)
+            tuned_graph = tuned_check = None
+            if tuned_launcher:
+                # The tuned table's step: checked at position 0 like the
+                # heuristic one, then timed on the same cache.
+                tuned_buffers = StepBuffers(bench, tuned, b, b, STEP_CONTEXT,
+                                            torch.zeros(b, device="cuda"),
+                                            slots, tokens)
+                check_cache = torch.zeros_like(cache)
+                tuned_launcher.step(tuned_buffers.args(arena, check_cache))
+                torch.cuda.synchronize()
+                tuned_check = check(rel_err(tuned_buffers.logits, ref),
+                                    STEP_TOLERANCE)
+                del check_cache
+                tuned_buffers.positions.fill_(STEP_CONTEXT - 1)
+                tuned_graph = time_fdc(tuned_launcher,
+                                       [tuned_buffers.args(arena, cache)], None,
+                                       calls=5)
+                del tuned_buffers
             # Where the step's time goes: each kernel alone, 20 calls per
             # replay (weights under ~50 MB then stay in L2: a lower bound).
             kernels = {k: time_fdc(launcher, args, {k})["us"]
@@ -535,10 +593,16 @@ def step(bench: Bench) -> list[dict]:
                                         (bench.read_gbps * 1e3)),
                      "fdc_graph": bench.hbm(floor_bytes, graph["us"]),
                      "kernels_us": kernels, "check": result}
+            if tuned_graph:
+                entry["fdc_graph_tuned"] = bench.hbm(floor_bytes, tuned_graph["us"])
+                entry["check_tuned"] = tuned_check
             entry["fdc_runtime"] = bench.hbm(
                 floor_bytes, runtime_token_us(runtime, cfg, b))
             entry["hf_eager"] = bench.hbm(floor_bytes, hf_token_us(hf, cfg, b))
             rows.append(entry)
+            if tuned_graph:
+                print(f"step B={b}: fdc graph with the tuned table "
+                      f"{tuned_graph['us']:.0f} us", flush=True)
             print(f"step B={b}: fdc graph {graph['us']:.0f} us, fdc runtime "
                   f"{entry['fdc_runtime']['us']:.0f} us, HF eager "
                   f"{entry['hf_eager']['us']:.0f} us, floor "

@@ -18,7 +18,7 @@
 
 // One block per row; the mean square is a block reduction through shared
 // memory.
-// CHECK: gpu.func @rms_norm_{{[0-9]+}}({{.*}}) workgroup(%[[SHARED:.*]] : memref<8xf32, #gpu.address_space<workgroup>>) kernel
+// CHECK: gpu.func @rms_norm_{{[0-9]+}}({{.*}}) workgroup(%[[SHARED:.*]] : memref<8xf32, #gpu.address_space<workgroup>> {llvm.align = 16 : i64}) kernel
 // CHECK:   gpu.shuffle  xor
 // CHECK:   memref.store %{{.*}}, %[[SHARED]]
 // CHECK:   gpu.barrier
@@ -40,7 +40,7 @@
 // CHECK:   math.cos
 // CHECK:   math.sin
 // CHECK: gpu.func @kv_append_{{[0-9]+}}(
-// CHECK: gpu.func @[[PARTIAL:attention_partial_[0-9]+]]({{.*}}, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64) workgroup(%{{.*}} : memref<520xf32, #gpu.address_space<workgroup>>) kernel
+// CHECK: gpu.func @[[PARTIAL:attention_partial_[0-9]+]]({{.*}}, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64) workgroup(%{{.*}} : memref<520xf32, #gpu.address_space<workgroup>> {llvm.align = 16 : i64}) kernel
 // CHECK:   vector.load %{{.*}} {alignment = 16 : i64} : memref<?x2x2x2x?x128xbf16>, vector<8xbf16>
 // CHECK:   arith.maximumf
 // CHECK:   math.exp

@@ -85,7 +85,7 @@
 // BRANCH-NEXT: cf.br ^[[REST]]
 // BRANCH: ^[[REST]]:
 // RUN: fdc-opt %t.dispatch.mlir --decode-assign-weight-layout --convert-decode-to-gpu=target=sm_90 | FileCheck %s --check-prefix=KERNELS
-// KERNELS: gpu.func @{{linear_[0-9]+}}({{.*}}) workgroup({{.*}} : memref<512xf32, #gpu.address_space<workgroup>>) kernel attributes {known_block_size = array<i32: 128, 1, 1>}
+// KERNELS: gpu.func @{{linear_[0-9]+}}({{.*}}) workgroup({{.*}} : memref<512xf32, #gpu.address_space<workgroup>> {llvm.align = 16 : i64}) kernel attributes {known_block_size = array<i32: 128, 1, 1>}
 // KERNELS: nvvm.mma.sync
 
 // Bad tables are refused, naming the op.

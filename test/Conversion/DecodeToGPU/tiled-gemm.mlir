@@ -7,7 +7,7 @@
 // RUN: sed 's/%q_0 = decode.linear %x_0, %wq_0 :/%q_0 = decode.linear %x_0, %wq_0 {decode.kernel = #decode.kernel<"tiled_gemm", {warps_n = 2, warps_m = 2, row_tiles = 2, batch_tiles = 2, k_tile = 64, stages = 3}>} :/' %S/Inputs/head128-bf16.mlir > %t.tiled.mlir
 // RUN: fdc-opt %t.tiled.mlir --decode-assign-weight-layout --convert-decode-to-gpu=target=sm_90 | FileCheck %s --check-prefix=SM90
 // 3 stages x (64 weight rows + 32 batch rows) x 64 k of bf16, 4 subgroups.
-// SM90: gpu.func @[[K:linear_[0-9]+]]({{.*}}) workgroup(%{{.*}} : memref<18432xbf16, #gpu.address_space<workgroup>>) kernel attributes {known_block_size = array<i32: 128, 1, 1>}
+// SM90: gpu.func @[[K:linear_[0-9]+]]({{.*}}) workgroup(%{{.*}} : memref<18432xbf16, #gpu.address_space<workgroup>> {llvm.align = 16 : i64}) kernel attributes {known_block_size = array<i32: 128, 1, 1>}
 // SM90: nvgpu.device_async_copy {{.*}} : memref<512x512xbf16{{.*}}> to memref<18432xbf16, #gpu.address_space<workgroup>>
 // SM90: nvvm.cp.async.commit.group
 // SM90: scf.for
@@ -23,7 +23,7 @@
 // SM90: gpu.launch_func @fdc_kernels::@[[K]]
 
 // RUN: fdc-opt %t.tiled.mlir --decode-assign-weight-layout --convert-decode-to-gpu=target=gfx942 | FileCheck %s --check-prefix=GFX942
-// GFX942: gpu.func @{{linear_[0-9]+}}({{.*}}) workgroup(%{{.*}} : memref<{{[0-9]+}}xbf16, #gpu.address_space<workgroup>>) kernel attributes {known_block_size = array<i32: 256, 1, 1>}
+// GFX942: gpu.func @{{linear_[0-9]+}}({{.*}}) workgroup(%{{.*}} : memref<{{[0-9]+}}xbf16, #gpu.address_space<workgroup>> {llvm.align = 16 : i64}) kernel attributes {known_block_size = array<i32: 256, 1, 1>}
 // GFX942-NOT: nvgpu.device_async_copy
 // GFX942: vector.store {{.*}} : memref<{{[0-9]+}}xbf16, #gpu.address_space<workgroup>>, vector<8xbf16>
 // GFX942: amdgpu.mfma

@@ -4,8 +4,8 @@
 // linear kernel runs is a function of the step's batch M. GEMV reads each
 // weight row once per activation row and wins only at M = 1; above it, flat
 // GEMM tiles of the MMA's narrow side n (one B tile up to n rows, two up to
-// 2n), then the tiled GEMM, staging K through shared memory, for everything
-// larger.
+// 2n), then, by batch size and by how many blocks a tile gives the units,
+// the flat GEMM's widest tile or tiled GEMMs staging K through shared memory.
 //
 // Every value comes from the target description: the MMA shape, the
 // workgroup size (16 subgroups split K inside a block where it holds them:
@@ -85,11 +85,11 @@ fdc::gpu::getDefaultLinearDispatch(decode::LinearOp op,
   //     sharing each batch row's loads where the accumulators stay within 32
   //     registers and a lane's k values of a row fit one vector load;
   //   - a small tiled GEMM (2 x 2 subgroups, 32 weight rows by 32 batch rows
-  //     on NVIDIA, k tiles of four super-steps), best from M = 17 to 64
-  //     where N / 32 fills the units;
+  //     on NVIDIA, k tiles of four super-steps): from M = 17 to 32 where
+  //     N / 32 blocks fill the units, and from 33 to 64 where N / 64 do not;
   //   - a large tiled GEMM (4 subgroups over N, 64 weight rows by 32 batch
-  //     rows, k tiles of two super-steps), best above 64 rows, and from 33
-  //     where N / 64 fills the units.
+  //     rows, k tiles of two super-steps): above 64 rows, and from 33 where
+  //     N / 64 blocks fill the units.
   // A super-step is a lane's vector-wide run of k for each MMA it feeds.
   // WMMA lanes hold whole rows of 16 k (runs wider than a vector load): the
   // tiled GEMM spills there (gfx1100), so those targets keep the flat GEMM.

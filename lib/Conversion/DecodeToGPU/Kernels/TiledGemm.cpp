@@ -29,9 +29,9 @@
 //
 // Grid x walks the batch tiles and grid y the weight tiles, so the blocks of
 // one weight tile run together and share its HBM read through L2. Rows past
-// N, batch rows past M and k past K are zero-filled in shared memory (the
-// copies read nothing) and not stored. The epilogue (bias, SiLU-gate-up,
-// residual) is the shared one, applied from the accumulators.
+// N, batch rows past M and k past K are zero-filled in shared memory (on
+// NVIDIA the copies then read nothing) and not stored. The epilogue (bias,
+// SiLU-gate-up, residual) is the shared one, applied from the accumulators.
 //
 //===----------------------------------------------------------------------===//
 
@@ -73,7 +73,12 @@ struct TiledGemmGeometry {
     stageRows = weightRows + blockBatch;
     chunksPerRow = config.kTile / pieceLanes;
     int64_t chunksPerStep = layout.kGroups() * pieces;
-    swizzleChunks = chunksPerRow % (2 * chunksPerStep) == 0 ? chunksPerStep : 0;
+    // An XOR with a power of two whose double divides the row's chunk
+    // count permutes the row's chunks.
+    swizzleChunks = llvm::isPowerOf2_64(chunksPerStep) &&
+                            chunksPerRow % (2 * chunksPerStep) == 0
+                        ? chunksPerStep
+                        : 0;
     stageElements = stageRows * config.kTile;
     sharedElements = config.stages * stageElements;
     sharedBytes = sharedElements * elementBytes;
@@ -348,8 +353,11 @@ private:
   SmallVector<Value> accumulate() {
     int64_t tiles = (problem.k + config.kTile - 1) / config.kTile;
     for (int64_t s = 0; s + 1 < config.stages; ++s) {
-      if (s < tiles)
-        copyTile(e.index(s), e.index(s));
+      if (s < tiles) {
+        // Tile s goes to buffer s.
+        Value tile = e.index(s);
+        copyTile(tile, tile);
+      }
       target.commitCopies(b);
     }
     Value zero = arith::ConstantOp::create(b, accType, b.getZeroAttr(accType));

@@ -86,13 +86,14 @@ public:
   }
 
   /// Copies vectorBytes() bytes of global `src` at `srcIndices` to shared
-  /// `dst` at `dstIndices` (both 16-byte aligned), or zeros when `valid` (an
-  /// i1) is false (then `src` is not read, but its indices must still be in
-  /// bounds). The copy may be asynchronous: it is complete, for this
-  /// thread, once waitCopies leaves fewer groups pending than were committed
-  /// after it; other threads see it after a barrier that follows that wait.
-  /// The default loads into registers and stores: every copy is complete at
-  /// once and commitCopies / waitCopies do nothing.
+  /// `dst` at `dstIndices` (both vectorBytes()-aligned), or zeros when
+  /// `valid` (an i1) is false (an implementation may still read `src`, so
+  /// its indices must be in bounds; cp.async does not read it). The copy may be
+  /// asynchronous: it is complete, for this thread, once waitCopies leaves
+  /// fewer groups pending than were committed after it; other threads see it
+  /// after a barrier that follows that wait. The default loads into registers
+  /// and stores: every copy is complete at once and commitCopies / waitCopies
+  /// do nothing.
   virtual void copyToShared(mlir::ImplicitLocOpBuilder &b, mlir::Value dst,
                             mlir::ValueRange dstIndices, mlir::Value src,
                             mlir::ValueRange srcIndices,
