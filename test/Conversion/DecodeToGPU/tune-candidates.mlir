@@ -15,13 +15,13 @@
 // SM90-SAME: input_dtype = "bf16", k = 512 : i64, n = 1000 : i64, out_dtype = "f32", out_features = 1000 : i64, residual = false}]
 // SM90: func.func @fdc_model_step(
 // SM90: func.func @fdc_tune_launch(%arg0: !llvm.ptr) attributes {fdc.device_field = 8 : i64}
-// 24 candidates per signature (23 for silu_gate_up, whose rows fill two
+// 26 candidates per signature (25 for silu_gate_up, whose rows fill two
 // stages of the 128-wide k tile past the shared memory), 6 signatures: one
 // case per pair.
-// SM90-COUNT-143: cf.cond_br
+// SM90-COUNT-155: cf.cond_br
 // SM90-NOT: cf.cond_br
 // RUN: fdc-opt %S/Inputs/head128-bf16.mlir --decode-assign-weight-layout --convert-decode-to-gpu="target=sm_90 tuning-candidates=1" | FileCheck %s --check-prefix=COUNT
-// COUNT-COUNT-24: #decode.kernel<
+// COUNT-COUNT-26: #decode.kernel<
 // COUNT-SAME: dtype = "bf16", input_dtype = "bf16", k = 512 : i64, n = 512 : i64,
 
 // The launches read the FdcDeviceApi from FdcTuneArgs::device (field 8).
