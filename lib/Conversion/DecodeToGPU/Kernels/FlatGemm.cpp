@@ -48,21 +48,11 @@ struct FlatGemmConfig {
   int64_t rowTiles, batchTiles, subgroups, kUnroll;
 };
 
-/// The operands and shapes of one decode.linear.
-struct FlatGemmProblem {
-  Buffer input, weight, out, bias, residual;
-  decode::Activation activation;
-  /// Output features and the reduction length.
-  int64_t n, k;
-  /// SiLU-gate-up: the weight's rows [n, 2n) are the up half.
-  bool gateUp;
-};
-
 /// Builds the kernel body; one instance per kernel.
 class FlatGemmBuilder {
 public:
   FlatGemmBuilder(GpuEmitter &e, const MmaLayout &layout,
-                  const FlatGemmConfig &config, const FlatGemmProblem &problem,
+                  const FlatGemmConfig &config, const LinearProblem &problem,
                   const LinearOptionalArgs &optional)
       : e(e), b(e.builder()), target(e.target()), layout(layout),
         config(config), problem(problem), optional(optional) {
@@ -341,7 +331,7 @@ private:
   const GpuPrimitives &target;
   const MmaLayout &layout;
   const FlatGemmConfig &config;
-  const FlatGemmProblem &problem;
+  const LinearProblem &problem;
   const LinearOptionalArgs &optional;
 
   int64_t pieceLanes, laneRun, pieces, mmasPerStep, stepK, halves;
@@ -409,22 +399,10 @@ public:
     MmaLayout layout = *getFlatGemmLayout(linear, ctx.primitives);
     FlatGemmConfig flat{config.get("row_tiles"), config.get("batch_tiles"),
                         config.get("subgroups"), config.get("k_unroll")};
-    FlatGemmProblem problem;
-    problem.input = buffers.get(linear.getInput());
-    problem.weight = buffers.get(linear.getWeight());
-    problem.out = buffers.result(linear.getResult());
-    problem.bias = buffers.getOptional(linear.getBias());
-    problem.residual = buffers.getOptional(linear.getResidual());
-    problem.activation = linear.getActivation();
-    problem.gateUp = problem.activation == decode::Activation::silu_gate_up;
-    problem.n = problem.out.type.getDimSize(1);
-    problem.k = problem.input.type.getDimSize(1);
+    LinearProblem problem(linear, buffers);
 
-    SmallVector<KernelArg> args = {KernelArg::buffer(problem.input),
-                                   KernelArg::buffer(problem.weight),
-                                   KernelArg::buffer(problem.out)};
-    LinearOptionalArgs optional(problem.activation);
-    optional.add(args, problem.bias, problem.residual);
+    const SmallVector<KernelArg> &args = problem.args;
+    const LinearOptionalArgs &optional = problem.optional;
 
     int64_t rowsPerBlock = layout.m() * flat.rowTiles;
     int64_t batchPerBlock = layout.n() * flat.batchTiles;

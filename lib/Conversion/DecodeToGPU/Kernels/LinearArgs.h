@@ -3,7 +3,7 @@
 #ifndef FDC_LIB_CONVERSION_DECODETOGPU_KERNELS_LINEARARGS_H
 #define FDC_LIB_CONVERSION_DECODETOGPU_KERNELS_LINEARARGS_H
 
-#include "../KernelContext.h"
+#include "../KernelRegistry.h"
 
 #include "fdc/Conversion/Utils/LinearEpilogue.h"
 
@@ -41,6 +41,37 @@ public:
 private:
   decode::Activation activation;
   int biasIndex = -1, residualIndex = -1;
+};
+
+/// The operands and shapes of one decode.linear on the MMA (flat and tiled
+/// GEMM), and its kernel arguments: input, weight, out, then the optional
+/// bias and residual.
+struct LinearProblem {
+  LinearProblem(decode::LinearOp linear, StepBuffers &buffers)
+      : input(buffers.get(linear.getInput())),
+        weight(buffers.get(linear.getWeight())),
+        out(buffers.result(linear.getResult())),
+        bias(buffers.getOptional(linear.getBias())),
+        residual(buffers.getOptional(linear.getResidual())),
+        activation(linear.getActivation()), n(out.type.getDimSize(1)),
+        k(input.type.getDimSize(1)),
+        gateUp(activation == decode::Activation::silu_gate_up),
+        optional(activation) {
+    args = {KernelArg::buffer(input), KernelArg::buffer(weight),
+            KernelArg::buffer(out)};
+    optional.add(args, bias, residual);
+  }
+
+  Buffer input, weight, out, bias, residual;
+  decode::Activation activation;
+  /// Output features and the reduction length.
+  int64_t n, k;
+  /// SiLU-gate-up: the weight's rows [n, 2n) are the up half.
+  bool gateUp;
+  /// The kernel's arguments before the implicit ones, and where the
+  /// optional ones are.
+  llvm::SmallVector<KernelArg> args;
+  LinearOptionalArgs optional;
 };
 
 } // namespace fdc::gpu

@@ -92,16 +92,6 @@ struct TiledGemmGeometry {
   int64_t accumulators;
 };
 
-/// The operands and shapes of one decode.linear.
-struct TiledGemmProblem {
-  Buffer input, weight, out, bias, residual;
-  decode::Activation activation;
-  /// Output features and the reduction length.
-  int64_t n, k;
-  /// SiLU-gate-up: the weight's rows [n, 2n) are the up half.
-  bool gateUp;
-};
-
 /// One thread's share of a stage's copies: the source row (clamped in
 /// bounds), the element offset of its destination in a stage, and its k
 /// offset in the tile.
@@ -126,7 +116,7 @@ public:
   TiledGemmBuilder(GpuEmitter &e, const MmaLayout &layout,
                    const TiledGemmConfig &config,
                    const TiledGemmGeometry &geometry,
-                   const TiledGemmProblem &problem,
+                   const LinearProblem &problem,
                    const LinearOptionalArgs &optional)
       : e(e), b(e.builder()), target(e.target()), layout(layout),
         config(config), g(geometry), problem(problem), optional(optional) {
@@ -422,7 +412,7 @@ private:
   const MmaLayout &layout;
   const TiledGemmConfig &config;
   const TiledGemmGeometry &g;
-  const TiledGemmProblem &problem;
+  const LinearProblem &problem;
   const LinearOptionalArgs &optional;
 
   VectorType pieceType, accType;
@@ -508,25 +498,13 @@ public:
     auto linear = cast<decode::LinearOp>(op);
     MmaLayout layout = *getFlatGemmLayout(linear, ctx.primitives);
     TiledGemmConfig tiled = getTiledConfig(config);
-    TiledGemmProblem problem;
-    problem.input = buffers.get(linear.getInput());
-    problem.weight = buffers.get(linear.getWeight());
-    problem.out = buffers.result(linear.getResult());
-    problem.bias = buffers.getOptional(linear.getBias());
-    problem.residual = buffers.getOptional(linear.getResidual());
-    problem.activation = linear.getActivation();
-    problem.gateUp = problem.activation == decode::Activation::silu_gate_up;
-    problem.n = problem.out.type.getDimSize(1);
-    problem.k = problem.input.type.getDimSize(1);
+    LinearProblem problem(linear, buffers);
     Type element = problem.weight.type.getElementType();
     TiledGemmGeometry geometry(tiled, layout, ctx.primitives, element,
                                problem.gateUp);
 
-    SmallVector<KernelArg> args = {KernelArg::buffer(problem.input),
-                                   KernelArg::buffer(problem.weight),
-                                   KernelArg::buffer(problem.out)};
-    LinearOptionalArgs optional(problem.activation);
-    optional.add(args, problem.bias, problem.residual);
+    const SmallVector<KernelArg> &args = problem.args;
+    const LinearOptionalArgs &optional = problem.optional;
 
     Value gridX =
         ctx.toIndex(ctx.ceilDiv(ctx.batch, ctx.hostI64(geometry.blockBatch)));
