@@ -486,9 +486,11 @@ void recordTables(ModuleOp module, const GpuStepLowering &lowering) {
     auto result = cast<RankedTensorType>(linear.getResult().getType());
     auto input = cast<RankedTensorType>(linear.getInput().getType());
     entries.push_back(b.getNamedAttr(
-        "input_dtype", b.getStringAttr(getDTypeName(input.getElementType()))));
+        "input_dtype",
+        b.getStringAttr(decode::getDTypeName(input.getElementType()))));
     entries.push_back(b.getNamedAttr(
-        "out_dtype", b.getStringAttr(getDTypeName(result.getElementType()))));
+        "out_dtype",
+        b.getStringAttr(decode::getDTypeName(result.getElementType()))));
     entries.push_back(b.getNamedAttr(
         "out_features", b.getI64IntegerAttr(result.getDimSize(1))));
     SmallVector<Attribute> candidates(tuned.candidates.begin(),

@@ -13,21 +13,6 @@ std::string LinearSignature::key() const {
       .str();
 }
 
-std::string fdc::gpu::getDTypeName(Type type) {
-  if (type.isF32())
-    return "f32";
-  if (type.isBF16())
-    return "bf16";
-  if (type.isF16())
-    return "f16";
-  if (isa<decode::Int4Type>(type))
-    return "int4";
-  std::string name;
-  llvm::raw_string_ostream os(name);
-  os << type;
-  return name;
-}
-
 LinearSignature fdc::gpu::getLinearSignature(decode::LinearOp op) {
   LinearSignature signature;
   Type weight = op.getWeight().getType();
@@ -39,7 +24,7 @@ LinearSignature fdc::gpu::getLinearSignature(decode::LinearOp op) {
     auto tensor = cast<RankedTensorType>(weight);
     signature.n = tensor.getDimSize(0);
     signature.k = tensor.getDimSize(1);
-    signature.dtype = getDTypeName(tensor.getElementType());
+    signature.dtype = decode::getDTypeName(tensor.getElementType());
   }
   signature.activation = decode::stringifyActivation(op.getActivation()).str();
   signature.bias = static_cast<bool>(op.getBias());

@@ -35,9 +35,6 @@ struct LinearSignature {
 
 LinearSignature getLinearSignature(decode::LinearOp op);
 
-/// The name manifests and tuning files give an element type.
-std::string getDTypeName(mlir::Type type);
-
 /// The discardable attribute decode-apply-tuning sets on an op whose
 /// decode.kernel it wrote ("tuned"), for the manifest.
 inline constexpr llvm::StringLiteral kKernelSourceAttrName =

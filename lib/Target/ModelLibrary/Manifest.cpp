@@ -16,21 +16,6 @@ using namespace fdc;
 // runtime/include/fdc_model_abi.h, shared with the runtime.
 
 namespace {
-std::string dtypeName(Type type) {
-  if (type.isF32())
-    return "f32";
-  if (type.isBF16())
-    return "bf16";
-  if (type.isF16())
-    return "f16";
-  if (isa<decode::Int4Type>(type))
-    return "int4";
-  std::string name;
-  llvm::raw_string_ostream os(name);
-  os << type;
-  return name;
-}
-
 llvm::json::Value attributeToJson(Attribute attr) {
   if (auto boolAttr = dyn_cast<BoolAttr>(attr))
     return boolAttr.getValue();
@@ -65,12 +50,13 @@ FailureOr<std::string> target::buildManifest(decode::ModelOp model,
   int64_t groups = 0;
   if (auto int4 = dyn_cast<decode::Int4Type>(cache.getElementType()))
     groups = int4.getGroups();
-  llvm::json::Object kvCache{{"layers", cache.getLayers()},
-                             {"kv_heads", cache.getKvHeads()},
-                             {"head_dim", cache.getHeadDim()},
-                             {"dtype", dtypeName(cache.getElementType())},
-                             {"int4_groups", groups},
-                             {"row_bytes", cache.getRowBytes()}};
+  llvm::json::Object kvCache{
+      {"layers", cache.getLayers()},
+      {"kv_heads", cache.getKvHeads()},
+      {"head_dim", cache.getHeadDim()},
+      {"dtype", decode::getDTypeName(cache.getElementType())},
+      {"int4_groups", groups},
+      {"row_bytes", cache.getRowBytes()}};
 
   llvm::json::Array weights;
   int64_t arenaBytes = 0;
@@ -100,7 +86,7 @@ FailureOr<std::string> target::buildManifest(decode::ModelOp model,
     };
     Type type = weight.getType();
     if (auto tensor = dyn_cast<RankedTensorType>(type)) {
-      entry["dtype"] = dtypeName(tensor.getElementType());
+      entry["dtype"] = decode::getDTypeName(tensor.getElementType());
       entry["shape"] = shapeOf(tensor.getShape());
       entry["layout"] = "dense";
     } else if (auto quant = dyn_cast<decode::QuantTensorType>(type)) {
@@ -108,10 +94,10 @@ FailureOr<std::string> target::buildManifest(decode::ModelOp model,
       entry["shape"] = shapeOf(quant.getShape());
       entry["layout"] = "int4";
       entry["group_size"] = quant.getGroupSize();
-      entry["scale_dtype"] = dtypeName(quant.getScaleType());
+      entry["scale_dtype"] = decode::getDTypeName(quant.getScaleType());
     } else {
       auto sparse = cast<decode::TiledCSLType>(type);
-      entry["dtype"] = dtypeName(sparse.getElementType());
+      entry["dtype"] = decode::getDTypeName(sparse.getElementType());
       entry["shape"] = shapeOf(sparse.getShape());
       entry["layout"] = "tiled_csl";
       entry["tile"] = shapeOf(sparse.getTile());

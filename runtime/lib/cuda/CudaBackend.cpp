@@ -129,27 +129,10 @@ fdc::runtime::cuda::openCudaDevice(const ModelLibrary &library, int device) {
 
 Expected<std::unique_ptr<DeviceBackend>>
 fdc::runtime::cuda::createCudaBackend(const ModelLibrary &library, int device) {
-  Expected<CudaTarget> target = parseCudaTarget(library.target());
-  if (!target)
-    return createError("model library ", library.path(), ": ",
-                       target.error().message());
-  Expected<const DriverApi *> api = loadDriver();
-  if (!api)
-    return createError("model library ", library.path(), " targets '",
-                       library.target(), "': ", api.error().message());
-  Expected<int> ordinal = requestedDeviceOrdinal(device, kCudaVendor);
-  if (!ordinal)
-    return ordinal.takeError();
-  Expected<DeviceInfo> info = queryDevice(**api, *ordinal);
-  if (!info)
-    return info.takeError();
-  Expected<std::unique_ptr<CudaDevice>> opened =
-      CudaDevice::open(**api, info->device);
+  Expected<OpenedGpuDevice> opened = openCudaDevice(library, device);
   if (!opened)
     return opened.takeError();
-  Expected<std::string> image = loadImage(**opened, library, *target, *info);
-  if (!image)
-    return image.takeError();
-  return GpuBackend::create(library, std::move(*opened),
-                            std::move(info->description), std::move(*image));
+  return GpuBackend::create(library, std::move(opened->device),
+                            std::move(opened->description),
+                            std::move(opened->image));
 }

@@ -242,3 +242,18 @@ LogicalResult TiledCSLType::verify(function_ref<InFlightDiagnostic()> emitError,
                        << " takes more than 2^63 - 1 bytes";
   return success();
 }
+
+std::string fdc::decode::getDTypeName(Type type) {
+  if (type.isF32())
+    return "f32";
+  if (type.isBF16())
+    return "bf16";
+  if (type.isF16())
+    return "f16";
+  if (isa<decode::Int4Type>(type))
+    return "int4";
+  std::string name;
+  llvm::raw_string_ostream os(name);
+  os << type;
+  return name;
+}

@@ -41,6 +41,10 @@ std::string formatFloat(double value);
 /// !decode.qtensor or !decode.tiled_csl); failure for any other type, a
 /// dynamic shape, or a size that does not fit in int64.
 mlir::FailureOr<int64_t> getWeightBytes(mlir::Type type);
+
+/// The name manifests and tuning files give an element type: "f32", "bf16",
+/// "f16", "int4", else the type as printed.
+std::string getDTypeName(mlir::Type type);
 } // namespace fdc::decode
 
 #endif // FDC_DIALECT_DECODE_IR_DECODE_H
