@@ -162,12 +162,14 @@ def test_recorder_sees_the_manifest_kernels_in_order(tmp_path):
                      kv_cache=2 << 40, scratch=3 << 40)
     recorder.run(library, args)
     launched = [l.kernel for l in recorder.launches]
-    # The manifest's order; of each linear op's dispatch table (GEMV, three
-    # flat GEMM tiles, two tiled GEMMs) one kernel runs per step.
+    # The manifest's order; of the linear op's dispatch table (GEMV, three
+    # flat GEMM tiles, a tiled GEMM, and the wide one split in K with its
+    # linear_epilogue) one kernel runs per step at M = 4.
     assert launched == sorted(launched, key=library.kernels.index)
     assert all(k.startswith("linear_")
                for k in set(library.kernels) - set(launched))
-    assert len(library.kernels) - len(launched) == 5
+    assert len(library.kernels) - len(launched) == 6
+    assert any(k.startswith("linear_epilogue_") for k in library.kernels)
     launches = {l.kernel.rsplit("_", 1)[0]: l for l in recorder.launches}
     splits, heads, batch = launches["attention_partial"].grid
     assert (heads, batch) == (32, 4) and splits >= 1
@@ -285,3 +287,23 @@ def test_perf_page_matches_its_results():
     assert report.failed_checks(results) == []
     assert set(results["families"]) == {"ceilings", "linear", "attention", "int4",
                                         "sparse", "step"}
+
+
+def test_tuning_table_names_each_kernel_and_its_split(tmp_path):
+    """The measured dispatch tables in perf.md: one row per signature, each
+    M range with its kernel; split-K GEMMs say how many ways."""
+    tiled = {"warps_n": 2, "warps_m": 2, "row_tiles": 4, "batch_tiles": 4,
+             "k_tile": 64, "stages": 4}
+    tuning = {"signatures": [{
+        "n": 4096, "k": 11008, "dtype": "bf16", "activation": "none",
+        "bias": False, "residual": False,
+        "dispatch": {"max_batch": [1, 16], "kernels": [
+            {"family": "gemv", "config": {}},
+            {"family": "tiled_gemm", "config": dict(tiled, split_k=1)},
+            {"family": "tiled_gemm", "config": dict(tiled, split_k=3)}]}}]}
+    path = tmp_path / "linear_4096x11008_bf16.json"
+    path.write_text(json.dumps(tuning))
+    row = next(line for line in report.tuning_md([path]).splitlines()
+               if "[4096,11008]" in line)
+    assert ("1: gemv; 2–16: tiled 2×2 r4 t4 k64 s4; "
+            "17+: tiled 2×2 r4 t4 k64 s4 split 3") in row

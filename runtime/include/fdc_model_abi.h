@@ -98,8 +98,10 @@ typedef void (*FdcModelStepFn)(const FdcStepArgs *args);
  * of range launch nothing. A library without the symbol is no tuning
  * library; the ABI version is unchanged (the symbol and the manifest
  * object are optional). Every field is 8 bytes; every pointer but `device`
- * is a device pointer. */
-#define FDC_TUNE_ABI_VERSION 1
+ * is a device pointer. `workspace` is scratch the candidates may use (split-K
+ * partial sums): at least `batch` times the signature's manifest
+ * "workspace_bytes_per_row" bytes, 256-byte aligned. */
+#define FDC_TUNE_ABI_VERSION 2
 
 typedef struct FdcTuneArgs {
   int64_t signature;          /* index into manifest tuning.signatures */
@@ -110,6 +112,7 @@ typedef struct FdcTuneArgs {
   const void *bias;           /* [N], if the signature has a bias */
   const void *residual;       /* [M][out_features], if it has a residual */
   void *out;                  /* [M][out_features] of out_dtype */
+  void *workspace;            /* batch * workspace_bytes_per_row bytes */
   const FdcDeviceApi *device; /* host pointer: how the call launches */
 } FdcTuneArgs;
 

@@ -213,7 +213,8 @@ Expected<SignatureTimings> Tuner::tune(size_t index, size_t total,
     if (DeviceStatus s = device.synchronize())
       return device.fail("uploading weights", s);
   }
-  DeviceBuffer input(device), out(device), bias(device), residual(device);
+  DeviceBuffer input(device), out(device), bias(device), residual(device),
+      workspace(device);
   std::vector<uint8_t> hostInput =
       randomValues(tuned.inputDType, maxBatch * sig.k, 1000 + index);
   // Bias and residual: zeros of the widest element type.
@@ -226,6 +227,11 @@ Expected<SignatureTimings> Tuner::tune(size_t index, size_t total,
     return err;
   if (Error err = residual.allocate(residualBytes, "residual"))
     return err;
+  // The candidates' scratch at the largest M (none when they need none).
+  uint64_t workspaceBytes = maxBatch * tuned.workspaceBytesPerRow;
+  if (workspaceBytes)
+    if (Error err = workspace.allocate(workspaceBytes, "workspace"))
+      return err;
   if (DeviceStatus s =
           device.copyToDevice(input.get(), hostInput.data(), inputBytes))
     return device.fail("uploading the input", s);
@@ -251,6 +257,7 @@ Expected<SignatureTimings> Tuner::tune(size_t index, size_t total,
     args.bias = sig.bias ? pointer(bias.get()) : nullptr;
     args.residual = sig.residual ? pointer(residual.get()) : nullptr;
     args.out = pointer(out.get());
+    args.workspace = workspaceBytes ? pointer(workspace.get()) : nullptr;
     std::vector<std::optional<double>> micros(tuned.candidates.size());
     std::optional<double> best;
     size_t skipped = 0, failed = 0;

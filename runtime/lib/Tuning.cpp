@@ -2,6 +2,8 @@
 
 #include "fdc/runtime/Tuning.h"
 
+#include "fdc_model_abi.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -50,6 +52,17 @@ public:
         it == object.end() ? std::nullopt : it->second.getInt64();
     if (!value || *value < 0)
       return fail(concat("'", key, "' must be a non-negative integer"));
+    return *value;
+  }
+  /// `key` in [0, max], or `absent` when the object has no `key`.
+  Expected<int64_t> optionalInteger(const json::Object &object, const char *key,
+                                    int64_t absent, int64_t max) const {
+    auto it = object.find(key);
+    if (it == object.end())
+      return absent;
+    std::optional<int64_t> value = it->second.getInt64();
+    if (!value || *value < 0 || *value > max)
+      return fail(concat("'", key, "' must be an integer in [0, ", max, "]"));
     return *value;
   }
   Expected<std::string> string(const json::Object &object,
@@ -223,6 +236,72 @@ std::string padRight(std::string text, size_t width) {
   return text;
 }
 
+/// The scratch one batch row of a candidate may claim: 1 GiB.
+constexpr int64_t kMaxWorkspaceBytesPerRow = int64_t(1) << 30;
+
+/// One entry of "tuning.signatures".
+Expected<TuneSignature> readTuneSignature(const Reader &r,
+                                          const json::Object &object) {
+  TuneSignature s;
+  Expected<LinearSignature> signature = readSignature(r, object);
+  if (!signature)
+    return signature.takeError();
+  s.signature = std::move(*signature);
+  Expected<std::string> input = r.string(object, "input_dtype");
+  if (!input)
+    return input.takeError();
+  Expected<std::string> out = r.string(object, "out_dtype");
+  if (!out)
+    return out.takeError();
+  Expected<int64_t> features = r.integer(object, "out_features");
+  if (!features)
+    return features.takeError();
+  Expected<int64_t> workspace = r.optionalInteger(
+      object, "workspace_bytes_per_row", 0, kMaxWorkspaceBytesPerRow);
+  if (!workspace)
+    return workspace.takeError();
+  auto candidates = object.find("candidates");
+  Expected<std::vector<KernelChoice>> kernels =
+      readKernels(r, candidates == object.end() ? nullptr : &candidates->second,
+                  "candidates");
+  if (!kernels)
+    return kernels.takeError();
+  s.inputDType = *input;
+  s.outDType = *out;
+  s.outFeatures = *features;
+  s.workspaceBytesPerRow = *workspace;
+  s.candidates = std::move(*kernels);
+  constexpr int64_t kMaxDim = int64_t(1) << 31;
+  if (s.signature.n < 1 || s.signature.k < 1 || s.outFeatures < 1 ||
+      s.signature.n > kMaxDim || s.signature.k > kMaxDim ||
+      s.outFeatures > s.signature.n)
+    return r.fail("n, k and out_features must be in [1, 2^31] with "
+                  "out_features <= n");
+  if (!dtypeBytes(s.signature.dtype) || !dtypeBytes(s.inputDType) ||
+      !dtypeBytes(s.outDType))
+    return r.fail("dtypes must be f32, f16 or bf16");
+  if (s.candidates.empty())
+    return r.fail("has no candidates");
+  return s;
+}
+
+/// Checks that "tuning.version" is this runtime's FDC_TUNE_ABI_VERSION: the
+/// library's fdc_tune_launch reads FdcTuneArgs of that version.
+Error checkTuneVersion(const json::Value &tuning, const std::string &origin) {
+  const json::Value *member = tuning.get("version");
+  std::optional<int64_t> version = member ? member->getInt64() : std::nullopt;
+  if (!version)
+    return createError(origin, ": tuning.version must be an integer");
+  if (*version != FDC_TUNE_ABI_VERSION)
+    return createError(origin, ": tuning.version is ", *version,
+                       ", but this runtime reads version ",
+                       FDC_TUNE_ABI_VERSION,
+                       " (its fdc_tune_launch takes other FdcTuneArgs): "
+                       "rebuild the library with this fdc (fdc compile "
+                       "--tuning-candidates)");
+  return Error::success();
+}
+
 } // namespace
 
 Expected<std::vector<LinearTable>>
@@ -270,9 +349,8 @@ fdc::runtime::parseTuneSignatures(const json::Value &manifest,
     return createError(origin, " is not a tuning library: its manifest has no "
                                "\"tuning\" (compile it with fdc compile "
                                "--tuning-candidates)");
-  const json::Value *version = tuning->get("version");
-  if (!version || version->getInt64() != std::optional<int64_t>(1))
-    return createError(origin, ": tuning.version must be 1");
+  if (Error err = checkTuneVersion(*tuning, origin))
+    return err;
   const json::Array *list = memberArray(*tuning, "signatures");
   if (!list)
     return createError(origin, ": tuning.signatures must be an array");
@@ -282,40 +360,10 @@ fdc::runtime::parseTuneSignatures(const json::Value &manifest,
     Expected<const json::Object *> object = r.object((*list)[i]);
     if (!object)
       return object.takeError();
-    TuneSignature s;
-    Expected<LinearSignature> signature = readSignature(r, **object);
+    Expected<TuneSignature> signature = readTuneSignature(r, **object);
     if (!signature)
       return signature.takeError();
-    s.signature = std::move(*signature);
-    Expected<std::string> input = r.string(**object, "input_dtype");
-    if (!input)
-      return input.takeError();
-    Expected<std::string> out = r.string(**object, "out_dtype");
-    if (!out)
-      return out.takeError();
-    Expected<int64_t> features = r.integer(**object, "out_features");
-    if (!features)
-      return features.takeError();
-    Expected<std::vector<KernelChoice>> candidates =
-        readKernels(r, (*list)[i].get("candidates"), "candidates");
-    if (!candidates)
-      return candidates.takeError();
-    s.inputDType = *input;
-    s.outDType = *out;
-    s.outFeatures = *features;
-    s.candidates = std::move(*candidates);
-    constexpr int64_t kMaxDim = int64_t(1) << 31;
-    if (s.signature.n < 1 || s.signature.k < 1 || s.outFeatures < 1 ||
-        s.signature.n > kMaxDim || s.signature.k > kMaxDim ||
-        s.outFeatures > s.signature.n)
-      return r.fail("n, k and out_features must be in [1, 2^31] with "
-                    "out_features <= n");
-    if (!dtypeBytes(s.signature.dtype) || !dtypeBytes(s.inputDType) ||
-        !dtypeBytes(s.outDType))
-      return r.fail("dtypes must be f32, f16 or bf16");
-    if (s.candidates.empty())
-      return r.fail("has no candidates");
-    signatures.push_back(std::move(s));
+    signatures.push_back(std::move(*signature));
   }
   return signatures;
 }
@@ -464,7 +512,10 @@ std::string fdc::runtime::formatTuneSignatures(
      << " candidates (fdc_tune_launch)\n";
   for (size_t i = 0; i < signatures.size(); ++i) {
     os << "  [" << i << "] " << signatures[i].signature.describe() << ": "
-       << signatures[i].candidates.size() << " candidates\n";
+       << signatures[i].candidates.size() << " candidates";
+    if (int64_t bytes = signatures[i].workspaceBytesPerRow)
+      os << ", workspace " << bytes << " bytes per row";
+    os << "\n";
     for (size_t c = 0; c < signatures[i].candidates.size(); ++c)
       os << "      " << c << ": " << signatures[i].candidates[c].describe()
          << "\n";

@@ -99,10 +99,11 @@ const char *kManifest = R"({"linears": [
      {"family": "gemv", "config": {"rows_per_block": 4}},
      {"family": "flat_gemm", "config": {"batch_tiles": 1, "row_tiles": 2}},
      {"family": "flat_gemm", "config": {"batch_tiles": 4}}]}}],
-  "tuning": {"version": 1, "entry": "fdc_tune_launch", "signatures": [
+  "tuning": {"version": 2, "entry": "fdc_tune_launch", "signatures": [
   {"n": 512, "k": 256, "dtype": "bf16", "activation": "none", "bias": false,
    "residual": true, "count": 2, "input_dtype": "bf16", "out_dtype": "bf16",
-   "out_features": 512, "candidates": [{"family": "gemv", "config": {}}]}]}})";
+   "out_features": 512, "workspace_bytes_per_row": 4096,
+   "candidates": [{"family": "gemv", "config": {}}]}]}})";
 
 TEST(TuningTest, InspectPrintsOneRowPerRange) {
   Expected<json::Value> root = json::parse(kManifest);
@@ -124,8 +125,14 @@ TEST(TuningTest, InspectPrintsOneRowPerRange) {
       parseTuneSignatures(*root, "m.so");
   ASSERT_TRUE(tune) << tune.error().message();
   EXPECT_EQ((*tune)[0].outFeatures, 512);
-  EXPECT_NE(formatTuneSignatures(*tune).find("1 signatures, 1 candidates"),
-            std::string::npos);
+  EXPECT_EQ((*tune)[0].workspaceBytesPerRow, 4096);
+  std::string candidates = formatTuneSignatures(*tune);
+  EXPECT_NE(candidates.find("1 signatures, 1 candidates"), std::string::npos)
+      << candidates;
+  EXPECT_NE(candidates.find("[0] n=512 k=256 bf16 +residual: 1 candidates, "
+                            "workspace 4096 bytes per row\n"),
+            std::string::npos)
+      << candidates;
   EXPECT_NE(formatLinearTables("tiny", "host", {}).find("host library"),
             std::string::npos);
 }
@@ -170,6 +177,68 @@ TEST(TuningTest, ManifestSectionsAreChecked) {
   ASSERT_FALSE(bad);
   EXPECT_NE(bad.error().message().find("out_features <= n"), std::string::npos)
       << bad.error().message();
+}
+
+/// The error of parseTuneSignatures on kManifest with `from` replaced by
+/// `to` ("" when it parses).
+std::string tuneError(const std::string &from, const std::string &to) {
+  std::string text = kManifest;
+  size_t at = text.find(from);
+  EXPECT_NE(at, std::string::npos) << from;
+  if (at == std::string::npos)
+    return "no '" + from + "' in the manifest";
+  text.replace(at, from.size(), to);
+  Expected<json::Value> root = json::parse(text);
+  EXPECT_TRUE(root) << text;
+  if (!root)
+    return root.error().message();
+  Expected<std::vector<TuneSignature>> signatures =
+      parseTuneSignatures(*root, "m.so");
+  return signatures ? std::string() : signatures.error().message();
+}
+
+TEST(TuningTest, WorkspaceBytesPerRowIsOptionalAndBounded) {
+  const std::string key = "\"workspace_bytes_per_row\": 4096";
+  EXPECT_EQ(tuneError(key, "\"workspace_bytes_per_row\": 0"), "");
+  EXPECT_EQ(tuneError(key, "\"workspace_bytes_per_row\": 1073741824"), "");
+  const std::string bounds = "m.so: tuning.signatures[0]: "
+                             "'workspace_bytes_per_row' must be an integer in "
+                             "[0, 1073741824]";
+  EXPECT_EQ(tuneError(key, "\"workspace_bytes_per_row\": -1"), bounds);
+  EXPECT_EQ(tuneError(key, "\"workspace_bytes_per_row\": 1073741825"), bounds);
+  EXPECT_EQ(tuneError(key, "\"workspace_bytes_per_row\": 2.5"), bounds);
+  EXPECT_EQ(tuneError(key, "\"workspace_bytes_per_row\": null"), bounds);
+  EXPECT_EQ(tuneError(key, "\"workspace_bytes_per_row\": \"64\""), bounds);
+
+  // Absent: the candidates need no workspace (and inspect prints none).
+  std::string text = kManifest;
+  text.replace(text.find(key), key.size() + 1, "");
+  Expected<json::Value> root = json::parse(text);
+  ASSERT_TRUE(root) << text;
+  Expected<std::vector<TuneSignature>> signatures =
+      parseTuneSignatures(*root, "m.so");
+  ASSERT_TRUE(signatures) << signatures.error().message();
+  EXPECT_EQ((*signatures)[0].workspaceBytesPerRow, 0);
+  std::string candidates = formatTuneSignatures(*signatures);
+  EXPECT_NE(candidates.find("[0] n=512 k=256 bf16 +residual: 1 candidates\n"),
+            std::string::npos)
+      << candidates;
+}
+
+TEST(TuningTest, OtherTuningVersionsAreRefused) {
+  const std::string version = "\"version\": 2";
+  // Version 1: its fdc_tune_launch reads FdcTuneArgs without `workspace`.
+  EXPECT_EQ(tuneError(version, "\"version\": 1"),
+            "m.so: tuning.version is 1, but this runtime reads version 2 (its "
+            "fdc_tune_launch takes other FdcTuneArgs): rebuild the library "
+            "with this fdc (fdc compile --tuning-candidates)");
+  EXPECT_NE(tuneError(version, "\"version\": 3")
+                .find("tuning.version is 3, but this runtime reads version 2"),
+            std::string::npos);
+  EXPECT_EQ(tuneError(version, "\"version\": \"2\""),
+            "m.so: tuning.version must be an integer");
+  EXPECT_EQ(tuneError(version + ", ", ""),
+            "m.so: tuning.version must be an integer");
 }
 
 } // namespace

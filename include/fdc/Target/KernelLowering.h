@@ -33,6 +33,11 @@ struct SubgroupReduceLowering {
 std::unique_ptr<mlir::Pass>
 createLowerSubgroupReducesPass(SubgroupReduceLowering lowering);
 
+/// A pass on a lowered `gpu.module` that gives the zero-length workgroup
+/// globals that gpu.dynamic_shared_memory lowers to external linkage, so
+/// the backend emits the launch-sized (dynamic) shared memory region.
+std::unique_ptr<mlir::Pass> createExternDynamicSharedMemoryPass();
+
 } // namespace fdc::target
 
 #endif // FDC_TARGET_KERNELLOWERING_H

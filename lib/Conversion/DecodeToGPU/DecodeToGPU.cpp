@@ -47,6 +47,7 @@ enum TuneField : int64_t {
   kTuneBias = offsetof(FdcTuneArgs, bias) / 8,
   kTuneResidual = offsetof(FdcTuneArgs, residual) / 8,
   kTuneOut = offsetof(FdcTuneArgs, out) / 8,
+  kTuneWorkspace = offsetof(FdcTuneArgs, workspace) / 8,
   kTuneDevice = offsetof(FdcTuneArgs, device) / 8,
 };
 static_assert(sizeof(FdcTuneArgs) == 8 * (kTuneDevice + 1),
@@ -65,7 +66,31 @@ struct LinearTable {
 struct TuneSignature {
   decode::LinearOp op; // the first op of the signature
   SmallVector<decode::KernelAttr> candidates;
+  /// The largest workspace of a candidate, bytes per batch row.
+  int64_t workspaceBytesPerRow = 0;
 };
+
+/// The workspace `kernel` of `op` takes, bytes per batch row.
+static int64_t getWorkspaceBytesPerRow(Operation *op,
+                                       decode::KernelAttr kernel) {
+  const KernelFamily *family =
+      KernelRegistry::get().lookup(kernel.getFamily().getValue());
+  return family->getWorkspaceBytesPerRow(op, KernelConfig(kernel.getConfig()));
+}
+
+/// The largest workspace of `op`'s kernels (a #decode.kernel or the
+/// kernels of a #decode.dispatch; none for null), bytes per batch row.
+static int64_t getWorkspaceBytesPerRow(Operation *op, Attribute kernels) {
+  if (!kernels)
+    return 0;
+  if (auto kernel = dyn_cast<decode::KernelAttr>(kernels))
+    return getWorkspaceBytesPerRow(op, kernel);
+  int64_t bytes = 0;
+  for (decode::KernelAttr kernel :
+       cast<decode::KernelDispatchAttr>(kernels).getKernelList())
+    bytes = std::max(bytes, getWorkspaceBytesPerRow(op, kernel));
+  return bytes;
+}
 
 class GpuStepLowering : public StepBuffers {
 public:
@@ -94,6 +119,7 @@ private:
   void alias(Value result, Value source) override {
     buffers[result] = get(source);
   }
+  Buffer workspace(MemRefType type) override;
 
   LogicalResult lowerOp(Operation &op, KernelContext &ctx);
   /// Builds one kernel of `op` (a family's build under the kernel key).
@@ -125,6 +151,12 @@ private:
   DenseMap<Value, Buffer> outputs;
   /// Set while the kernels of a dispatch table are built.
   bool inDispatch = false;
+  /// The workspace (see StepBuffers::workspace): one scratch region that
+  /// every op's kernels share, as large as the largest op's (an op's
+  /// workspace is dead once its kernels have run, in stream order), and
+  /// its bytes per batch row.
+  Value opWorkspace;
+  int64_t opWorkspaceBytesPerRow = 0;
 };
 
 Value GpuStepLowering::loadField(int64_t field, Type type) {
@@ -145,6 +177,17 @@ Buffer GpuStepLowering::scratch(MemRefType type, int64_t bytesPerSequence) {
   scratchPerSequence += bytesPerSequence;
   scratchFixed += kScratchAlignment;
   return {pointer, type};
+}
+
+Buffer GpuStepLowering::workspace(MemRefType type) {
+  int64_t perRow = type.getElementTypeBitWidth() / 8;
+  for (int64_t d = 0; d < type.getRank(); ++d)
+    if (!type.isDynamicDim(d))
+      perRow *= type.getDimSize(d);
+  assert(opWorkspace && perRow <= opWorkspaceBytesPerRow &&
+         "a kernel takes more workspace than its family declared");
+  (void)perRow;
+  return {opWorkspace, type};
 }
 
 Buffer GpuStepLowering::result(Value result) {
@@ -198,6 +241,21 @@ LogicalResult GpuStepLowering::run() {
                 "its ops";
     outputs[operand] = {loadField(field, ptrType),
                         getBufferType(operand.getType())};
+  }
+
+  // The step's workspace, before any kernel, as large as the largest op's.
+  int64_t workspaceBytes = 0;
+  for (Operation &op : body.without_terminator()) {
+    FailureOr<Attribute> opKernels = resolveKernels(&op, primitives);
+    if (failed(opKernels))
+      return failure();
+    workspaceBytes =
+        std::max(workspaceBytes, getWorkspaceBytesPerRow(&op, *opKernels));
+  }
+  if (workspaceBytes > 0) {
+    auto bytes = MemRefType::get({ShapedType::kDynamic}, b.getI8Type());
+    opWorkspace = scratch(bytes, workspaceBytes).pointer;
+    opWorkspaceBytesPerRow = workspaceBytes;
   }
 
   KernelContext kernelContext(b, kernels, primitives, batch, numSlots,
@@ -282,8 +340,13 @@ void GpuStepLowering::recordLinear(decode::LinearOp linear, Attribute kernels,
   SmallVector<decode::KernelAttr> candidates =
       getLinearCandidates(linear, primitives);
   // One candidate leaves nothing to choose (no flat GEMM for f32 or INT4).
-  if (candidates.size() > 1)
-    tuneSignatures.push_back({linear, std::move(candidates)});
+  if (candidates.size() <= 1)
+    return;
+  int64_t workspaceBytes = 0;
+  for (decode::KernelAttr candidate : candidates)
+    workspaceBytes =
+        std::max(workspaceBytes, getWorkspaceBytesPerRow(linear, candidate));
+  tuneSignatures.push_back({linear, std::move(candidates), workspaceBytes});
 }
 
 LogicalResult GpuStepLowering::lowerOp(Operation &op, KernelContext &ctx) {
@@ -366,6 +429,7 @@ LogicalResult GpuStepLowering::lowerTuneEntry(KernelContext &ctx) {
   Value bias = field(kTuneBias, ptrType);
   Value residual = field(kTuneResidual, ptrType);
   Value out = field(kTuneOut, ptrType);
+  Value workspacePointer = field(kTuneWorkspace, ptrType);
   // The kernels are the step's (same context: identical kernels are shared);
   // only the host values they are launched with change.
   ctx.batch = batch;
@@ -401,6 +465,8 @@ LogicalResult GpuStepLowering::lowerTuneEntry(KernelContext &ctx) {
       place(linear.getBias(), bias);
       place(linear.getResidual(), residual);
       place(linear.getResult(), out);
+      opWorkspace = workspacePointer;
+      opWorkspaceBytesPerRow = tuned.workspaceBytesPerRow;
       if (failed(buildKernel(*linear, kernel, ctx)))
         return failure();
       cf::BranchOp::create(b, exit);
@@ -493,6 +559,9 @@ void recordTables(ModuleOp module, const GpuStepLowering &lowering) {
         b.getStringAttr(decode::getDTypeName(result.getElementType()))));
     entries.push_back(b.getNamedAttr(
         "out_features", b.getI64IntegerAttr(result.getDimSize(1))));
+    entries.push_back(
+        b.getNamedAttr("workspace_bytes_per_row",
+                       b.getI64IntegerAttr(tuned.workspaceBytesPerRow)));
     SmallVector<Attribute> candidates(tuned.candidates.begin(),
                                       tuned.candidates.end());
     entries.push_back(b.getNamedAttr("candidates", b.getArrayAttr(candidates)));

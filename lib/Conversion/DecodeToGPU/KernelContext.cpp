@@ -70,11 +70,16 @@ void KernelContext::launch(StringRef name, ArrayRef<KernelArg> args,
   }
 
   SmallVector<Type> workgroup;
+  auto workgroupSpace =
+      mlir::gpu::AddressSpaceAttr::get(ctx, mlir::gpu::AddressSpace::Workgroup);
+  MemRefType sharedType;
   if (shared.elements > 0)
-    workgroup.push_back(MemRefType::get(
-        {shared.elements}, shared.element, MemRefLayoutAttrInterface(),
-        mlir::gpu::AddressSpaceAttr::get(ctx,
-                                         mlir::gpu::AddressSpace::Workgroup)));
+    sharedType = MemRefType::get({shared.elements}, shared.element,
+                                 MemRefLayoutAttrInterface(), workgroupSpace);
+  bool dynamicShared =
+      shared.elements > 0 && shared.bytes() > primitives.staticSharedBytes();
+  if (sharedType && !dynamicShared)
+    workgroup.push_back(sharedType);
   std::string key;
   if (!kernelKey.empty())
     key = (kernelKey + "#" + Twine(launchesUnderKey++)).str();
@@ -82,21 +87,27 @@ void KernelContext::launch(StringRef name, ArrayRef<KernelArg> args,
   if (!key.empty())
     func = kernelsByKey.lookup(key);
   if (!func) {
-    func = buildKernel(name, types, workgroup, args, block, body);
+    func = buildKernel(name, types, workgroup, args, block,
+                       dynamicShared ? sharedType : MemRefType(), body);
     if (!key.empty())
       kernelsByKey[key] = func;
   }
 
+  Value dynamicBytes;
+  if (dynamicShared)
+    dynamicBytes =
+        arith::ConstantIntOp::create(host, host.getI32Type(), shared.bytes());
   mlir::gpu::LaunchFuncOp::create(
       host, func, mlir::gpu::KernelDim3{grid[0], grid[1], grid[2]},
       mlir::gpu::KernelDim3{hostIndex(block), hostIndex(1), hostIndex(1)},
-      /*dynamicSharedMemorySize=*/Value(), operands);
+      dynamicBytes, operands);
 }
 
 mlir::gpu::GPUFuncOp
 KernelContext::buildKernel(StringRef name, ArrayRef<Type> types,
                            ArrayRef<Type> workgroup, ArrayRef<KernelArg> args,
-                           int64_t block, const BodyBuilder &body) {
+                           int64_t block, MemRefType dynamicShared,
+                           const BodyBuilder &body) {
   MLIRContext *ctx = host.getContext();
   OpBuilder moduleBuilder = OpBuilder::atBlockEnd(module.getBody());
   auto func = mlir::gpu::GPUFuncOp::create(
@@ -137,6 +148,17 @@ KernelContext::buildKernel(StringRef name, ArrayRef<Type> types,
   values.push_back(kBatch);
   if (!workgroup.empty())
     values.push_back(func.getWorkgroupAttributions().front());
+  if (dynamicShared) {
+    // The launch's dynamic shared bytes, viewed as the memref a static
+    // allocation would have been.
+    auto bytes = MemRefType::get({ShapedType::kDynamic}, kernel.getI8Type(),
+                                 MemRefLayoutAttrInterface(),
+                                 dynamicShared.getMemorySpace());
+    Value raw = mlir::gpu::DynamicSharedMemoryOp::create(kernel, bytes);
+    Value zero = arith::ConstantIndexOp::create(kernel, 0);
+    values.push_back(
+        memref::ViewOp::create(kernel, dynamicShared, raw, zero, ValueRange{}));
+  }
   GpuEmitter emitter(kernel, primitives);
   body(emitter, values);
   mlir::gpu::ReturnOp::create(kernel);

@@ -61,10 +61,17 @@ public:
               std::array<mlir::Value, 3> grid, int64_t block,
               int64_t workgroupF32, BodyBuilder body);
 
-  /// A kernel's static shared memory: `elements` of `element`.
+  /// A kernel's shared memory: `elements` of `element`. Up to the target's
+  /// staticSharedBytes() it is a static workgroup allocation; above, it is
+  /// dynamic shared memory of the launch (up to the target's
+  /// shared_memory, which the runtime opts the kernel in to), viewed as the
+  /// same memref: the body cannot tell the two apart.
   struct SharedMemory {
     int64_t elements = 0;
     mlir::Type element;
+    int64_t bytes() const {
+      return elements * element.getIntOrFloatBitWidth() / 8;
+    }
   };
   /// As above, with shared memory of any element type.
   void launch(llvm::StringRef name, llvm::ArrayRef<KernelArg> args,
@@ -102,12 +109,14 @@ private:
   mlir::gpu::GPUFuncOp deduplicate(mlir::gpu::GPUFuncOp func,
                                    llvm::StringRef family);
   /// A new kernel of family `name` from `body`, or the identical one built
-  /// before.
-  mlir::gpu::GPUFuncOp buildKernel(llvm::StringRef name,
-                                   llvm::ArrayRef<mlir::Type> types,
-                                   llvm::ArrayRef<mlir::Type> workgroup,
-                                   llvm::ArrayRef<KernelArg> args,
-                                   int64_t block, const BodyBuilder &body);
+  /// before. Its shared memory is `workgroup` (static attributions) or, when
+  /// `dynamicShared` is set, the launch's dynamic shared memory viewed as
+  /// that type.
+  mlir::gpu::GPUFuncOp
+  buildKernel(llvm::StringRef name, llvm::ArrayRef<mlir::Type> types,
+              llvm::ArrayRef<mlir::Type> workgroup,
+              llvm::ArrayRef<KernelArg> args, int64_t block,
+              mlir::MemRefType dynamicShared, const BodyBuilder &body);
 
   llvm::StringMap<mlir::gpu::GPUFuncOp> kernelsByText;
   llvm::StringMap<mlir::gpu::GPUFuncOp> kernelsByKey;

@@ -32,6 +32,12 @@ public:
   virtual Buffer result(mlir::Value result) = 0;
   /// Scratch of `type` taking `bytesPerSequence` per sequence.
   virtual Buffer scratch(mlir::MemRefType type, int64_t bytesPerSequence) = 0;
+  /// The workspace viewed as `type` (a memref whose one dynamic dimension
+  /// is the batch): scratch the lowering reserved before the step's first
+  /// kernel, as large as the largest KernelFamily::getWorkspaceBytesPerRow
+  /// of any op's kernels. Every op's kernels share it: what one op leaves
+  /// there is dead once its kernels have run.
+  virtual Buffer workspace(mlir::MemRefType type) = 0;
   /// `result` lives in `source`'s buffer (an in-place update).
   virtual void alias(mlir::Value result, mlir::Value source) = 0;
 };
@@ -63,6 +69,12 @@ public:
   virtual mlir::LogicalResult verifyConfig(mlir::Operation *op,
                                            const KernelConfig &config,
                                            const GpuPrimitives &target) const;
+  /// The bytes of workspace per batch row the kernels of `op` with `config`
+  /// take besides its results (StepBuffers::workspace); none by default.
+  virtual int64_t getWorkspaceBytesPerRow(mlir::Operation *op,
+                                          const KernelConfig &config) const {
+    return 0;
+  }
   /// Builds and launches the kernels of `op`.
   virtual mlir::LogicalResult build(mlir::Operation *op,
                                     const KernelConfig &config,
@@ -169,13 +181,21 @@ getLinearCandidates(decode::LinearOp op, const GpuPrimitives &target);
 int64_t getFlatGemmUnroll(decode::LinearOp op, const GpuPrimitives &target,
                           const MmaLayout &layout, int64_t rowTiles,
                           int64_t batchTiles, int64_t maxUnroll);
-/// A complete tiled GEMM (Kernels/TiledGemm.cpp) of the given tile with the
-/// most stages, at most `maxStages`, that the family accepts for `op` on
-/// `target` (its shared memory fits); none if not even two stages do.
+/// A tiled GEMM's tile and split for getTiledGemmKernel.
+struct TiledGemmShape {
+  int64_t warpsN, warpsM, rowTiles, batchTiles, kTile;
+  int64_t maxStages = 4;
+  int64_t splitK = 1;
+  /// The shared memory its stages may take; 0: the target's shared_memory
+  /// (above staticSharedBytes(), dynamic shared memory).
+  int64_t maxSharedBytes = 0;
+};
+/// A complete tiled GEMM (Kernels/TiledGemm.cpp) of `shape` with the most
+/// stages, at most shape.maxStages, that fit its shared memory and that the
+/// family accepts for `op` on `target`; none if not even two stages do.
 std::optional<decode::KernelAttr>
 getTiledGemmKernel(decode::LinearOp op, const GpuPrimitives &target,
-                   int64_t warpsN, int64_t warpsM, int64_t rowTiles,
-                   int64_t batchTiles, int64_t kTile, int64_t maxStages);
+                   const TiledGemmShape &shape);
 
 } // namespace fdc::gpu
 

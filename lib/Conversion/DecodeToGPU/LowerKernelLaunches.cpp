@@ -127,7 +127,10 @@ struct LowerKernelLaunches
       mlir::gpu::KernelDim3 block = launch.getBlockSizeOperandValues();
       Value name = LLVM::AddressOfOp::create(
           b, nameGlobal(launch.getKernelName().getValue()));
-      Value shared = LLVM::ConstantOp::create(b, i32, b.getI32IntegerAttr(0));
+      // Dynamic shared memory (static shared memory is the kernel's own).
+      Value shared = launch.getDynamicSharedMemorySize();
+      if (!shared)
+        shared = LLVM::ConstantOp::create(b, i32, b.getI32IntegerAttr(0));
       auto call = LLVM::CallOp::create(
           b, launchType,
           ValueRange{callback, context, name, toI32(grid.x), toI32(grid.y),

@@ -75,6 +75,7 @@ void target::amdgpu::buildKernelPipeline(OpPassManager &pm, StringRef chip,
   rocdl.indexBitwidth = 64;
   rocdl.runtime = gpu::amd::Runtime::HIP;
   pm.addPass(createConvertGpuOpsToROCDLOps(rocdl));
+  pm.addPass(target::createExternDynamicSharedMemoryPass());
   pm.addPass(createConvertVectorToLLVMPass());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());

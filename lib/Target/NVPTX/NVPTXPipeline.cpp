@@ -46,6 +46,7 @@ void nvptx::buildKernelPipeline(OpPassManager &pm, unsigned subgroupSize) {
   // cp.async copies (nvgpu.device_async_copy) to nvvm.cp.async.
   pm.addPass(createConvertNVGPUToNVVMPass());
   pm.addPass(createConvertGpuOpsToNVVMOps());
+  pm.addPass(createExternDynamicSharedMemoryPass());
   pm.addPass(createConvertVectorToLLVMPass());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());

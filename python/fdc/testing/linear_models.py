@@ -87,6 +87,24 @@ VARIANTS += [
     LinearVariant("linear-tiled-bias-bf16", "bf16", 1000, 520, "bias",
                   _tiled("warps_n = 4, warps_m = 1, row_tiles = 1, "
                          "batch_tiles = 8, k_tile = 32, stages = 3")),
+    # Split-K (partial sums in the workspace, then linear_epilogue): the
+    # gate-up halves with a bias in dynamic shared memory (160 KiB on
+    # NVIDIA), 9 k tiles in 3 splits; a residual with 17 k tiles in 4
+    # splits (the last has 2); 17 k tiles in 5 splits, the last with one
+    # tile, fewer than the stages in flight.
+    LinearVariant("linear-split-gateup-bf16", "bf16", 1000, 520,
+                  "silu_gate_up",
+                  _tiled("warps_n = 2, warps_m = 2, row_tiles = 4, "
+                         "batch_tiles = 4, k_tile = 64, stages = 4, "
+                         "split_k = 3")),
+    LinearVariant("linear-split-residual-f16", "f16", 520, 520, "residual",
+                  _tiled("warps_n = 2, warps_m = 2, row_tiles = 2, "
+                         "batch_tiles = 4, k_tile = 32, stages = 4, "
+                         "split_k = 4")),
+    LinearVariant("linear-split-none-bf16", "bf16", 1000, 520, "none",
+                  _tiled("warps_n = 2, warps_m = 2, row_tiles = 1, "
+                         "batch_tiles = 2, k_tile = 32, stages = 4, "
+                         "split_k = 5")),
 ]
 
 

@@ -36,12 +36,45 @@
 // RUN: sed 's/k_tile = 64, stages = 3/k_tile = 48, stages = 3/' %t.tiled.mlir \
 // RUN:   | not fdc-opt --decode-select-kernels=target=sm_90 2>&1 | FileCheck %s --check-prefix=KTILE
 // KTILE: error: 'decode.linear' op kernel 'tiled_gemm': k_tile 48 must be a multiple of 32 (one vector-wide run of k per lane of the MMA)
-// RUN: sed 's/k_tile = 64, stages = 3/k_tile = 128, stages = 3/' %t.tiled.mlir \
+// RUN: sed 's/k_tile = 64, stages = 3/k_tile = 256, stages = 8/' %t.tiled.mlir \
 // RUN:   | not fdc-opt --decode-select-kernels=target=sm_90 2>&1 | FileCheck %s --check-prefix=SHARED
-// SHARED: error: 'decode.linear' op kernel 'tiled_gemm': 3 stages of 96 x 128 elements take 73728 bytes of shared memory, more than the 49152 a kernel may use
+// SHARED: error: 'decode.linear' op kernel 'tiled_gemm': 8 stages of 96 x 256 elements take 393216 bytes of shared memory, more than the 232448 a workgroup may use on the target
+// RUN: sed 's/k_tile = 64, stages = 3/k_tile = 64, stages = 3, split_k = 7/' %t.tiled.mlir \
+// RUN:   | not fdc-opt --decode-select-kernels=target=sm_90 2>&1 | FileCheck %s --check-prefix=SPLITK
+// SPLITK: error: 'decode.linear' op kernel 'tiled_gemm': split_k 7 leaves a split without k tiles (K = 512 has 8 tiles of 64)
 // RUN: sed 's/%g_0 = decode.linear %x2_0, %wgu_0 {activation = #decode<activation silu_gate_up>}/%g_0 = decode.linear %x2_0, %wgu_0 {activation = #decode<activation silu_gate_up>, decode.kernel = #decode.kernel<"tiled_gemm", {row_tiles = 4, batch_tiles = 8, warps_n = 1, warps_m = 1, k_tile = 32, stages = 2}>}/' %S/Inputs/head128-bf16.mlir \
 // RUN:   | not fdc-opt --decode-select-kernels=target=sm_90 2>&1 | FileCheck %s --check-prefix=ACC
 // ACC: error: 'decode.linear' op kernel 'tiled_gemm': a lane would hold 256 f32 accumulators (at most 128)
 // RUN: sed 's/warps_n = 2, warps_m = 2/warps_n = 32, warps_m = 2/' %t.tiled.mlir \
 // RUN:   | not fdc-opt --decode-select-kernels=target=sm_90 2>&1 | FileCheck %s --check-prefix=WARPS
 // WARPS: error: 'decode.linear' op kernel 'tiled_gemm': warps_n * warps_m = 64 subgroups exceed the target's 32 per workgroup
+
+// Above the target's static shared memory (48 KiB on NVIDIA) the stages live
+// in the launch's dynamic shared memory, viewed as the same memref (72 KiB
+// here). Split-K: grid z splits K's tiles, each block stores its f32 sums
+// into the op's workspace ([M][split_k * N] in scratch), and
+// linear_epilogue adds the splits and applies the epilogue.
+// RUN: sed 's/k_tile = 64, stages = 3/k_tile = 128, stages = 3, split_k = 2/' %t.tiled.mlir > %t.split.mlir
+// RUN: fdc-opt %t.split.mlir --decode-assign-weight-layout --convert-decode-to-gpu=target=sm_90 | FileCheck %s --check-prefix=SPLIT
+// SPLIT: gpu.func @[[K:linear_[0-9]+]]({{[^)]*}}) kernel attributes {known_block_size = array<i32: 128, 1, 1>}
+// SPLIT: gpu.dynamic_shared_memory : memref<?xi8, #gpu.address_space<workgroup>>
+// SPLIT: memref.view {{.*}} to memref<36864xbf16, #gpu.address_space<workgroup>>
+// SPLIT: gpu.block_id z
+// SPLIT: nvvm.mma.sync
+// SPLIT: memref.store {{.*}} : memref<?x1024xf32>
+// SPLIT: gpu.func @[[E:linear_epilogue_[0-9]+]](
+// SPLIT: memref.load {{.*}} : memref<?x1024xf32>
+// SPLIT: memref.load {{.*}} : memref<?x1024xf32>
+// SPLIT: arith.addf
+// SPLIT: gpu.return
+// SPLIT: func.func @fdc_model_step
+// SPLIT: gpu.launch_func @fdc_kernels::@[[K]] blocks in (%{{.*}}, %{{.*}}, %c2) {{.*}} dynamic_shared_memory_size %c73728_i32
+// SPLIT: gpu.launch_func @fdc_kernels::@[[E]]
+
+// The lowering gives the dynamic region external linkage (PTX .extern
+// .shared), and the launch passes its bytes to the runtime.
+// RUN: fdc-opt %t.split.mlir --decode-assign-weight-layout --convert-decode-to-gpu=target=sm_90 --fdc-lower-kernel-launches --fdc-nvvm-kernels | FileCheck %s --check-prefix=DYN
+// DYN: llvm.mlir.global external @[[DYN:__dynamic_shmem__[0-9]+]]() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<0 x i8>
+// DYN: llvm.mlir.addressof @[[DYN]] : !llvm.ptr<3>
+// DYN: %[[BYTES:.*]] = arith.constant 73728 : i32
+// DYN: llvm.call %{{.*}}(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[BYTES]], %{{.*}})

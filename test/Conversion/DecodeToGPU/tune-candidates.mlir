@@ -1,33 +1,42 @@
 // convert-decode-to-gpu{tuning-candidates}: every distinct decode.linear
 // signature that has a choice lists its candidates (getLinearCandidates:
-// gemv, then flat_gemm over row_tiles x batch_tiles x subgroups, then five
-// tiled_gemm tiles, each complete and checked), and fdc_tune_launch launches the one it is given
-// on the buffers of FdcTuneArgs.
+// gemv, then flat_gemm over row_tiles x batch_tiles x subgroups, then ten
+// tiled_gemms, four of them split in K, each complete and checked), with the
+// workspace its split-K candidates take, and fdc_tune_launch launches the
+// one it is given on the buffers of FdcTuneArgs.
 // RUN: fdc-opt %S/Inputs/head128-bf16.mlir --decode-assign-weight-layout --convert-decode-to-gpu="target=sm_90 tuning-candidates=1" | FileCheck %s --check-prefix=SM90
 // SM90: fdc.tune_signatures = [{activation = "none", bias = false, candidates = [#decode.kernel<"gemv", {rows_per_block = 4 : i64, vector_bytes = 16 : i64}>,
 // SM90-SAME: #decode.kernel<"flat_gemm", {batch_tiles = 1 : i64, k_unroll = 4 : i64, row_tiles = 1 : i64, subgroups = 4 : i64}>, #decode.kernel<"flat_gemm", {batch_tiles = 1 : i64, k_unroll = 4 : i64, row_tiles = 1 : i64, subgroups = 8 : i64}>, #decode.kernel<"flat_gemm", {batch_tiles = 1 : i64, k_unroll = 4 : i64, row_tiles = 1 : i64, subgroups = 16 : i64}>,
 // SM90-SAME: #decode.kernel<"flat_gemm", {batch_tiles = 2 : i64, k_unroll = 2 : i64, row_tiles = 1 : i64, subgroups = 4 : i64}>,
 // SM90-SAME: #decode.kernel<"flat_gemm", {batch_tiles = 4 : i64, k_unroll = 2 : i64, row_tiles = 2 : i64, subgroups = 16 : i64}>,
-// SM90-SAME: #decode.kernel<"tiled_gemm", {batch_tiles = 4 : i64, k_tile = 64 : i64, row_tiles = 1 : i64, stages = 4 : i64, warps_m = 1 : i64, warps_n = 4 : i64}>,
-// SM90-SAME: #decode.kernel<"tiled_gemm", {batch_tiles = 2 : i64, k_tile = 128 : i64, row_tiles = 1 : i64, stages = 3 : i64, warps_m = 2 : i64, warps_n = 2 : i64}>], dtype = "bf16", input_dtype = "bf16", k = 512 : i64, n = 512 : i64, out_dtype = "bf16", out_features = 512 : i64, residual = false}
+// SM90-SAME: #decode.kernel<"tiled_gemm", {batch_tiles = 4 : i64, k_tile = 64 : i64, row_tiles = 1 : i64, split_k = 1 : i64, stages = 4 : i64, warps_m = 1 : i64, warps_n = 4 : i64}>,
+// SM90-SAME: #decode.kernel<"tiled_gemm", {batch_tiles = 2 : i64, k_tile = 128 : i64, row_tiles = 1 : i64, split_k = 1 : i64, stages = 3 : i64, warps_m = 2 : i64, warps_n = 2 : i64}>,
+// 128 x 64 tiles in dynamic shared memory (4 stages of 192 x 64 bf16 = 96
+// KiB), whole and split in K.
+// SM90-SAME: #decode.kernel<"tiled_gemm", {batch_tiles = 4 : i64, k_tile = 64 : i64, row_tiles = 4 : i64, split_k = 1 : i64, stages = 4 : i64, warps_m = 2 : i64, warps_n = 2 : i64}>,
+// SM90-SAME: #decode.kernel<"tiled_gemm", {batch_tiles = 4 : i64, k_tile = 64 : i64, row_tiles = 4 : i64, split_k = 2 : i64, stages = 4 : i64, warps_m = 2 : i64, warps_n = 2 : i64}>,
+// SM90-SAME: #decode.kernel<"tiled_gemm", {batch_tiles = 4 : i64, k_tile = 64 : i64, row_tiles = 4 : i64, split_k = 4 : i64, stages = 4 : i64, warps_m = 2 : i64, warps_n = 2 : i64}>,
+// SM90-SAME: #decode.kernel<"tiled_gemm", {batch_tiles = 4 : i64, k_tile = 32 : i64, row_tiles = 2 : i64, split_k = 4 : i64, stages = 4 : i64, warps_m = 2 : i64, warps_n = 2 : i64}>], dtype = "bf16", input_dtype = "bf16", k = 512 : i64, n = 512 : i64, out_dtype = "bf16", out_features = 512 : i64, residual = false,
+// The largest split (4 ways) of N = 512 f32 per batch row.
+// SM90-SAME: workspace_bytes_per_row = 8192 : i64}
 // The silu_gate_up signature (2 x 512 outputs) and the f32 logits.
-// SM90-SAME: {activation = "silu_gate_up", {{.*}}n = 2048 : i64, out_dtype = "bf16", out_features = 1024 : i64, residual = false}
-// SM90-SAME: input_dtype = "bf16", k = 512 : i64, n = 1000 : i64, out_dtype = "f32", out_features = 1000 : i64, residual = false}]
+// SM90-SAME: {activation = "silu_gate_up", {{.*}}n = 2048 : i64, out_dtype = "bf16", out_features = 1024 : i64, residual = false, workspace_bytes_per_row = 32768 : i64}
+// SM90-SAME: input_dtype = "bf16", k = 512 : i64, n = 1000 : i64, out_dtype = "f32", out_features = 1000 : i64, residual = false, workspace_bytes_per_row = 16000 : i64}]
 // SM90: func.func @fdc_model_step(
-// SM90: func.func @fdc_tune_launch(%arg0: !llvm.ptr) attributes {fdc.device_field = 8 : i64}
-// 26 candidates per signature (25 for silu_gate_up, whose rows fill two
-// stages of the 128-wide k tile past the shared memory), 6 signatures: one
-// case per pair.
-// SM90-COUNT-155: cf.cond_br
+// SM90: func.func @fdc_tune_launch(%arg0: !llvm.ptr) attributes {fdc.device_field = 9 : i64}
+// 31 candidates per signature (30 for silu_gate_up, whose rows fill two
+// stages of the 128-wide k tile past the static shared memory), 6
+// signatures: one case per pair.
+// SM90-COUNT-185: cf.cond_br
 // SM90-NOT: cf.cond_br
 // RUN: fdc-opt %S/Inputs/head128-bf16.mlir --decode-assign-weight-layout --convert-decode-to-gpu="target=sm_90 tuning-candidates=1" | FileCheck %s --check-prefix=COUNT
-// COUNT-COUNT-26: #decode.kernel<
+// COUNT-COUNT-31: #decode.kernel<
 // COUNT-SAME: dtype = "bf16", input_dtype = "bf16", k = 512 : i64, n = 512 : i64,
 
-// The launches read the FdcDeviceApi from FdcTuneArgs::device (field 8).
+// The launches read the FdcDeviceApi from FdcTuneArgs::device (field 9).
 // RUN: fdc-opt %S/Inputs/head128-bf16.mlir --decode-assign-weight-layout --convert-decode-to-gpu="target=sm_90 tuning-candidates=1" --fdc-lower-kernel-launches | FileCheck %s --check-prefix=LAUNCH
 // LAUNCH: func.func @fdc_tune_launch(%[[ARGS:.*]]: !llvm.ptr)
-// LAUNCH: llvm.getelementptr %[[ARGS]][8] : (!llvm.ptr) -> !llvm.ptr, i64
+// LAUNCH: llvm.getelementptr %[[ARGS]][9] : (!llvm.ptr) -> !llvm.ptr, i64
 // LAUNCH: llvm.call
 
 // gfx1100: 32 lanes and 1024 threads hold 16 subgroups too; wave64 gfx90a

@@ -74,6 +74,15 @@ struct LinearProblem {
   LinearOptionalArgs optional;
 };
 
+/// Launches "linear_epilogue" for `batch` rows: out[m][n] is the epilogue
+/// (bias, activation, residual) of the sum over s < `splits` of
+/// partials[m][(s * halves + h) * N + n], halves = 2 for SiLU-gate-up (h = 0
+/// the gate, 1 the up half), else 1. `partials` is f32 [M][splits * halves *
+/// N]; `threads` per block.
+void launchLinearEpilogue(KernelContext &ctx, int64_t threads, Buffer partials,
+                          int64_t splits, Buffer out, Buffer bias,
+                          Buffer residual, decode::Activation activation);
+
 } // namespace fdc::gpu
 
 #endif // FDC_LIB_CONVERSION_DECODETOGPU_KERNELS_LINEARARGS_H

@@ -4,11 +4,12 @@
 // its defaults, and, where a flat GEMM can lower the op, every flat GEMM of
 // row_tiles {1, 2} x batch_tiles {1, 2, 4} x subgroups {4, 8, 16} (capped
 // by the target's workgroup), k_unroll from the default table's register
-// budget, 32 subgroups with up to 8 super-steps in flight, and five tiled
-// GEMM tiles. Each candidate is completed and checked
-// by its family's verifier;
-// one that fails is not listed. A family adds its candidates with one
-// generator and one line in kGenerators.
+// budget, 32 subgroups with up to 8 super-steps in flight, and ten tiled
+// GEMMs: five tiles in static shared memory, a larger one in dynamic shared
+// memory whole and split in K two to four ways, and one split four ways.
+// Each candidate is completed and checked by its family's verifier; one
+// that fails is not listed. A family adds its candidates with one generator
+// and one line in kGenerators.
 //
 //===----------------------------------------------------------------------===//
 
@@ -61,20 +62,30 @@ void addFlatGemm(decode::LinearOp op, const GpuPrimitives &target,
                                                      batchTiles, 8)}}});
 }
 
-/// Tiled GEMMs: the tiles that led an H100 sweep of the benchmark shapes at
-/// M = 32..128, with as many stages (up to 4) as shared memory holds. Each
-/// is spelled out complete, so the verifier keeps its stages.
+/// Tiled GEMMs: the tiles that led H100 sweeps of the benchmark shapes at
+/// M = 32..128, with as many stages (up to 4) as their shared memory holds
+/// (static, or the target's whole shared memory). Each is spelled out
+/// complete, so the verifier keeps its stages.
 void addTiledGemm(decode::LinearOp op, const GpuPrimitives &target,
                   CandidateList &out) {
-  struct Tile {
-    int64_t warpsN, warpsM, rowTiles, batchTiles, kTile;
-  };
-  for (Tile tile :
-       {Tile{4, 1, 1, 4, 64}, Tile{1, 4, 2, 2, 64}, Tile{4, 2, 1, 4, 64},
-        Tile{2, 2, 1, 4, 128}, Tile{2, 2, 1, 2, 128}}) {
+  int64_t sharedBytes = target.staticSharedBytes();
+  for (TiledGemmShape tile :
+       {TiledGemmShape{4, 1, 1, 4, 64, 4, 1, sharedBytes},
+        TiledGemmShape{1, 4, 2, 2, 64, 4, 1, sharedBytes},
+        TiledGemmShape{4, 2, 1, 4, 64, 4, 1, sharedBytes},
+        TiledGemmShape{2, 2, 1, 4, 128, 4, 1, sharedBytes},
+        TiledGemmShape{2, 2, 1, 2, 128, 4, 1, sharedBytes},
+        // 128 x 64 tiles (on NVIDIA), k 64 wide, in dynamic shared memory,
+        // whole and split in K (for N too small to fill the units: an H100
+        // sweep's best at M = 32..128 with N = 4096).
+        TiledGemmShape{2, 2, 4, 4, 64, 4, 1},
+        TiledGemmShape{2, 2, 4, 4, 64, 4, 2},
+        TiledGemmShape{2, 2, 4, 4, 64, 4, 3},
+        TiledGemmShape{2, 2, 4, 4, 64, 4, 4},
+        // 64 x 64 tiles split in four.
+        TiledGemmShape{2, 2, 2, 4, 32, 4, 4, sharedBytes}}) {
     std::optional<decode::KernelAttr> kernel =
-        getTiledGemmKernel(op, target, tile.warpsN, tile.warpsM, tile.rowTiles,
-                           tile.batchTiles, tile.kTile, /*maxStages=*/4);
+        getTiledGemmKernel(op, target, tile);
     if (!kernel)
       continue;
     Entries entries;

@@ -78,8 +78,8 @@ fdc::gpu::getDefaultLinearDispatch(decode::LinearOp op,
                                 {"subgroups", subgroupCount},
                                 {"k_unroll", unroll}});
   };
-  // Above 2n rows, three tiles, chosen by batch size and by how many blocks
-  // they give the GPU's units (from an H100 fdc tune of the benchmark
+  // Above 2n rows, four tiles, chosen by batch size and by how many blocks
+  // they give the GPU's units (from H100 fdc tune runs of the benchmark
   // shapes, docs/perf/tuning):
   //   - the flat GEMM's widest tile: 32 batch rows per block, two A tiles
   //     sharing each batch row's loads where the accumulators stay within 32
@@ -88,8 +88,14 @@ fdc::gpu::getDefaultLinearDispatch(decode::LinearOp op,
   //     on NVIDIA, k tiles of four super-steps): from M = 17 to 32 where
   //     N / 32 blocks fill the units, and from 33 to 64 where N / 64 do not;
   //   - a large tiled GEMM (4 subgroups over N, 64 weight rows by 32 batch
-  //     rows, k tiles of two super-steps): above 64 rows, and from 33 where
-  //     N / 64 blocks fill the units.
+  //     rows, k tiles of two super-steps): from 33 to 64 where N / 64 blocks
+  //     fill the units;
+  //   - a wide tiled GEMM (2 x 2 subgroups of 4 x 4 MMA tiles, 128 weight
+  //     rows by 64 batch rows on NVIDIA, k tiles of two super-steps in
+  //     dynamic shared memory), K split ceil(4 units / (3 N / 128)) ways, at
+  //     most 4 (4 for N = 4096 on the H100, 3 for 11008, 1 for 28672, as
+  //     fdc tune chose): above 64 rows, and from 17 where N / 64 blocks
+  //     leave units idle and 4 ways give at least half a block per unit.
   // A super-step is a lane's vector-wide run of k for each MMA it feeds.
   // WMMA lanes hold whole rows of 16 k (runs wider than a vector load): the
   // tiled GEMM spills there (gfx1100), so those targets keep the flat GEMM.
@@ -105,17 +111,37 @@ fdc::gpu::getDefaultLinearDispatch(decode::LinearOp op,
   int64_t smallBatchTiles = std::max<int64_t>(1, 16 / n);
   std::optional<decode::KernelAttr> small, large;
   if (narrowRuns) {
-    small = getTiledGemmKernel(op, target, /*warpsN=*/2, /*warpsM=*/2,
-                               /*rowTiles=*/1, smallBatchTiles, 4 * stepK,
-                               /*maxStages=*/4);
-    large = getTiledGemmKernel(op, target, /*warpsN=*/4, /*warpsM=*/1,
-                               /*rowTiles=*/1, wideBatchTiles, 2 * stepK,
-                               /*maxStages=*/4);
+    // Within static shared memory (as measured).
+    int64_t sharedBytes = target.staticSharedBytes();
+    small = getTiledGemmKernel(op, target,
+                               {/*warpsN=*/2, /*warpsM=*/2, /*rowTiles=*/1,
+                                smallBatchTiles, 4 * stepK,
+                                /*maxStages=*/4, /*splitK=*/1, sharedBytes});
+    large = getTiledGemmKernel(op, target,
+                               {/*warpsN=*/4, /*warpsM=*/1, /*rowTiles=*/1,
+                                wideBatchTiles, 2 * stepK,
+                                /*maxStages=*/4, /*splitK=*/1, sharedBytes});
   }
   int64_t features = op.getResult().getType().getDimSize(1);
-  auto fillsUnits = [&](int64_t blockRows) {
-    return (features + blockRows - 1) / blockRows >= target.units();
+  auto tilesOf = [&](int64_t blockRows) {
+    return (features + blockRows - 1) / blockRows;
   };
+  auto fillsUnits = [&](int64_t blockRows) {
+    return tilesOf(blockRows) >= target.units();
+  };
+  std::optional<decode::KernelAttr> wide;
+  int64_t wideTiles = tilesOf(8 * layout->m());
+  if (narrowRuns) {
+    int64_t splitK = std::clamp<int64_t>(
+        (4 * target.units() + 3 * wideTiles - 1) / (3 * wideTiles), 1, 4);
+    wide = getTiledGemmKernel(op, target,
+                              {/*warpsN=*/2, /*warpsM=*/2, /*rowTiles=*/4,
+                               /*batchTiles=*/std::max<int64_t>(1, 32 / n),
+                               2 * stepK, /*maxStages=*/4, splitK});
+  }
+  std::optional<decode::KernelAttr> split;
+  if (wide && 2 * 4 * wideTiles >= target.units())
+    split = wide;
   Attribute smallOrFlat = small ? Attribute(*small) : flatWide;
   Attribute largeOrSmall = large ? Attribute(*large) : smallOrFlat;
   int64_t smallBatch = 2 * smallBatchTiles * n;
@@ -123,10 +149,13 @@ fdc::gpu::getDefaultLinearDispatch(decode::LinearOp op,
       {1, kernel("gemv", {})},
       {n, flatGemm(1, 1, subgroups, 4)},
       {2 * n, flatGemm(1, 2, subgroups, 2)},
-      {smallBatch, fillsUnits(2 * layout->m()) ? smallOrFlat : flatWide},
-      {2 * smallBatch,
-       fillsUnits(4 * layout->m()) ? largeOrSmall : smallOrFlat},
-      {0, largeOrSmall}};
+      {smallBatch, fillsUnits(2 * layout->m()) ? smallOrFlat
+                   : split                     ? Attribute(*split)
+                                               : flatWide},
+      {2 * smallBatch, fillsUnits(4 * layout->m()) ? largeOrSmall
+                       : split                     ? Attribute(*split)
+                                                   : smallOrFlat},
+      {0, wide ? Attribute(*wide) : largeOrSmall}};
   // Bounds that do not grow (n = 16 makes 2n the small tile's batch) and
   // neighbours with one kernel merge.
   SmallVector<int64_t> bounds;

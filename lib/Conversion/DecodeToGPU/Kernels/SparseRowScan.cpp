@@ -88,31 +88,8 @@ void buildSparseRowScan(KernelContext &ctx, int64_t threads, Buffer input,
         });
       });
 
-  int64_t n = out.type.getDimSize(1);
-  SmallVector<KernelArg> args = {KernelArg::buffer(accumulator),
-                                 KernelArg::buffer(out)};
-  LinearOptionalArgs opt(activation);
-  opt.add(args, bias, residual);
-  ctx.launch("linear_epilogue", args,
-             {ctx.hostIndex((n + threads - 1) / threads),
-              ctx.toIndex(ctx.batch), ctx.hostIndex(1)},
-             threads, 0, [&](GpuEmitter &e, ArrayRef<Value> v) {
-               ImplicitLocOpBuilder &b = e.builder();
-               Value i = e.blockId(Dimension::y);
-               Value block = e.blockId(Dimension::x);
-               Value blockStart =
-                   arith::MulIOp::create(b, block, e.index(threads));
-               Value j = arith::AddIOp::create(b, blockStart, e.threadId());
-               e.ifThenElse(e.cmpi(CmpIPredicate::ult, j, e.index(n)), [&] {
-                 Value acc = memref::LoadOp::create(b, v[0], ValueRange{i, j});
-                 Value up;
-                 if (activation == decode::Activation::silu_gate_up)
-                   up = memref::LoadOp::create(
-                       b, v[0],
-                       ValueRange{i, arith::AddIOp::create(b, j, e.index(n))});
-                 emitLinearOutput(e, opt.operands(v, v[1]), i, j, acc, up);
-               });
-             });
+  launchLinearEpilogue(ctx, threads, accumulator, /*splits=*/1, out, bias,
+                       residual, activation);
 }
 
 class SparseRowScanFamily : public BlockSizeFamily {

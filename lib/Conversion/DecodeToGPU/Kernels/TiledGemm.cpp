@@ -33,6 +33,12 @@
 // NVIDIA the copies then read nothing) and not stored. The epilogue (bias,
 // SiLU-gate-up, residual) is the shared one, applied from the accumulators.
 //
+// Split-K (split_k > 1), for shapes whose tiles leave units idle: grid z
+// splits K's tiles into split_k runs; each block stores its f32 sums into
+// the op's workspace, [M][split_k * halves * N], and a second kernel,
+// linear_epilogue, adds the splits and applies the epilogue. The sum is in a
+// fixed order, so the result does not depend on which block ran first.
+//
 //===----------------------------------------------------------------------===//
 
 #include "../KernelRegistry.h"
@@ -52,7 +58,7 @@ using mlir::gpu::Dimension;
 namespace {
 /// The config of one tiled GEMM kernel.
 struct TiledGemmConfig {
-  int64_t warpsN, warpsM, rowTiles, batchTiles, kTile, stages;
+  int64_t warpsN, warpsM, rowTiles, batchTiles, kTile, stages, splitK;
   int64_t subgroups() const { return warpsN * warpsM; }
 };
 
@@ -84,6 +90,14 @@ struct TiledGemmGeometry {
     sharedBytes = sharedElements * elementBytes;
     accumulators =
         halves * config.rowTiles * config.batchTiles * layout.accPerLane;
+  }
+
+  /// K's tiles, and the tiles of a split (the last may have fewer).
+  static int64_t getTiles(const TiledGemmConfig &config, int64_t k) {
+    return (k + config.kTile - 1) / config.kTile;
+  }
+  static int64_t getTilesPerSplit(const TiledGemmConfig &config, int64_t k) {
+    return (getTiles(config, k) + config.splitK - 1) / config.splitK;
   }
 
   int64_t pieceLanes, laneRun, pieces, mmasPerStep, stepK, halves;
@@ -127,11 +141,13 @@ public:
 
   /// The kernel: v are its arguments (inputs, output, optional operands,
   /// the implicit batch, then the shared memory).
-  void build(ArrayRef<Value> v, int64_t implicitStart) {
+  void build(ArrayRef<Value> v, int64_t implicitStart, int64_t workspaceIndex) {
     input = v[0];
     weight = v[1];
     out = v[2];
     shared = v.back();
+    if (workspaceIndex >= 0)
+      workspace = v[workspaceIndex];
     Value batch64 = v[implicitStart];
     batch = arith::IndexCastOp::create(b, b.getIndexType(), batch64);
     epilogue = optional.operands(v, out);
@@ -147,12 +163,32 @@ public:
     Value blockY = e.blockId(Dimension::y);
     rowBase = arith::MulIOp::create(b, blockY, e.index(g.blockRows));
 
+    planK();
     planCopies();
     planFragments();
-    storeAccumulators(accumulate());
+    SmallVector<Value> acc = accumulate();
+    if (workspace)
+      storePartials(acc);
+    else
+      storeAccumulators(acc);
   }
 
 private:
+  /// The block's run of K's tiles: all of them, or its split's.
+  void planK() {
+    int64_t tiles = TiledGemmGeometry::getTiles(config, problem.k);
+    if (config.splitK == 1) {
+      firstTile = e.index(0);
+      tileCount = e.index(tiles);
+      return;
+    }
+    int64_t perSplit = TiledGemmGeometry::getTilesPerSplit(config, problem.k);
+    split = e.blockId(Dimension::z);
+    firstTile = arith::MulIOp::create(b, split, e.index(perSplit));
+    Value left = arith::SubIOp::create(b, e.index(tiles), firstTile);
+    tileCount = arith::MinUIOp::create(b, left, e.index(perSplit));
+  }
+
   int64_t accIndex(int64_t h, int64_t r, int64_t t) const {
     return (h * config.rowTiles + r) * config.batchTiles + t;
   }
@@ -224,9 +260,11 @@ private:
     });
   }
 
-  /// Starts the copies of k tile `tile` into stage buffer `buffer`.
+  /// Starts the copies of the block's k tile `tile` (counted from its
+  /// first) into stage buffer `buffer`.
   void copyTile(Value tile, Value buffer) {
-    Value tileK = arith::MulIOp::create(b, tile, e.index(config.kTile));
+    Value global = arith::AddIOp::create(b, firstTile, tile);
+    Value tileK = arith::MulIOp::create(b, global, e.index(config.kTile));
     Value base = arith::MulIOp::create(b, buffer, e.index(g.stageElements));
     bool kTail = problem.k % config.kTile != 0;
     for (const StageCopy &copy : copies) {
@@ -341,20 +379,27 @@ private:
   /// The pipeline over K's tiles: stages - 1 tiles in flight before the
   /// loop, one more started by each iteration.
   SmallVector<Value> accumulate() {
-    int64_t tiles = (problem.k + config.kTile - 1) / config.kTile;
+    int64_t tiles = TiledGemmGeometry::getTiles(config, problem.k);
+    int64_t fewest =
+        config.splitK == 1
+            ? tiles
+            : tiles - (config.splitK - 1) * TiledGemmGeometry::getTilesPerSplit(
+                                                config, problem.k);
     for (int64_t s = 0; s + 1 < config.stages; ++s) {
-      if (s < tiles) {
-        // Tile s goes to buffer s.
-        Value tile = e.index(s);
+      // Tile s goes to buffer s; a split's last run may have fewer tiles.
+      Value tile = e.index(s);
+      if (s < fewest)
         copyTile(tile, tile);
-      }
+      else if (config.splitK > 1 && s < tiles)
+        e.ifThenElse(e.cmpi(CmpIPredicate::ult, tile, tileCount),
+                     [&] { copyTile(tile, tile); });
       target.commitCopies(b);
     }
     Value zero = arith::ConstantOp::create(b, accType, b.getZeroAttr(accType));
     SmallVector<Value> acc(g.halves * config.rowTiles * config.batchTiles,
                            zero);
     Value lower = e.index(0);
-    Value upper = e.index(tiles);
+    Value upper = tileCount;
     Value one = e.index(1);
     return e.reduce(
         lower, upper, one, acc, [&](Value tile, ValueRange carried) {
@@ -364,7 +409,7 @@ private:
           e.barrier();
           Value next =
               arith::AddIOp::create(b, tile, e.index(config.stages - 1));
-          Value inK = e.cmpi(CmpIPredicate::ult, next, e.index(tiles));
+          Value inK = e.cmpi(CmpIPredicate::ult, next, tileCount);
           e.ifThenElse(inK, [&] {
             Value buffer =
                 arith::RemUIOp::create(b, next, e.index(config.stages));
@@ -375,6 +420,42 @@ private:
               arith::RemUIOp::create(b, tile, e.index(config.stages));
           return multiplyStage(buffer, carried);
         });
+  }
+
+  /// Split-K: the block's sums into workspace[m][(split * halves + h) * N +
+  /// n].
+  void storePartials(ArrayRef<Value> acc) {
+    Value warpRows = arith::AddIOp::create(
+        b, rowBase,
+        arith::MulIOp::create(b, warpN, e.index(config.rowTiles * layout.m())));
+    Value warpColumns = arith::AddIOp::create(
+        b, columnBase,
+        arith::MulIOp::create(b, warpM,
+                              e.index(config.batchTiles * layout.n())));
+    Value splitBase =
+        arith::MulIOp::create(b, split, e.index(g.halves * problem.n));
+    for (int64_t h = 0; h < g.halves; ++h)
+      for (int64_t r = 0; r < config.rowTiles; ++r)
+        for (int64_t t = 0; t < config.batchTiles; ++t)
+          for (int64_t j = 0; j < layout.accPerLane; ++j) {
+            auto [row, column] =
+                target.getMmaAccumulator(b, layout, lane, e.index(j));
+            Value tileRow =
+                arith::AddIOp::create(b, row, e.index(r * layout.m()));
+            Value n = arith::AddIOp::create(b, warpRows, tileRow);
+            Value tileColumn =
+                arith::AddIOp::create(b, column, e.index(t * layout.n()));
+            Value m = arith::AddIOp::create(b, warpColumns, tileColumn);
+            Value inRows = e.cmpi(CmpIPredicate::ult, n, e.index(problem.n));
+            Value inBatch = e.cmpi(CmpIPredicate::ult, m, batch);
+            Value value = e.extract(acc[accIndex(h, r, t)], j);
+            e.ifThenElse(arith::AndIOp::create(b, inRows, inBatch), [&] {
+              Value half =
+                  arith::AddIOp::create(b, splitBase, e.index(h * problem.n));
+              Value column = arith::AddIOp::create(b, half, n);
+              e.store(value, workspace, {m, column});
+            });
+          }
   }
 
   void storeAccumulators(ArrayRef<Value> acc) {
@@ -416,7 +497,10 @@ private:
   const LinearOptionalArgs &optional;
 
   VectorType pieceType, accType;
-  Value input, weight, out, batch, shared;
+  Value input, weight, out, batch, shared, workspace;
+  /// The block's split of K (null without split-K), its first k tile and
+  /// its number of k tiles.
+  Value split, firstTile, tileCount;
   LinearEpilogueOperands epilogue;
   Value lane, warpN, warpM, rowBase, columnBase, laneChunk;
   SmallVector<StageCopy> copies;
@@ -428,8 +512,12 @@ private:
 TiledGemmConfig getTiledConfig(const KernelConfig &config) {
   return {config.get("warps_n"),   config.get("warps_m"),
           config.get("row_tiles"), config.get("batch_tiles"),
-          config.get("k_tile"),    config.get("stages")};
+          config.get("k_tile"),    config.get("stages"),
+          config.get("split_k")};
 }
+
+/// The threads of a block of the split-K epilogue.
+constexpr int64_t kEpilogueThreads = 256;
 
 class TiledGemmFamily : public KernelFamily {
 public:
@@ -444,7 +532,19 @@ public:
                                          {"row_tiles", 2},
                                          {"batch_tiles", 4},
                                          {"k_tile", 32},
-                                         {"stages", 4}});
+                                         {"stages", 4},
+                                         {"split_k", 1}});
+  }
+  int64_t getWorkspaceBytesPerRow(Operation *op,
+                                  const KernelConfig &config) const override {
+    int64_t splitK = config.get("split_k");
+    if (splitK == 1)
+      return 0;
+    auto linear = cast<decode::LinearOp>(op);
+    int64_t n =
+        cast<RankedTensorType>(linear.getResult().getType()).getDimSize(1);
+    bool gateUp = linear.getActivation() == decode::Activation::silu_gate_up;
+    return splitK * (gateUp ? 2 : 1) * n * 4;
   }
   LogicalResult verifyConfig(Operation *op, const KernelConfig &config,
                              const GpuPrimitives &target) const override {
@@ -462,9 +562,19 @@ public:
         failed(checkRange(op, config, "row_tiles", 1, 4)) ||
         failed(checkRange(op, config, "batch_tiles", 1, 8)) ||
         failed(checkRange(op, config, "k_tile", 1, 256)) ||
-        failed(checkRange(op, config, "stages", 2, 8)))
+        failed(checkRange(op, config, "stages", 2, 8)) ||
+        failed(checkRange(op, config, "split_k", 1, 16)))
       return failure();
     TiledGemmConfig tiled = getTiledConfig(config);
+    int64_t k =
+        cast<RankedTensorType>(linear.getInput().getType()).getDimSize(1);
+    int64_t tiles = TiledGemmGeometry::getTiles(tiled, k);
+    if ((tiled.splitK - 1) * TiledGemmGeometry::getTilesPerSplit(tiled, k) >=
+        tiles)
+      return op->emitOpError()
+             << "kernel 'tiled_gemm': split_k " << tiled.splitK
+             << " leaves a split without k tiles (K = " << k << " has " << tiles
+             << " tiles of " << tiled.kTile << ")";
     if (tiled.subgroups() > maxSubgroups)
       return op->emitOpError()
              << "kernel 'tiled_gemm': warps_n * warps_m = " << tiled.subgroups()
@@ -479,12 +589,13 @@ public:
              << "kernel 'tiled_gemm': k_tile " << tiled.kTile
              << " must be a multiple of " << geometry.stepK
              << " (one vector-wide run of k per lane of the MMA)";
-    if (geometry.sharedBytes > target.staticSharedBytes())
+    if (geometry.sharedBytes > target.target().getSharedMemory())
       return op->emitOpError()
              << "kernel 'tiled_gemm': " << tiled.stages << " stages of "
              << geometry.stageRows << " x " << tiled.kTile << " elements take "
              << geometry.sharedBytes << " bytes of shared memory, more than "
-             << "the " << target.staticSharedBytes() << " a kernel may use";
+             << "the " << target.target().getSharedMemory()
+             << " a workgroup may use on the target";
     constexpr int64_t kMaxAccumulators = 128;
     if (geometry.accumulators > kMaxAccumulators)
       return op->emitOpError()
@@ -503,21 +614,35 @@ public:
     TiledGemmGeometry geometry(tiled, layout, ctx.primitives, element,
                                problem.gateUp);
 
-    const SmallVector<KernelArg> &args = problem.args;
+    SmallVector<KernelArg> args = problem.args;
     const LinearOptionalArgs &optional = problem.optional;
+    // Split-K: the sums go to the workspace, [M][split_k * halves * N].
+    Buffer partials;
+    int64_t workspaceIndex = -1;
+    if (tiled.splitK > 1) {
+      int64_t perRow = tiled.splitK * geometry.halves * problem.n;
+      partials = buffers.workspace(MemRefType::get(
+          {ShapedType::kDynamic, perRow}, Builder(op).getF32Type()));
+      workspaceIndex = args.size();
+      args.push_back(KernelArg::buffer(partials));
+    }
 
     Value gridX =
         ctx.toIndex(ctx.ceilDiv(ctx.batch, ctx.hostI64(geometry.blockBatch)));
     Value gridY = ctx.hostIndex((problem.n + geometry.blockRows - 1) /
                                 geometry.blockRows);
     size_t implicitStart = args.size();
-    ctx.launch("linear", args, {gridX, gridY, ctx.hostIndex(1)},
+    ctx.launch("linear", args, {gridX, gridY, ctx.hostIndex(tiled.splitK)},
                tiled.subgroups() * ctx.subgroupSize(),
                KernelContext::SharedMemory{geometry.sharedElements, element},
                [&](GpuEmitter &e, ArrayRef<Value> v) {
                  TiledGemmBuilder(e, layout, tiled, geometry, problem, optional)
-                     .build(v, implicitStart);
+                     .build(v, implicitStart, workspaceIndex);
                });
+    if (tiled.splitK > 1)
+      launchLinearEpilogue(ctx, kEpilogueThreads, partials, tiled.splitK,
+                           problem.out, problem.bias, problem.residual,
+                           problem.activation);
     return success();
   }
 };
@@ -525,23 +650,34 @@ public:
 
 std::optional<decode::KernelAttr>
 fdc::gpu::getTiledGemmKernel(decode::LinearOp op, const GpuPrimitives &target,
-                             int64_t warpsN, int64_t warpsM, int64_t rowTiles,
-                             int64_t batchTiles, int64_t kTile,
-                             int64_t maxStages) {
+                             const TiledGemmShape &shape) {
   MLIRContext *context = op.getContext();
   Builder b(context);
+  std::optional<MmaLayout> layout = getFlatGemmLayout(op, target);
+  if (!layout)
+    return std::nullopt;
+  Type element =
+      cast<RankedTensorType>(op.getWeight().getType()).getElementType();
+  bool gateUp = op.getActivation() == decode::Activation::silu_gate_up;
   // A config the family refuses is not an error here: fewer stages are
   // tried, then none is returned.
   ScopedDiagnosticHandler quiet(context,
                                 [](Diagnostic &) { return success(); });
-  for (int64_t stages = maxStages; stages >= 2; --stages) {
+  for (int64_t stages = shape.maxStages; stages >= 2; --stages) {
+    TiledGemmConfig config{shape.warpsN,     shape.warpsM, shape.rowTiles,
+                           shape.batchTiles, shape.kTile,  stages,
+                           shape.splitK};
+    TiledGemmGeometry geometry(config, *layout, target, element, gateUp);
+    if (shape.maxSharedBytes > 0 && geometry.sharedBytes > shape.maxSharedBytes)
+      continue;
     SmallVector<NamedAttribute> entries = {
-        b.getNamedAttr("warps_n", b.getI64IntegerAttr(warpsN)),
-        b.getNamedAttr("warps_m", b.getI64IntegerAttr(warpsM)),
-        b.getNamedAttr("row_tiles", b.getI64IntegerAttr(rowTiles)),
-        b.getNamedAttr("batch_tiles", b.getI64IntegerAttr(batchTiles)),
-        b.getNamedAttr("k_tile", b.getI64IntegerAttr(kTile)),
-        b.getNamedAttr("stages", b.getI64IntegerAttr(stages))};
+        b.getNamedAttr("warps_n", b.getI64IntegerAttr(shape.warpsN)),
+        b.getNamedAttr("warps_m", b.getI64IntegerAttr(shape.warpsM)),
+        b.getNamedAttr("row_tiles", b.getI64IntegerAttr(shape.rowTiles)),
+        b.getNamedAttr("batch_tiles", b.getI64IntegerAttr(shape.batchTiles)),
+        b.getNamedAttr("k_tile", b.getI64IntegerAttr(shape.kTile)),
+        b.getNamedAttr("stages", b.getI64IntegerAttr(stages)),
+        b.getNamedAttr("split_k", b.getI64IntegerAttr(shape.splitK))};
     auto kernel = decode::KernelAttr::get(
         context, b.getStringAttr("tiled_gemm"), b.getDictionaryAttr(entries));
     FailureOr<decode::KernelAttr> complete = completeKernel(op, kernel, target);

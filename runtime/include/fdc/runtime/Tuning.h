@@ -73,6 +73,9 @@ struct TuneSignature {
   int64_t count = 0;
   std::string inputDType, outDType;
   int64_t outFeatures = 0;
+  /// Scratch the candidates may use, bytes per batch row (0: none); the
+  /// manifest's "workspace_bytes_per_row".
+  int64_t workspaceBytesPerRow = 0;
   std::vector<KernelChoice> candidates;
 };
 
@@ -82,7 +85,8 @@ Expected<std::vector<LinearTable>>
 parseLinearTables(const json::Value &manifest, const std::string &origin);
 
 /// The manifest's "tuning" signatures; an error when the manifest has none
-/// (not a tuning library) or a field is malformed.
+/// (not a tuning library), its version is not FDC_TUNE_ABI_VERSION (a
+/// library of another fdc: its FdcTuneArgs differ) or a field is malformed.
 Expected<std::vector<TuneSignature>>
 parseTuneSignatures(const json::Value &manifest, const std::string &origin);
 
