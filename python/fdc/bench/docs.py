@@ -34,7 +34,8 @@ def generated(results: dict) -> str:
                  "`bash scripts/bench.sh prepare` compiles into the tuned "
                  "libraries above (flat: row tiles, batch tiles, subgroups, "
                  "k unroll; tiled: subgroups over N × over M, row tiles, batch "
-                 "tiles, k tile, stages).\n\n"
+                 "tiles, k tile, stages, and the ways K is split where it "
+                 "is).\n\n"
                  f"{report.tuning_md(files)}\n\n")
     return f"{text}### Plots\n\n{plots}\n"
 

@@ -185,6 +185,7 @@ class _Driver:
         self.lib.cuDeviceGetAttribute.argtypes = [ctypes.POINTER(ctypes.c_int),
                                                   ctypes.c_int, ctypes.c_int]
         self.lib.cuCtxGetDevice.argtypes = [ctypes.POINTER(ctypes.c_int)]
+        self.lib.cuFuncSetAttribute.argtypes = [p, ctypes.c_int, ctypes.c_int]
 
     def check(self, result: int, what: str) -> None:
         if result != 0:
@@ -232,6 +233,9 @@ class CudaLauncher(_DeviceCallback):
                 f"cuModuleGetFunction({name})")
             self.functions[name] = function
         self.library = library
+        # Dynamic shared memory each kernel is opted in to (above 48 KiB a
+        # kernel must be, as the runtime's CUDA backend does).
+        self.shared_limit: dict[str, int] = {}
         self.only: set[str] | None = None
         self.launched: list[str] = []
         self._torch = torch
@@ -242,6 +246,12 @@ class CudaLauncher(_DeviceCallback):
         function = self.functions.get(name)
         if function is None:
             raise CudaError(f"kernel {name} is not in the library's manifest")
+        if shared > self.shared_limit.get(name, 48 * 1024):
+            max_dynamic_shared_size_bytes = 8  # CUfunction_attribute
+            self.driver.check(self.driver.lib.cuFuncSetAttribute(
+                function, max_dynamic_shared_size_bytes, shared),
+                f"cuFuncSetAttribute({name}, {shared} bytes of shared memory)")
+            self.shared_limit[name] = shared
         stream = ctypes.c_void_p(self._torch.cuda.current_stream().cuda_stream)
         self.driver.check(self.driver.lib.cuLaunchKernel(
             function, *grid, *block, shared, stream, params, None),

@@ -241,8 +241,10 @@ def _kernel_short(kernel: dict) -> str:
         return (f"flat r{c['row_tiles']} t{c['batch_tiles']} "
                 f"w{c['subgroups']} u{c['k_unroll']}")
     if family == "tiled_gemm":
+        split = c.get("split_k", 1)
         return (f"tiled {c['warps_n']}×{c['warps_m']} r{c['row_tiles']} "
-                f"t{c['batch_tiles']} k{c['k_tile']} s{c['stages']}")
+                f"t{c['batch_tiles']} k{c['k_tile']} s{c['stages']}"
+                + (f" split {split}" if split > 1 else ""))
     return family
 
 

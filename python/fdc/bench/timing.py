@@ -30,31 +30,53 @@ def graph_time_us(enqueue: Callable[[int], None], calls: int = CALLS,
 
     Returns {"us", "spread"}: spread is (max - min) / median over the timed
     replays."""
-    for i in range(min(calls, 3)):  # loads modules, sets up handles
-        enqueue(i)
-    torch.cuda.synchronize()
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        for i in range(calls):
+    return graph_times_us([enqueue], calls, budget_s, min_replays,
+                          max_replays)[0]
+
+
+def graph_times_us(enqueues: list[Callable[[int], None]], calls: int = CALLS,
+                   budget_s: float = 0.25, min_replays: int = 5,
+                   max_replays: int = 50) -> list[dict]:
+    """graph_time_us of several contenders (fdc, its tuned table, the peer),
+    their replays interleaved (A B C A B C ...), so that a change of clocks
+    or temperature during the measurement weighs on each alike instead of
+    on whichever is timed last."""
+    graphs = []
+    for enqueue in enqueues:
+        for i in range(min(calls, 3)):  # loads modules, sets up handles
             enqueue(i)
-    graph.replay()
+        torch.cuda.synchronize()
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            for i in range(calls):
+                enqueue(i)
+        graph.replay()
+        graphs.append(graph)
     torch.cuda.synchronize()
     start = time.perf_counter()
-    graph.replay()
+    for graph in graphs:
+        graph.replay()
     torch.cuda.synchronize()
     once = time.perf_counter() - start
     replays = int(min(max_replays, max(min_replays, budget_s / max(once, 1e-6))))
-    events = [(torch.cuda.Event(enable_timing=True),
-               torch.cuda.Event(enable_timing=True)) for _ in range(replays)]
-    for begin, end in events:
-        begin.record()
-        graph.replay()
-        end.record()
+    events = [[(torch.cuda.Event(enable_timing=True),
+                torch.cuda.Event(enable_timing=True)) for _ in graphs]
+              for _ in range(replays)]
+    for round_events in events:
+        for graph, (begin, end) in zip(graphs, round_events):
+            begin.record()
+            graph.replay()
+            end.record()
     torch.cuda.synchronize()
-    times = [begin.elapsed_time(end) * 1000.0 / calls for begin, end in events]
-    median = statistics.median(times)
-    del graph
-    return {"us": median, "spread": (max(times) - min(times)) / median}
+    results = []
+    for g in range(len(graphs)):
+        times = [round_events[g][0].elapsed_time(round_events[g][1]) * 1000.0
+                 / calls for round_events in events]
+        median = statistics.median(times)
+        results.append({"us": median,
+                        "spread": (max(times) - min(times)) / median})
+    del graphs
+    return results
 
 
 def event_time_us(run: Callable[[], None], repeats: int = 10) -> dict:
