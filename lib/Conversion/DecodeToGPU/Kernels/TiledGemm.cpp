@@ -422,43 +422,11 @@ private:
         });
   }
 
-  /// Split-K: the block's sums into workspace[m][(split * halves + h) * N +
-  /// n].
-  void storePartials(ArrayRef<Value> acc) {
-    Value warpRows = arith::AddIOp::create(
-        b, rowBase,
-        arith::MulIOp::create(b, warpN, e.index(config.rowTiles * layout.m())));
-    Value warpColumns = arith::AddIOp::create(
-        b, columnBase,
-        arith::MulIOp::create(b, warpM,
-                              e.index(config.batchTiles * layout.n())));
-    Value splitBase =
-        arith::MulIOp::create(b, split, e.index(g.halves * problem.n));
-    for (int64_t h = 0; h < g.halves; ++h)
-      for (int64_t r = 0; r < config.rowTiles; ++r)
-        for (int64_t t = 0; t < config.batchTiles; ++t)
-          for (int64_t j = 0; j < layout.accPerLane; ++j) {
-            auto [row, column] =
-                target.getMmaAccumulator(b, layout, lane, e.index(j));
-            Value tileRow =
-                arith::AddIOp::create(b, row, e.index(r * layout.m()));
-            Value n = arith::AddIOp::create(b, warpRows, tileRow);
-            Value tileColumn =
-                arith::AddIOp::create(b, column, e.index(t * layout.n()));
-            Value m = arith::AddIOp::create(b, warpColumns, tileColumn);
-            Value inRows = e.cmpi(CmpIPredicate::ult, n, e.index(problem.n));
-            Value inBatch = e.cmpi(CmpIPredicate::ult, m, batch);
-            Value value = e.extract(acc[accIndex(h, r, t)], j);
-            e.ifThenElse(arith::AndIOp::create(b, inRows, inBatch), [&] {
-              Value half =
-                  arith::AddIOp::create(b, splitBase, e.index(h * problem.n));
-              Value column = arith::AddIOp::create(b, half, n);
-              e.store(value, workspace, {m, column});
-            });
-          }
-  }
-
-  void storeAccumulators(ArrayRef<Value> acc) {
+  /// For every element j of this lane's accumulators of row tile r and
+  /// batch tile t whose output (batch row m, feature n) is in bounds: emits
+  /// `body(r, t, j, m, n)` under that condition.
+  void forEachOutput(
+      llvm::function_ref<void(int64_t, int64_t, int64_t, Value, Value)> body) {
     Value warpRows = arith::AddIOp::create(
         b, rowBase,
         arith::MulIOp::create(b, warpN, e.index(config.rowTiles * layout.m())));
@@ -479,12 +447,35 @@ private:
           Value m = arith::AddIOp::create(b, warpColumns, tileColumn);
           Value inRows = e.cmpi(CmpIPredicate::ult, n, e.index(problem.n));
           Value inBatch = e.cmpi(CmpIPredicate::ult, m, batch);
-          Value value = e.extract(acc[accIndex(0, r, t)], j);
-          Value up =
-              problem.gateUp ? e.extract(acc[accIndex(1, r, t)], j) : Value();
           e.ifThenElse(arith::AndIOp::create(b, inRows, inBatch),
-                       [&] { emitLinearOutput(e, epilogue, m, n, value, up); });
+                       [&] { body(r, t, j, m, n); });
         }
+  }
+
+  /// Split-K: the block's sums into workspace[m][(split * halves + h) * N +
+  /// n].
+  void storePartials(ArrayRef<Value> acc) {
+    Value splitBase =
+        arith::MulIOp::create(b, split, e.index(g.halves * problem.n));
+    forEachOutput([&](int64_t r, int64_t t, int64_t j, Value m, Value n) {
+      for (int64_t h = 0; h < g.halves; ++h) {
+        Value value = e.extract(acc[accIndex(h, r, t)], j);
+        Value half =
+            arith::AddIOp::create(b, splitBase, e.index(h * problem.n));
+        Value column = arith::AddIOp::create(b, half, n);
+        e.store(value, workspace, {m, column});
+      }
+    });
+  }
+
+  /// The epilogue of this lane's outputs, from its accumulators.
+  void storeAccumulators(ArrayRef<Value> acc) {
+    forEachOutput([&](int64_t r, int64_t t, int64_t j, Value m, Value n) {
+      Value value = e.extract(acc[accIndex(0, r, t)], j);
+      Value up =
+          problem.gateUp ? e.extract(acc[accIndex(1, r, t)], j) : Value();
+      emitLinearOutput(e, epilogue, m, n, value, up);
+    });
   }
 
   GpuEmitter &e;
