@@ -78,3 +78,14 @@
 // DYN: llvm.mlir.addressof @[[DYN]] : !llvm.ptr<3>
 // DYN: %[[BYTES:.*]] = arith.constant 73728 : i32
 // DYN: llvm.call %{{.*}}(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[BYTES]], %{{.*}})
+
+// One workspace for the whole step: q and k, both split in K, store their
+// partial sums in the same scratch region (each op's is dead once its
+// linear_epilogue has run), reserved before the first kernel.
+// RUN: sed 's/%k_0 = decode.linear %x_0, %wk_0 :/%k_0 = decode.linear %x_0, %wk_0 {decode.kernel = #decode.kernel<"tiled_gemm", {warps_n = 2, warps_m = 2, row_tiles = 2, batch_tiles = 2, k_tile = 128, stages = 3, split_k = 2}>} :/' %t.split.mlir \
+// RUN:   | fdc-opt --decode-assign-weight-layout --convert-decode-to-gpu=target=sm_90 | FileCheck %s --check-prefix=WORKSPACE
+// WORKSPACE: func.func @fdc_model_step
+// WORKSPACE: gpu.launch_func @fdc_kernels::@{{linear_[0-9]+}} blocks in (%{{.*}}, %c8, %c2) {{.*}} args(%{{[0-9]+}} : !llvm.ptr, %{{[0-9]+}} : !llvm.ptr, %[[Q:[0-9]+]] : !llvm.ptr, %[[WS:[0-9]+]] : !llvm.ptr,
+// WORKSPACE: gpu.launch_func @fdc_kernels::@{{linear_epilogue_[0-9]+}} {{.*}} args(%[[WS]] : !llvm.ptr, %[[Q]] : !llvm.ptr,
+// WORKSPACE: gpu.launch_func @fdc_kernels::@{{linear_[0-9]+}} blocks in (%{{.*}}, %c4, %c2{{.*}}) {{.*}} args(%{{[0-9]+}} : !llvm.ptr, %{{[0-9]+}} : !llvm.ptr, %[[K:[0-9]+]] : !llvm.ptr, %[[WS]] : !llvm.ptr,
+// WORKSPACE: gpu.launch_func @fdc_kernels::@{{linear_epilogue_[0-9]+}} {{.*}} args(%[[WS]] : !llvm.ptr, %[[K]] : !llvm.ptr,
