@@ -139,9 +139,10 @@ fdc::gpu::getDefaultLinearDispatch(decode::LinearOp op,
                                /*batchTiles=*/std::max<int64_t>(1, 32 / n),
                                2 * stepK, /*maxStages=*/4, splitK});
   }
-  std::optional<decode::KernelAttr> split;
+  // The wide tile for 17..64 rows too, where N / 64 leaves units idle.
+  std::optional<decode::KernelAttr> wideWhenIdle;
   if (wide && 2 * 4 * wideTiles >= target.units())
-    split = wide;
+    wideWhenIdle = wide;
   Attribute smallOrFlat = small ? Attribute(*small) : flatWide;
   Attribute largeOrSmall = large ? Attribute(*large) : smallOrFlat;
   int64_t smallBatch = 2 * smallBatchTiles * n;
@@ -150,10 +151,10 @@ fdc::gpu::getDefaultLinearDispatch(decode::LinearOp op,
       {n, flatGemm(1, 1, subgroups, 4)},
       {2 * n, flatGemm(1, 2, subgroups, 2)},
       {smallBatch, fillsUnits(2 * layout->m()) ? smallOrFlat
-                   : split                     ? Attribute(*split)
+                   : wideWhenIdle              ? Attribute(*wideWhenIdle)
                                                : flatWide},
       {2 * smallBatch, fillsUnits(4 * layout->m()) ? largeOrSmall
-                       : split                     ? Attribute(*split)
+                       : wideWhenIdle              ? Attribute(*wideWhenIdle)
                                                    : smallOrFlat},
       {0, wide ? Attribute(*wide) : largeOrSmall}};
   // Bounds that do not grow (n = 16 makes 2n the small tile's batch) and
