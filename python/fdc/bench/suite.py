@@ -172,11 +172,34 @@ def kernels_named(library: ModelLibrary, *prefixes: str) -> set[str]:
     return {k for k in library.kernels if k.startswith(prefixes)}
 
 
-def time_fdc(launcher: CudaLauncher, args_list, only: set[str],
-             calls: int = CALLS) -> dict:
+def step_enqueue(launcher: CudaLauncher, args_list, only: set[str] | None):
+    """enqueue(i) for the graph timers: the step (its kernels in `only`) on
+    the i-th of a rotation of argument sets."""
     def enqueue(i):
         launcher.step(args_list[i % len(args_list)], only=only)
-    return graph_time_us(enqueue, calls=calls)
+    return enqueue
+
+
+def time_fdc(launcher: CudaLauncher, args_list, only: set[str],
+             calls: int = CALLS) -> dict:
+    return graph_time_us(step_enqueue(launcher, args_list, only), calls=calls)
+
+
+def linear_step(bench: Bench, library: ModelLibrary, launcher: CudaLauncher,
+                tokens, arenas, cache):
+    """A linear benchmark library's step for len(tokens) rows, run once: its
+    buffers, its arguments on each arena, and the measured op's kernel for
+    this M (its dispatch table picks one): the first linear the step
+    launched; the head follows."""
+    m = len(tokens)
+    buffers = StepBuffers(bench, library, m, m, 1,
+                          torch.zeros(m, device="cuda"),
+                          torch.arange(m, device="cuda"), tokens)
+    args = [buffers.args(a, cache) for a in arenas]
+    launcher.step(args[0])
+    torch.cuda.synchronize()
+    measured = {next(k for k in launcher.launched if k.startswith("linear_"))}
+    return buffers, args, measured
 
 
 # ---------------------------------------------------------------------------
@@ -227,42 +250,22 @@ def linear(bench: Bench) -> list[dict]:
         for m in ms:
             tokens = torch.randint(0, models.TABLE_ROWS, (m,), device="cuda",
                                    generator=bench.gen)
-            buffers = StepBuffers(bench, library, m, m, 1,
-                                  torch.zeros(m, device="cuda"),
-                                  torch.arange(m, device="cuda"), tokens)
-            args = [buffers.args(a, cache) for a in arenas]
-            launcher.step(args[0])
-            torch.cuda.synchronize()
-            # The measured op's kernel for this M (its dispatch table picks
-            # one): the first linear the step launched; the head follows.
-            measured = {next(k for k in launcher.launched
-                             if k.startswith("linear_"))}
+            buffers, args, measured = linear_step(bench, library, launcher,
+                                                  tokens, arenas, cache)
             x = base.view("table")[tokens.long()].double()
             y = (x @ base.view("w").double().T).to(torch.bfloat16).double()
             ref = y @ base.view("head").double().T
             result = check(rel_err(buffers.logits, ref), LINEAR_TOLERANCE)
             nbytes = n * k * 2 + m * k * 2 + m * n * 2
-
-            def enqueue_fdc(i, launcher=launcher, args=args, only=measured):
-                launcher.step(args[i % len(args)], only=only)
-            contenders = [enqueue_fdc]
+            contenders = [step_enqueue(launcher, args, measured)]
             tuned_check = tuned_measured = None
             if tuned_launcher:
-                tuned_buffers = StepBuffers(bench, tuned, m, m, 1,
-                                            torch.zeros(m, device="cuda"),
-                                            torch.arange(m, device="cuda"), tokens)
-                tuned_args = [tuned_buffers.args(a, cache) for a in arenas]
-                tuned_launcher.step(tuned_args[0])
-                torch.cuda.synchronize()
-                tuned_measured = {next(k for k in tuned_launcher.launched
-                                       if k.startswith("linear_"))}
+                tuned_buffers, tuned_args, tuned_measured = linear_step(
+                    bench, tuned, tuned_launcher, tokens, arenas, cache)
                 tuned_check = check(rel_err(tuned_buffers.logits, ref),
                                     LINEAR_TOLERANCE)
-
-                def enqueue_tuned(i, launcher=tuned_launcher, args=tuned_args,
-                                  only=tuned_measured):
-                    launcher.step(args[i % len(args)], only=only)
-                contenders.append(enqueue_tuned)
+                contenders.append(
+                    step_enqueue(tuned_launcher, tuned_args, tuned_measured))
             xin = bench.randn((m, k))
             out = torch.empty((m, n), dtype=torch.bfloat16, device="cuda")
             weights = [a.view("w") for a in arenas]
@@ -575,7 +578,7 @@ def step(bench: Bench) -> list[dict]:
             cache.view(torch.bfloat16).copy_(bench.randn(cache.numel() // 2))
             buffers.positions.fill_(STEP_CONTEXT - 1)
             args = [buffers.args(arena, cache)]
-            contenders = [lambda i, args=args: launcher.step(args[0])]
+            contenders = [step_enqueue(launcher, args, None)]
             tuned_graph = tuned_check = None
             if tuned_launcher:
                 # The tuned table's step: checked at position 0 like the
@@ -590,9 +593,8 @@ def step(bench: Bench) -> list[dict]:
                                     STEP_TOLERANCE)
                 del check_cache
                 tuned_buffers.positions.fill_(STEP_CONTEXT - 1)
-                tuned_args = tuned_buffers.args(arena, cache)
-                contenders.append(
-                    lambda i, a=tuned_args: tuned_launcher.step(a))
+                contenders.append(step_enqueue(
+                    tuned_launcher, [tuned_buffers.args(arena, cache)], None))
             # The step and its tuned table's, replays interleaved.
             timed = graph_times_us(contenders, calls=5)
             graph = timed[0]
