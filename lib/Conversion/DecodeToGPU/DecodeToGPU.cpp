@@ -157,6 +157,9 @@ private:
   /// its bytes per batch row.
   Value opWorkspace;
   int64_t opWorkspaceBytesPerRow = 0;
+  /// Each op's kernels (resolveKernels, once per op; null for an op that
+  /// is no kernel).
+  DenseMap<Operation *, Attribute> resolvedKernels;
 };
 
 Value GpuStepLowering::loadField(int64_t field, Type type) {
@@ -243,12 +246,14 @@ LogicalResult GpuStepLowering::run() {
                         getBufferType(operand.getType())};
   }
 
-  // The step's workspace, before any kernel, as large as the largest op's.
+  // Every op's kernels; then the step's workspace, before any kernel, as
+  // large as the largest op's.
   int64_t workspaceBytes = 0;
   for (Operation &op : body.without_terminator()) {
     FailureOr<Attribute> opKernels = resolveKernels(&op, primitives);
     if (failed(opKernels))
       return failure();
+    resolvedKernels[&op] = *opKernels;
     workspaceBytes =
         std::max(workspaceBytes, getWorkspaceBytesPerRow(&op, *opKernels));
   }
@@ -351,19 +356,17 @@ void GpuStepLowering::recordLinear(decode::LinearOp linear, Attribute kernels,
 
 LogicalResult GpuStepLowering::lowerOp(Operation &op, KernelContext &ctx) {
   Attribute written = op.getAttr(decode::KernelAttr::getOpAttrName());
-  FailureOr<Attribute> kernels = resolveKernels(&op, primitives);
-  if (failed(kernels))
-    return failure();
-  if (!*kernels)
+  Attribute kernels = resolvedKernels.lookup(&op);
+  if (!kernels)
     return lowerStructuralOp(op);
   if (auto linear = dyn_cast<decode::LinearOp>(op))
-    recordLinear(linear, *kernels, written);
+    recordLinear(linear, kernels, written);
   auto build = [&](decode::KernelAttr kernel) {
     return buildKernel(op, kernel, ctx);
   };
-  if (auto kernel = dyn_cast<decode::KernelAttr>(*kernels))
+  if (auto kernel = dyn_cast<decode::KernelAttr>(kernels))
     return build(kernel);
-  return lowerDispatch(op, cast<decode::KernelDispatchAttr>(*kernels), build);
+  return lowerDispatch(op, cast<decode::KernelDispatchAttr>(kernels), build);
 }
 
 LogicalResult GpuStepLowering::lowerDispatch(
