@@ -89,3 +89,16 @@
 // WORKSPACE: gpu.launch_func @fdc_kernels::@{{linear_epilogue_[0-9]+}} {{.*}} args(%[[WS]] : !llvm.ptr, %[[Q]] : !llvm.ptr,
 // WORKSPACE: gpu.launch_func @fdc_kernels::@{{linear_[0-9]+}} blocks in (%{{.*}}, %c4, %c2{{.*}}) {{.*}} args(%{{[0-9]+}} : !llvm.ptr, %{{[0-9]+}} : !llvm.ptr, %[[K:[0-9]+]] : !llvm.ptr, %[[WS]] : !llvm.ptr,
 // WORKSPACE: gpu.launch_func @fdc_kernels::@{{linear_epilogue_[0-9]+}} {{.*}} args(%[[WS]] : !llvm.ptr, %[[K]] : !llvm.ptr,
+
+// Split-K on AMD (64 KiB of LDS: two stages of 64-wide k fit statically):
+// grid z, MFMA, the f32 sums into the workspace, and linear_epilogue.
+// RUN: sed 's/k_tile = 64, stages = 3/k_tile = 64, stages = 2, split_k = 2/' %t.tiled.mlir \
+// RUN:   | fdc-opt --decode-assign-weight-layout --convert-decode-to-gpu=target=gfx942 | FileCheck %s --check-prefix=GFXSPLIT
+// GFXSPLIT: gpu.func @[[K:linear_[0-9]+]]({{.*}}) workgroup(%{{.*}} : memref<16384xbf16, #gpu.address_space<workgroup>> {llvm.align = 16 : i64}) kernel attributes {known_block_size = array<i32: 256, 1, 1>}
+// GFXSPLIT: gpu.block_id z
+// GFXSPLIT: amdgpu.mfma
+// GFXSPLIT: memref.store {{.*}} : memref<?x1024xf32>
+// GFXSPLIT: gpu.func @[[E:linear_epilogue_[0-9]+]](
+// GFXSPLIT: func.func @fdc_model_step
+// GFXSPLIT: gpu.launch_func @fdc_kernels::@[[K]] blocks in (%{{.*}}, %{{.*}}, %c2)
+// GFXSPLIT: gpu.launch_func @fdc_kernels::@[[E]]
