@@ -171,8 +171,9 @@ def test_recorder_sees_the_manifest_kernels_in_order(tmp_path):
     assert len(library.kernels) - len(launched) == 6
     assert any(k.startswith("linear_epilogue_") for k in library.kernels)
     launches = {l.kernel.rsplit("_", 1)[0]: l for l in recorder.launches}
-    splits, heads, batch = launches["attention_partial"].grid
-    assert (heads, batch) == (32, 4) and splits >= 1
+    # GQA 32/8: one partial block per KV head, the reduce per query head.
+    splits, kv_heads, batch = launches["gqa_attention_partial"].grid
+    assert (kv_heads, batch) == (8, 4) and splits >= 1
     assert launches["attention_reduce"].grid[:2] == (32, 4)
 
 

@@ -351,6 +351,87 @@ def linear_checks(work, rng):
         torch.cuda.empty_cache()
 
 
+def attention_checks(work, rng):
+    """Every attention kernel (the defaults and kernels pinned by hand) on
+    MHA, GQA, MQA and a group of 16, head dims 64 and 128, each softmax
+    scheme and the forced fallback, batches of 1 to 256 with lengths of 1 to
+    32768 that are no multiple of a tile, against float64. The logits start
+    NaN and the scratch (the partial results) 0xFF bytes."""
+    from fdc.bench.launcher import CudaLauncher, ModelLibrary, step_args
+    from fdc.testing import attention_models
+
+    gen = torch.Generator(device="cuda")
+    gen.manual_seed(int(rng.integers(0, 2**31)))
+    cuda = dict(device="cuda")
+    for v in attention_models.VARIANTS:
+        library = ModelLibrary(ART / "models" / f"{v.name}.so")
+        launcher = CudaLauncher(library)
+        storage = torch.bfloat16 if v.dtype == "bf16" else torch.float32
+        data = torch.empty(library.weights_bytes, dtype=torch.uint8, **cuda)
+        views = {}
+        for name, shape in v.weight_shapes().items():
+            entry = library.weight(name)
+            view = data[entry["offset"]:entry["offset"] + entry["bytes"]]
+            views[name] = view.view(storage).view(shape)
+        views["table"].copy_(torch.randn(views["table"].shape, generator=gen,
+                                         **cuda))
+        views["head"].copy_(torch.eye(v.width, **cuda))
+        tolerance = 1e-2 if v.dtype == "bf16" else 1e-4
+        worst, kernels, failures = 0.0, set(), []
+        for batch, max_context in v.cases:
+            slots = torch.randperm(batch, generator=gen, **cuda).to(torch.int32)
+            lengths = torch.randint(1, max_context + 1, (batch,), generator=gen,
+                                    **cuda)
+            for i, forced in enumerate((max_context, 1, 17, 16)):
+                if i < batch:
+                    lengths[i] = min(forced, max_context)
+            positions = (lengths - 1).to(torch.int32)
+            cache_bytes = library.kv_cache_bytes(batch, max_context)
+            cache = torch.randn(cache_bytes // storage.itemsize, generator=gen,
+                                **cuda).to(storage)
+            rows = cache.view(batch, 1, 2, v.hkv, max_context, v.head_dim)
+            tokens = torch.randint(0, v.width, (batch,), generator=gen,
+                                   **cuda).to(torch.int32)
+            logits = torch.full((batch, v.width), float("nan"), **cuda)
+            next_tokens = torch.full((batch,), -1, dtype=torch.int32, **cuda)
+            scratch = torch.full((max(library.scratch_bytes(batch), 1),), 0xFF,
+                                 dtype=torch.uint8, **cuda)
+            zeros = torch.zeros(batch, dtype=torch.int32, **cuda)
+            inputs = dict(positions=positions, slots=slots,
+                          temperature=torch.zeros(batch, **cuda), top_k=zeros,
+                          top_p=torch.ones(batch, **cuda),
+                          uniform=torch.full((batch,), 0.5, **cuda))
+            launcher.step(step_args(
+                batch=batch, num_slots=batch, max_context=max_context,
+                weights=data.data_ptr(), kv_cache=cache.data_ptr(),
+                tokens=tokens.data_ptr(), logits=logits.data_ptr(),
+                next_tokens=next_tokens.data_ptr(), scratch=scratch.data_ptr(),
+                **{k: t.data_ptr() for k, t in inputs.items()}))
+            torch.cuda.synchronize()
+            kernels.update(k.rsplit("_", 1)[0] for k in launcher.launched
+                           if "attention" in k)
+            table = views["table"].double()
+            ref = torch.stack([
+                attention_models.reference(
+                    v, table[int(tokens[i])].view(v.hq, v.head_dim),
+                    rows[int(slots[i]), 0, 0, :, :int(lengths[i])].double(),
+                    rows[int(slots[i]), 0, 1, :, :int(lengths[i])].double())
+                for i in range(batch)])
+            err = float(torch.linalg.norm(logits.double() - ref)
+                        / torch.linalg.norm(ref))
+            if not err <= tolerance:  # NaN fails too
+                failures.append(f"B={batch} S={max_context}: rel_err={err:.2e}")
+            worst = max(worst, err) if err == err else float("nan")
+            del cache, rows
+        if v.expect not in kernels:
+            failures.append(f"ran {sorted(kernels)}, not {v.expect}")
+        record(f"{v.name} vs float64", not failures,
+               worst_rel_err=f"{worst:.2e}", kernels=",".join(sorted(kernels)),
+               errors="; ".join(failures[:4]))
+        del launcher, data, views
+        torch.cuda.empty_cache()
+
+
 def main():
     if not torch.cuda.is_available():
         print("SKIP: no CUDA GPU here; run test/gpu/run.sh on a GPU machine")
@@ -359,7 +440,7 @@ def main():
     rng = np.random.default_rng(int.from_bytes(os.urandom(4), "little"))
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
-        stages = (linear_checks, wide_checks, head128_checks, packed_checks,
+        stages = (attention_checks, linear_checks, wide_checks, head128_checks, packed_checks,
                   tiny_checks)
         wanted = os.environ.get("FDC_GPU_STAGES")  # e.g. "wide_checks"
         if wanted:

@@ -85,4 +85,9 @@ done
 for ir in "$out"/models/linear-*.mlir; do
   "$build/bin/fdc" compile "$ir" --target=cuda:sm_90 -o "${ir%.mlir}.so"
 done
+# One decode.attention per model: each kernel, scheme and head layout.
+"$py" -m fdc.testing.attention_models "$out/models"
+for ir in "$out"/models/attention-*.mlir; do
+  "$build/bin/fdc" compile "$ir" --target=cuda:sm_90 -o "${ir%.mlir}.so"
+done
 du -sh "$out"

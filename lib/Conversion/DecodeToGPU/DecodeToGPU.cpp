@@ -115,7 +115,9 @@ private:
   // StepBuffers
   Buffer get(Value value) override { return buffers.lookup(value); }
   Buffer result(Value result) override;
-  Buffer scratch(MemRefType type, int64_t bytesPerSequence) override;
+  Buffer scratch(MemRefType type, int64_t bytesPerSequence,
+                 int64_t fixedBytes) override;
+  using StepBuffers::scratch;
   void alias(Value result, Value source) override {
     buffers[result] = get(source);
   }
@@ -166,19 +168,23 @@ Value GpuStepLowering::loadField(int64_t field, Type type) {
   return loadStepField(b, args, field, type);
 }
 
-Buffer GpuStepLowering::scratch(MemRefType type, int64_t bytesPerSequence) {
+Buffer GpuStepLowering::scratch(MemRefType type, int64_t bytesPerSequence,
+                                int64_t fixedBytes) {
   assert(!inDispatch && "a kernel of a dispatch table takes scratch");
   Value pointer = pointerAtByte(b, scratchBase, scratchOffset);
-  Value bytes = arith::MulIOp::create(
+  Value perSequence = arith::MulIOp::create(
       b, batch,
       arith::ConstantIntOp::create(b, b.getI64Type(), bytesPerSequence));
+  Value bytes = arith::AddIOp::create(
+      b, perSequence,
+      arith::ConstantIntOp::create(b, b.getI64Type(), fixedBytes));
   Value align =
       arith::ConstantIntOp::create(b, b.getI64Type(), kScratchAlignment);
   Value aligned = arith::MulIOp::create(
       b, arith::CeilDivSIOp::create(b, bytes, align), align);
   scratchOffset = arith::AddIOp::create(b, scratchOffset, aligned);
   scratchPerSequence += bytesPerSequence;
-  scratchFixed += kScratchAlignment;
+  scratchFixed += fixedBytes + kScratchAlignment;
   return {pointer, type};
 }
 

@@ -96,6 +96,7 @@ KernelRegistry::KernelRegistry() {
   families.push_back(createRopeFamily());
   families.push_back(createKVAppendFamily());
   families.push_back(createSplitKVAttentionFamily());
+  families.push_back(createGqaAttentionFamily());
   families.push_back(createArgmaxFamily());
   families.push_back(createSampleFamily());
 }
@@ -176,6 +177,10 @@ FailureOr<Attribute> fdc::gpu::resolveKernels(Operation *op,
       if (std::optional<decode::KernelDispatchAttr> dispatch =
               getDefaultLinearDispatch(linear, target))
         attr = *dispatch;
+    if (auto attention = dyn_cast<decode::AttentionOp>(op))
+      if (std::optional<decode::KernelAttr> kernel =
+              getDefaultAttentionKernel(attention, target))
+        attr = *kernel;
   }
   if (!attr) {
     const KernelFamily *family = KernelRegistry::get().select(op);

@@ -30,8 +30,13 @@ public:
   }
   /// The buffer a result is written to (scratch, or a step output).
   virtual Buffer result(mlir::Value result) = 0;
-  /// Scratch of `type` taking `bytesPerSequence` per sequence.
-  virtual Buffer scratch(mlir::MemRefType type, int64_t bytesPerSequence) = 0;
+  /// Scratch of `type` taking `bytesPerSequence` per sequence and
+  /// `fixedBytes` besides.
+  virtual Buffer scratch(mlir::MemRefType type, int64_t bytesPerSequence,
+                         int64_t fixedBytes) = 0;
+  Buffer scratch(mlir::MemRefType type, int64_t bytesPerSequence) {
+    return scratch(type, bytesPerSequence, 0);
+  }
   /// The workspace viewed as `type` (a memref whose one dynamic dimension
   /// is the batch): scratch the lowering reserved before the step's first
   /// kernel, as large as the largest KernelFamily::getWorkspaceBytesPerRow
@@ -159,6 +164,13 @@ std::optional<MmaLayout> getFlatGemmLayout(decode::LinearOp op,
 std::optional<decode::KernelDispatchAttr>
 getDefaultLinearDispatch(decode::LinearOp op, const GpuPrimitives &target);
 
+/// The default kernel of a decode.attention on a target with an MMA for the
+/// cache's type: gqa_attention (Kernels/GqaAttention.cpp), which reads each
+/// KV head once for its group of query heads (MHA, GQA, MQA) within the
+/// target's registers; none otherwise (split_kv_attention then serves it).
+std::optional<decode::KernelAttr>
+getDefaultAttentionKernel(decode::AttentionOp op, const GpuPrimitives &target);
+
 /// The families, one per file in Kernels/.
 std::unique_ptr<KernelFamily> createEmbeddingFamily();
 std::unique_ptr<KernelFamily> createRMSNormFamily();
@@ -169,6 +181,7 @@ std::unique_ptr<KernelFamily> createSparseRowScanFamily();
 std::unique_ptr<KernelFamily> createRopeFamily();
 std::unique_ptr<KernelFamily> createKVAppendFamily();
 std::unique_ptr<KernelFamily> createSplitKVAttentionFamily();
+std::unique_ptr<KernelFamily> createGqaAttentionFamily();
 std::unique_ptr<KernelFamily> createArgmaxFamily();
 std::unique_ptr<KernelFamily> createSampleFamily();
 

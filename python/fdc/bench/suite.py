@@ -168,6 +168,11 @@ class StepBuffers:
             scratch=self.scratch.data_ptr())
 
 
+# The attention families' kernels (split_kv_attention's and gqa_attention's
+# partial kernels, and the reduce they share).
+ATTENTION_KERNELS = ("attention_", "gqa_attention_")
+
+
 def kernels_named(library: ModelLibrary, *prefixes: str) -> set[str]:
     return {k for k in library.kernels if k.startswith(prefixes)}
 
@@ -417,7 +422,7 @@ def run_attention_case(bench: Bench, libraries: dict, hq: int, hkv: int,
             ref_rows.append(out.to(torch.bfloat16).double().reshape(-1) @ head.T)
         result = check(rel_err(buffers.logits, torch.stack(ref_rows)),
                        ATTENTION_TOLERANCE)
-        timed = time_fdc(launcher, args, kernels_named(library, "attention_"))
+        timed = time_fdc(launcher, args, kernels_named(library, *ATTENTION_KERNELS))
         entry["fdc"][scheme] = {**bench.hbm(nbytes, timed["us"]),
                                 "spread": timed["spread"]}
         entry["check"][scheme] = result

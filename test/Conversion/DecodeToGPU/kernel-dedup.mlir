@@ -24,7 +24,7 @@
 // same kv_append and attention kernels.
 // CHECK-LABEL: func.func @fdc_model_step
 // CHECK: gpu.launch_func  @fdc_kernels::@[[KV:kv_append_[0-9]+]] {{.*}} args({{.*}}, %c0_i64{{[_0-9]*}} : i64, %{{.*}} : i64, %{{.*}} : i64, %{{.*}} : i64)
-// CHECK: gpu.launch_func  @fdc_kernels::@[[ATTN:attention_partial_[0-9]+]] {{.*}} args({{.*}}, %c0_i64{{[_0-9]*}} : i64, %{{.*}} : i64, %{{.*}} : i64, %{{.*}} : i64)
+// CHECK: gpu.launch_func  @fdc_kernels::@[[ATTN:gqa_attention_partial_[0-9]+]] {{.*}} args({{.*}}, %c0_i64{{[_0-9]*}} : i64, %{{.*}} : i64, %{{.*}} : i64, %{{.*}} : i64)
 // CHECK: gpu.launch_func  @fdc_kernels::@[[KV]] {{.*}} args({{.*}}, %c1_i64{{[_0-9]*}} : i64, %{{.*}} : i64, %{{.*}} : i64, %{{.*}} : i64)
 // CHECK: gpu.launch_func  @fdc_kernels::@[[ATTN]] {{.*}} args({{.*}}, %c1_i64{{[_0-9]*}} : i64, %{{.*}} : i64, %{{.*}} : i64, %{{.*}} : i64)
 // CHECK: gpu.launch_func  @fdc_kernels::@{{sample_[0-9]+}}

@@ -10,7 +10,7 @@
 // SM90: decode.linear {{.*}}{decode.kernel = #decode.dispatch<max_batch = [1, 8, 16, 32, 64], kernels = [#decode.kernel<"gemv", {rows_per_block = 4 : i64, vector_bytes = 16 : i64}>, #decode.kernel<"flat_gemm", {batch_tiles = 1 : i64, k_unroll = 4 : i64, row_tiles = 1 : i64, subgroups = 16 : i64}>, #decode.kernel<"flat_gemm", {batch_tiles = 2 : i64, k_unroll = 2 : i64, row_tiles = 1 : i64, subgroups = 16 : i64}>, #decode.kernel<"flat_gemm", {batch_tiles = 4 : i64, k_unroll = 2 : i64, row_tiles = 2 : i64, subgroups = 16 : i64}>, #decode.kernel<"tiled_gemm", {batch_tiles = 2 : i64, k_tile = 128 : i64, row_tiles = 1 : i64, split_k = 1 : i64, stages = 3 : i64, warps_m = 2 : i64, warps_n = 2 : i64}>, #decode.kernel<"tiled_gemm", {batch_tiles = 4 : i64, k_tile = 64 : i64, row_tiles = 4 : i64, split_k = 4 : i64, stages = 4 : i64, warps_m = 2 : i64, warps_n = 2 : i64}>]>}
 // SM90: decode.rope {{.*}}decode.kernel = #decode.kernel<"rope", {threads = 256 : i64}>
 // SM90: decode.kv_append {{.*}}{decode.kernel = #decode.kernel<"kv_append", {}>
-// SM90: decode.attention {{.*}}decode.kernel = #decode.kernel<"split_kv_attention", {max_splits = 64 : i64, min_split_length = 64 : i64, subgroups = 4 : i64, waves_per_unit = 2 : i64}>
+// SM90: decode.attention {{.*}}decode.kernel = #decode.kernel<"gqa_attention", {f32_operands = 1 : i64, max_splits = 64 : i64, min_split_length = 64 : i64, subgroups = 4 : i64, waves_per_unit = 2 : i64}>
 // SM90: decode.sample {{.*}}{decode.kernel = #decode.kernel<"sample", {threads = 256 : i64}>}
 // GFX90A: decode.linear {{.*}}{decode.kernel = #decode.dispatch<max_batch = [1, 16, 32, 64], kernels = [#decode.kernel<"gemv", {{.*}}>, #decode.kernel<"flat_gemm", {batch_tiles = 1 : i64, {{.*}}}>, #decode.kernel<"flat_gemm", {batch_tiles = 2 : i64, {{.*}}}>, #decode.kernel<"tiled_gemm", {batch_tiles = 1 : i64, k_tile = 128 : i64, row_tiles = 1 : i64, split_k = 1 : i64, stages = 4 : i64, warps_m = 2 : i64, warps_n = 2 : i64}>, #decode.kernel<"tiled_gemm", {batch_tiles = 2 : i64, k_tile = 64 : i64, row_tiles = 4 : i64, split_k = 4 : i64, stages = 2 : i64, warps_m = 2 : i64, warps_n = 2 : i64}>]>}
 
@@ -21,11 +21,29 @@
 // RUN: fdc-opt %S/Inputs/linear-4096x4096-bf16.mlir --decode-select-kernels=target=sm_90 | FileCheck %s --check-prefix=SPLIT
 // SPLIT: decode.linear {{.*}}{decode.kernel = #decode.dispatch<max_batch = [1, 8, 16], kernels = [#decode.kernel<"gemv", {{.*}}>, #decode.kernel<"flat_gemm", {{.*}}>, #decode.kernel<"flat_gemm", {{.*}}>, #decode.kernel<"tiled_gemm", {batch_tiles = 4 : i64, k_tile = 64 : i64, row_tiles = 4 : i64, split_k = 4 : i64, stages = 4 : i64, warps_m = 2 : i64, warps_n = 2 : i64}>]>} : tensor<?x4096xbf16>, tensor<4096x4096xbf16>
 
-// f32 weights have no MMA: one GEMV for every batch size.
+// f32 weights have no MMA: one GEMV for every batch size; an f32 cache
+// neither: the per-query-head attention.
 // RUN: sed 's/bf16/f32/g' %S/Inputs/head128-bf16.mlir | fdc-opt --decode-select-kernels=target=sm_90 | FileCheck %s --check-prefix=F32
 // F32-NOT: decode.dispatch
 // F32: decode.linear {{.*}}{decode.kernel = #decode.kernel<"gemv", {rows_per_block = 4 : i64, vector_bytes = 16 : i64}>}
 // F32-NOT: decode.dispatch
+// F32: decode.attention {{.*}}decode.kernel = #decode.kernel<"split_kv_attention", {max_splits = 64 : i64, min_split_length = 64 : i64, subgroups = 4 : i64, waves_per_unit = 2 : i64}>
+
+// gqa_attention: the default where query heads share KV heads and the
+// target has an MMA for the cache's type (MFMA on gfx90a: P as hi + lo
+// too); on RDNA3 (WMMA: a lane holds all 16 k values, so Q and the K and V
+// runs overflow the registers) and for f16 with unified max (weights leave
+// f16's range) the per-query-head kernel; pinned where it cannot run, an
+// error names the op.
+// RUN: fdc-opt %S/Inputs/head128-bf16.mlir --decode-select-kernels=target=gfx1100 | FileCheck %s --check-prefix=RDNA
+// RDNA: decode.attention {{.*}}decode.kernel = #decode.kernel<"split_kv_attention"
+// GFX90A: decode.attention {{.*}}decode.kernel = #decode.kernel<"gqa_attention", {f32_operands = 1 : i64,
+// RUN: sed 's/softmax = #decode.softmax<online>/softmax = #decode.softmax<unified_max, phi = 0.0, lo = -20.0, hi = 20.0>, decode.kernel = #decode.kernel<"gqa_attention", {}>/; s/bf16/f16/g' %S/Inputs/head128-bf16.mlir \
+// RUN:   | not fdc-opt --decode-select-kernels=target=sm_90 2>&1 | FileCheck %s --check-prefix=GQAF16
+// GQAF16: error: 'decode.attention' op kernel family 'gqa_attention' needs an MMA of sm_90 on the cache's 'f16' (f16: online softmax only) with at least the group's 2 query heads as rows, and head_dim 128 a multiple of its k runs and columns
+// RUN: sed 's/softmax = #decode.softmax<online>/softmax = #decode.softmax<online>, decode.kernel = #decode.kernel<"gqa_attention", {f32_operands = 2}>/' %S/Inputs/head128-bf16.mlir \
+// RUN:   | not fdc-opt --decode-select-kernels=target=sm_90 2>&1 | FileCheck %s --check-prefix=GQARANGE
+// GQARANGE: error: 'decode.attention' op kernel config f32_operands = 2 is outside [0, 1]
 
 // A hand-written config is kept and completed; the lowering builds it: 8
 // subgroups of a block for the pinned GEMV (8 x 32 threads on sm_90, 8 x 64
@@ -44,7 +62,7 @@
 // Bad kernels are refused, naming the op and the entry.
 // RUN: sed 's/%q_0 = decode.linear %x_0, %wq_0 :/%q_0 = decode.linear %x_0, %wq_0 {decode.kernel = #decode.kernel<"flat_gemm_v9", {}>} :/' %S/Inputs/head128-bf16.mlir \
 // RUN:   | not fdc-opt --decode-select-kernels=target=sm_90 2>&1 | FileCheck %s --check-prefix=UNKNOWN
-// UNKNOWN: error: 'decode.linear' op names unknown kernel family 'flat_gemm_v9'; known families: embedding, rms_norm, gemv, flat_gemm, tiled_gemm, sparse_row_scan, rope, kv_append, split_kv_attention, argmax, sample
+// UNKNOWN: error: 'decode.linear' op names unknown kernel family 'flat_gemm_v9'; known families: embedding, rms_norm, gemv, flat_gemm, tiled_gemm, sparse_row_scan, rope, kv_append, split_kv_attention, gqa_attention, argmax, sample
 // RUN: sed 's/%q_0 = decode.linear %x_0, %wq_0 :/%q_0 = decode.linear %x_0, %wq_0 {decode.kernel = #decode.kernel<"rms_norm", {}>} :/' %S/Inputs/head128-bf16.mlir \
 // RUN:   | not fdc-opt --decode-select-kernels=target=sm_90 2>&1 | FileCheck %s --check-prefix=WRONG
 // WRONG: error: 'decode.linear' op cannot be lowered by kernel family 'rms_norm'

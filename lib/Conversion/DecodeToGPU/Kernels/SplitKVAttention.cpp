@@ -11,16 +11,11 @@
 // the block writes its split's partial result: acc[D], then max (or the
 // out-of-range flag) and sum.
 //
-// attention_reduce: one block per (query head, sequence), one thread per
-// dimension. Online: rescale the splits to the global max. Unified: add and
-// divide; a flagged row (or an all-underflowed sum) is recomputed with the
-// online scheme right there, so the result is always right.
+// attention_reduce (AttentionReduce.cpp) combines the splits.
 //
 //===----------------------------------------------------------------------===//
 
-#include "../KernelRegistry.h"
-
-#include "fdc/Conversion/Utils/PackedLayouts.h"
+#include "Attention.h"
 
 using namespace mlir;
 using namespace fdc;
@@ -93,32 +88,6 @@ Value mulI(ImplicitLocOpBuilder &b, Value x, Value y) {
   return arith::MulIOp::create(b, x, y);
 }
 
-/// exp(x - max), 0 when x is -inf (an empty split), so that -inf - -inf
-/// never produces NaN.
-Value scaleFactor(GpuEmitter &e, Value x, Value max) {
-  Value empty = e.cmpf(CmpFPredicate::OEQ, x, e.f32(-INFINITY));
-  Value zero = e.f32(0);
-  Value factor = e.exp(e.sub(x, max));
-  return e.select(empty, zero, factor);
-}
-
-/// Cache vector of `vecLen` elements at dims [d0, d0 + vecLen) as f32.
-Value loadCacheVector(GpuEmitter &e, Value cache, decode::KVCacheType type,
-                      ValueRange row, Value d0, int64_t vecLen) {
-  ImplicitLocOpBuilder &b = e.builder();
-  if (auto int4 = dyn_cast<decode::Int4Type>(type.getElementType())) {
-    SmallVector<Value> elements;
-    for (int64_t c = 0; c < vecLen; ++c)
-      elements.push_back(loadInt4CacheElement(e, cache, int4, type.getHeadDim(),
-                                              row, addI(b, d0, e.index(c))));
-    return vector::FromElementsOp::create(
-        b, VectorType::get({vecLen}, b.getF32Type()), elements);
-  }
-  SmallVector<Value> indices(row);
-  indices.push_back(d0);
-  return e.loadVector(cache, indices, vecLen);
-}
-
 Value dotVector(GpuEmitter &e, Value a, Value b2) {
   ImplicitLocOpBuilder &b = e.builder();
   Value product = arith::MulFOp::create(b, a, b2);
@@ -138,12 +107,13 @@ int64_t AttentionConfig::scratchPerSequence(RankedTensorType query) const {
 
 namespace {
 LogicalResult buildAttention(Location loc, KernelContext &ctx,
-                             const AttentionConfig &config, Buffer query,
-                             Buffer cache, decode::KVCacheType cacheType,
-                             Buffer slots, Buffer positions, Buffer partials,
-                             int64_t layer, float scale,
-                             decode::SoftmaxAttr softmax, int64_t splits,
-                             Buffer out) {
+                             const AttentionConfig &config,
+                             const AttentionProblem &problem, Buffer partials) {
+  Buffer query = problem.query, cache = problem.cache, slots = problem.slots,
+         positions = problem.positions;
+  decode::KVCacheType cacheType = problem.cacheType;
+  float scale = problem.scale;
+  decode::SoftmaxAttr softmax = problem.softmax;
   ImplicitLocOpBuilder &host = ctx.host;
   int64_t queryHeads = query.type.getDimSize(1);
   int64_t subgroup = ctx.subgroupSize();
@@ -169,29 +139,18 @@ LogicalResult buildAttention(Location loc, KernelContext &ctx,
 
   // Splits: fixed by the op, or enough blocks to fill the GPU twice without
   // splitting the cache finer than minSplitLength positions.
-  Value numSplits;
-  if (splits > 0) {
-    numSplits = ctx.hostI64(std::min(splits, config.maxSplits));
-  } else {
-    Value work =
-        arith::MulIOp::create(host, ctx.batch, ctx.hostI64(queryHeads));
-    Value targetBlocks =
-        ctx.hostI64(config.wavesPerUnit * ctx.primitives.units());
-    Value wanted = ctx.ceilDiv(targetBlocks, work);
-    Value maxSplits = ctx.hostI64(config.maxSplits);
-    Value splitsOfMinLength =
-        ctx.ceilDiv(ctx.maxContext, ctx.hostI64(config.minSplitLength));
-    Value cap = arith::MinSIOp::create(host, maxSplits, splitsOfMinLength);
-    Value one = ctx.hostI64(1);
-    numSplits = arith::MaxSIOp::create(
-        host, one, arith::MinSIOp::create(host, wanted, cap));
-  }
+  Value blocksPerSplit =
+      arith::MulIOp::create(host, ctx.batch, ctx.hostI64(queryHeads));
+  Value numSplits = getAttentionSplits(
+      ctx, problem,
+      {config.maxSplits, config.wavesPerUnit, config.minSplitLength},
+      blocksPerSplit);
   Value chunk = ctx.ceilDiv(ctx.maxContext, numSplits);
 
   // The layer is an argument (the last one) of both kernels, so one kernel
   // serves every layer; each body sets `layerIndex` first.
   Value layerIndex;
-  Value layerArg = ctx.hostI64(layer);
+  Value layerArg = ctx.hostI64(problem.layer);
   auto row = [&](GpuEmitter &e, Value slot, int64_t kv, Value head, Value t) {
     return SmallVector<Value>{slot, layerIndex, e.index(kv), head, t};
   };
@@ -257,8 +216,8 @@ LogicalResult buildAttention(Location loc, KernelContext &ctx,
                 Value rawScore = score(t);
                 Value sc = e.select(valid, rawScore, e.f32(-INFINITY));
                 Value newMax = arith::MaximumFOp::create(b, c[0], sc);
-                Value correction = scaleFactor(e, c[0], newMax);
-                Value p = scaleFactor(e, sc, newMax);
+                Value correction = attentionScaleFactor(e, c[0], newMax);
+                Value p = attentionScaleFactor(e, sc, newMax);
                 Value kept = arith::MulFOp::create(
                     b, c[2], splat(e, correction, vecLen));
                 Value valueT = value(t);
@@ -274,8 +233,8 @@ LogicalResult buildAttention(Location loc, KernelContext &ctx,
             Value otherSum = e.shuffleXor(state[1], offset);
             Value otherAcc = e.shuffleXor(state[2], offset);
             Value newMax = arith::MaximumFOp::create(b, state[0], otherMax);
-            Value c1 = scaleFactor(e, state[0], newMax);
-            Value c2 = scaleFactor(e, otherMax, newMax);
+            Value c1 = attentionScaleFactor(e, state[0], newMax);
+            Value c2 = attentionScaleFactor(e, otherMax, newMax);
             Value sum1 = e.mul(state[1], c1);
             Value sum2 = e.mul(otherSum, c2);
             Value sum = e.add(sum1, sum2);
@@ -345,7 +304,8 @@ LogicalResult buildAttention(Location loc, KernelContext &ctx,
               arith::MaximumFOp::create(b, globalMax, sharedAt(w, e.index(d)));
         auto weight = [&](int64_t w) {
           return unified ? e.f32(1)
-                         : scaleFactor(e, sharedAt(w, e.index(d)), globalMax);
+                         : attentionScaleFactor(e, sharedAt(w, e.index(d)),
+                                                globalMax);
         };
         Value thread = e.threadId();
         Value dims = e.index(d);
@@ -373,115 +333,7 @@ LogicalResult buildAttention(Location loc, KernelContext &ctx,
         });
       });
 
-  int64_t threads = std::max<int64_t>(subgroup, std::min<int64_t>(d, 1024));
-  threads = (threads + subgroup - 1) / subgroup * subgroup;
-  ctx.launch(
-      "attention_reduce",
-      {KernelArg::buffer(query), KernelArg::buffer(cache),
-       KernelArg::buffer(slots), KernelArg::buffer(positions),
-       KernelArg::buffer(partials), KernelArg::scalar(numSplits),
-       KernelArg::buffer(out), KernelArg::scalar(layerArg)},
-      {ctx.hostIndex(queryHeads), ctx.toIndex(ctx.batch), ctx.hostIndex(1)},
-      threads, 0, [&](GpuEmitter &e, ArrayRef<Value> v) {
-        ImplicitLocOpBuilder &b = e.builder();
-        layerIndex = idx(b, v[7]);
-        Value h = e.blockId(Dimension::x), i = e.blockId(Dimension::y);
-        Value numSplitsIndex = idx(b, v[5]);
-        Value rowIndex = addI(b, mulI(b, i, e.index(queryHeads)), h);
-        Value firstSplit = mulI(b, rowIndex, numSplitsIndex);
-        Value base = mulI(b, firstSplit, e.index(rowFloats));
-        auto partialAt = [&](Value split, Value offset) -> Value {
-          Value at = addI(b, base,
-                          addI(b, mulI(b, split, e.index(rowFloats)), offset));
-          return memref::LoadOp::create(b, v[4], ValueRange{at});
-        };
-        Value kvHead = arith::DivUIOp::create(b, h, e.index(group));
-        Value slot = e.loadIndex(v[2], i);
-        Value position = e.loadIndex(v[3], i);
-        Value length = addI(b, position, e.index(1));
-        // Single-thread-per-dimension online softmax over the whole row.
-        auto recompute = [&](Value j) {
-          Value zeroIndex = e.index(0);
-          Value oneIndex = e.index(1);
-          SmallVector<Value> st = e.reduce(
-              zeroIndex, length, oneIndex,
-              {e.f32(-INFINITY), e.f32(0), e.f32(0)},
-              [&](Value t, ValueRange c) {
-                Value dims = e.index(d);
-                Value zero = e.f32(0);
-                Value dot = e.reduce1(dims, zero, [&](Value dd, Value sum) {
-                  Value k = loadCacheVector(e, v[1], cacheType,
-                                            row(e, slot, 0, kvHead, t), dd, 1);
-                  Value q = e.load(v[0], {i, h, dd});
-                  return e.add(sum, e.mul(q, e.extract(k, 0)));
-                });
-                Value sc = e.mul(dot, e.f32(scale));
-                Value newMax = arith::MaximumFOp::create(b, c[0], sc);
-                Value correction = scaleFactor(e, c[0], newMax);
-                Value p = e.exp(e.sub(sc, newMax));
-                Value vj =
-                    e.extract(loadCacheVector(e, v[1], cacheType,
-                                              row(e, slot, 1, kvHead, t), j, 1),
-                              0);
-                Value sum = e.add(e.mul(c[1], correction), p);
-                Value kept = e.mul(c[2], correction);
-                Value added = e.mul(p, vj);
-                return SmallVector<Value>{newMax, sum, e.add(kept, added)};
-              });
-          e.store(e.div(st[2], st[1]), v[6], {i, h, j});
-        };
-        Value thread = e.threadId();
-        Value dims = e.index(d);
-        Value blockThreads = e.index(threads);
-        e.loop(thread, dims, blockThreads, [&](Value j) {
-          if (!unified) {
-            Value globalMax = e.reduce1(numSplitsIndex, e.f32(-INFINITY),
-                                        [&](Value sp, Value m) {
-                                          return arith::MaximumFOp::create(
-                                              b, m, partialAt(sp, e.index(d)));
-                                        });
-            Value zeroIndex = e.index(0);
-            Value oneIndex = e.index(1);
-            SmallVector<Value> sums = e.reduce(
-                zeroIndex, numSplitsIndex, oneIndex, {e.f32(0), e.f32(0)},
-                [&](Value sp, ValueRange c) {
-                  Value factor =
-                      scaleFactor(e, partialAt(sp, e.index(d)), globalMax);
-                  return SmallVector<Value>{
-                      e.add(c[0], e.mul(partialAt(sp, e.index(d + 1)), factor)),
-                      e.add(c[1], e.mul(partialAt(sp, j), factor))};
-                });
-            e.store(e.div(sums[1], sums[0]), v[6], {i, h, j});
-            return;
-          }
-          Value zeroIndex = e.index(0);
-          Value oneIndex = e.index(1);
-          SmallVector<Value> sums = e.reduce(
-              zeroIndex, numSplitsIndex, oneIndex,
-              {e.f32(0), e.f32(0), e.f32(0)}, [&](Value sp, ValueRange c) {
-                return SmallVector<Value>{
-                    arith::MaximumFOp::create(b, c[0],
-                                              partialAt(sp, e.index(d))),
-                    e.add(c[1], partialAt(sp, e.index(d + 1))),
-                    e.add(c[2], partialAt(sp, j))};
-              });
-          // Flagged splits, or a sum that underflowed to 0 or overflowed.
-          // Each thread checks its own dimension's accumulator; a row can
-          // mix recomputed and unified dimensions, both exact.
-          Value maxFloat = e.f32(std::numeric_limits<float>::max());
-          Value sumOverflow = e.cmpf(CmpFPredicate::UGT, sums[1], maxFloat);
-          Value accOverflow = e.cmpf(
-              CmpFPredicate::UGT, math::AbsFOp::create(b, sums[2]), maxFloat);
-          Value overflow = arith::OrIOp::create(b, sumOverflow, accOverflow);
-          Value underflow = e.cmpf(CmpFPredicate::OEQ, sums[1], e.f32(0));
-          Value unusable = arith::OrIOp::create(b, underflow, overflow);
-          Value anyFlag = e.cmpf(CmpFPredicate::OGT, sums[0], e.f32(0));
-          Value flagged = arith::OrIOp::create(b, anyFlag, unusable);
-          e.ifThenElse(
-              flagged, [&] { recompute(j); },
-              [&] { e.store(e.div(sums[2], sums[1]), v[6], {i, h, j}); });
-        });
-      });
+  launchAttentionReduce(ctx, problem, partials, numSplits);
   return success();
 }
 
@@ -526,13 +378,8 @@ public:
     Buffer partials = buffers.scratch(
         MemRefType::get({ShapedType::kDynamic}, b.getF32Type()),
         config.scratchPerSequence(attention.getQuery().getType()));
-    return buildAttention(
-        attention.getLoc(), ctx, config, buffers.get(attention.getQuery()),
-        buffers.get(attention.getCache()), attention.getCache().getType(),
-        buffers.get(attention.getSlots()),
-        buffers.get(attention.getPositions()), partials, attention.getLayer(),
-        attention.getScale().convertToFloat(), attention.getSoftmax(),
-        attention.getSplits(), buffers.result(attention.getResult()));
+    return buildAttention(attention.getLoc(), ctx, config,
+                          AttentionProblem::get(attention, buffers), partials);
   }
 };
 } // namespace

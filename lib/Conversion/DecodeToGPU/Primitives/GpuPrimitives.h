@@ -78,6 +78,11 @@ public:
 
   /// A workgroup barrier that also orders shared-memory accesses.
   void barrier(mlir::ImplicitLocOpBuilder &b) const;
+  /// A barrier of the lanes of one subgroup (all active) that orders their
+  /// shared-memory accesses: a lane reads what another lane of its subgroup
+  /// stored before it. Subgroups of a block may pass it different numbers of
+  /// times.
+  virtual void subgroupBarrier(mlir::ImplicitLocOpBuilder &b) const = 0;
 
   /// The shared memory (bytes) a kernel's static workgroup allocation may
   /// take: the target's, within what a static allocation can address.

@@ -34,6 +34,12 @@ public:
     return value;
   }
 
+  /// bar.warp.sync with every lane: __syncwarp().
+  void subgroupBarrier(ImplicitLocOpBuilder &b) const override {
+    Value all = arith::ConstantIntOp::create(b, b.getI32Type(), -1);
+    NVVM::SyncWarpOp::create(b, all);
+  }
+
   std::optional<MmaLayout> getMmaLayout(Type element) const override {
     decode::MmaShapeAttr shape = findMmaShape(element, 16, 8, 16);
     if (!shape || subgroupSize() != 32)

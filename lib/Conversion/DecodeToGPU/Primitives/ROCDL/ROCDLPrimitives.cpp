@@ -22,6 +22,7 @@
 #include "mlir/Dialect/AMDGPU/IR/AMDGPUDialect.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 
 using namespace mlir;
 using namespace fdc;
@@ -44,6 +45,12 @@ public:
       cluster = static_cast<uint32_t>(clusterSize);
     return mlir::gpu::SubgroupReduceOp::create(b, value, operation,
                                                /*uniform=*/true, cluster);
+  }
+
+  /// A wavefront runs its lanes together and its LDS accesses in order; a
+  /// wavefront-scope fence keeps the compiler from reordering them.
+  void subgroupBarrier(ImplicitLocOpBuilder &b) const override {
+    LLVM::FenceOp::create(b, LLVM::AtomicOrdering::acq_rel, "wavefront");
   }
 
   std::optional<MmaLayout> getMmaLayout(Type element) const override {

@@ -1,0 +1,80 @@
+//===- Attention.h - what the attention families share ----------*- C++ -*-===//
+//
+// Both split-KV attention families (split_kv_attention, one block per query
+// head; gqa_attention, one block per KV head on MMA units) write the same
+// partial results, one row per (sequence, query head, split): acc[D], then
+// the split's max (online) or out-of-range flag (unified max), then its sum.
+// One reduce kernel, attention_reduce, combines the splits of either.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FDC_LIB_CONVERSION_DECODETOGPU_KERNELS_ATTENTION_H
+#define FDC_LIB_CONVERSION_DECODETOGPU_KERNELS_ATTENTION_H
+
+#include "../KernelRegistry.h"
+
+namespace fdc::gpu {
+
+/// The operands and attributes of one decode.attention.
+struct AttentionProblem {
+  Buffer query, cache, slots, positions, out;
+  decode::KVCacheType cacheType;
+  int64_t layer;
+  float scale;
+  decode::SoftmaxAttr softmax;
+  /// KV splits fixed by the op; 0: chosen from the target.
+  int64_t splits;
+
+  static AttentionProblem get(decode::AttentionOp op, StepBuffers &buffers);
+
+  int64_t queryHeads() const { return query.type.getDimSize(1); }
+  int64_t kvHeads() const { return cacheType.getKvHeads(); }
+  int64_t headDim() const { return cacheType.getHeadDim(); }
+  /// Query heads per KV head.
+  int64_t group() const { return queryHeads() / kvHeads(); }
+  bool unified() const {
+    return softmax.getScheme() == decode::SoftmaxScheme::unified_max;
+  }
+  /// f32s of one partial row: acc[D], max or flag, sum.
+  int64_t partialRowFloats() const { return headDim() + 2; }
+};
+
+/// How a family chooses its KV splits when the op leaves them open: enough
+/// blocks to fill every compute unit `wavesPerUnit` times, at most
+/// `maxSplits` and no split shorter than `minSplitLength` positions. With
+/// `wholeWaves`, the most splits whose blocks stay within that count
+/// instead (at least one): when the blocks of a split are few, one more
+/// split would start a last, mostly idle wave of blocks.
+struct AttentionSplitPolicy {
+  int64_t maxSplits, wavesPerUnit, minSplitLength;
+  bool wholeWaves = false;
+};
+
+/// The number of splits (a host i64) for `blocksPerSplit` blocks (a host
+/// i64: the blocks one split of every sequence takes).
+mlir::Value getAttentionSplits(KernelContext &ctx,
+                               const AttentionProblem &problem,
+                               const AttentionSplitPolicy &policy,
+                               mlir::Value blocksPerSplit);
+
+/// exp(x - max), 0 when x is -inf (an empty split or a masked position), so
+/// that -inf - -inf never produces NaN.
+mlir::Value attentionScaleFactor(GpuEmitter &e, mlir::Value x, mlir::Value max);
+
+/// The cache vector of `vecLen` elements at dims [d0, d0 + vecLen) of the
+/// cache row `row` = (slot, layer, k|v, head, position), as f32.
+mlir::Value loadCacheVector(GpuEmitter &e, mlir::Value cache,
+                            decode::KVCacheType type, mlir::ValueRange row,
+                            mlir::Value d0, int64_t vecLen);
+
+/// Launches attention_reduce: one block per (query head, sequence) combines
+/// the `numSplits` (host i64) partial rows in `partials` into problem.out.
+/// Online: rescale to the global max. Unified max: add and divide; a
+/// flagged row (or an under- or overflowed sum) is recomputed with the
+/// online scheme right there, so the result is always right.
+void launchAttentionReduce(KernelContext &ctx, const AttentionProblem &problem,
+                           Buffer partials, mlir::Value numSplits);
+
+} // namespace fdc::gpu
+
+#endif // FDC_LIB_CONVERSION_DECODETOGPU_KERNELS_ATTENTION_H

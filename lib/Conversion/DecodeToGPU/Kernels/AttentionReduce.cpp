@@ -1,0 +1,250 @@
+//===- AttentionReduce.cpp - the attention families' shared parts ---------===//
+//
+// The split choice, the cache loads and attention_reduce (Attention.h).
+//
+//===----------------------------------------------------------------------===//
+
+#include "Attention.h"
+
+#include "fdc/Conversion/Utils/PackedLayouts.h"
+
+using namespace mlir;
+using namespace fdc;
+using namespace fdc::gpu;
+using arith::CmpFPredicate;
+using mlir::gpu::Dimension;
+
+AttentionProblem AttentionProblem::get(decode::AttentionOp op,
+                                       StepBuffers &buffers) {
+  AttentionProblem problem;
+  problem.query = buffers.get(op.getQuery());
+  problem.cache = buffers.get(op.getCache());
+  problem.slots = buffers.get(op.getSlots());
+  problem.positions = buffers.get(op.getPositions());
+  problem.out = buffers.result(op.getResult());
+  problem.cacheType = op.getCache().getType();
+  problem.layer = op.getLayer();
+  problem.scale = op.getScale().convertToFloat();
+  problem.softmax = op.getSoftmax();
+  problem.splits = op.getSplits();
+  return problem;
+}
+
+Value fdc::gpu::getAttentionSplits(KernelContext &ctx,
+                                   const AttentionProblem &problem,
+                                   const AttentionSplitPolicy &policy,
+                                   Value blocksPerSplit) {
+  ImplicitLocOpBuilder &host = ctx.host;
+  if (problem.splits > 0)
+    return ctx.hostI64(std::min(problem.splits, policy.maxSplits));
+  Value targetBlocks =
+      ctx.hostI64(policy.wavesPerUnit * ctx.primitives.units());
+  Value wanted =
+      policy.wholeWaves
+          ? Value(arith::DivSIOp::create(host, targetBlocks, blocksPerSplit))
+          : ctx.ceilDiv(targetBlocks, blocksPerSplit);
+  Value maxSplits = ctx.hostI64(policy.maxSplits);
+  Value splitsOfMinLength =
+      ctx.ceilDiv(ctx.maxContext, ctx.hostI64(policy.minSplitLength));
+  Value cap = arith::MinSIOp::create(host, maxSplits, splitsOfMinLength);
+  Value capped = arith::MinSIOp::create(host, wanted, cap);
+  Value one = ctx.hostI64(1);
+  return arith::MaxSIOp::create(host, one, capped);
+}
+
+Value fdc::gpu::attentionScaleFactor(GpuEmitter &e, Value x, Value max) {
+  Value empty = e.cmpf(CmpFPredicate::OEQ, x, e.f32(-INFINITY));
+  Value zero = e.f32(0);
+  Value factor = e.exp(e.sub(x, max));
+  return e.select(empty, zero, factor);
+}
+
+Value fdc::gpu::loadCacheVector(GpuEmitter &e, Value cache,
+                                decode::KVCacheType type, ValueRange row,
+                                Value d0, int64_t vecLen) {
+  ImplicitLocOpBuilder &b = e.builder();
+  if (auto int4 = dyn_cast<decode::Int4Type>(type.getElementType())) {
+    SmallVector<Value> elements;
+    for (int64_t c = 0; c < vecLen; ++c) {
+      Value d = arith::AddIOp::create(b, d0, e.index(c));
+      elements.push_back(
+          loadInt4CacheElement(e, cache, int4, type.getHeadDim(), row, d));
+    }
+    return vector::FromElementsOp::create(
+        b, VectorType::get({vecLen}, b.getF32Type()), elements);
+  }
+  SmallVector<Value> indices(row);
+  indices.push_back(d0);
+  return e.loadVector(cache, indices, vecLen);
+}
+
+namespace {
+Value idx(ImplicitLocOpBuilder &b, Value v) {
+  return arith::IndexCastOp::create(b, b.getIndexType(), v);
+}
+Value addI(ImplicitLocOpBuilder &b, Value x, Value y) {
+  return arith::AddIOp::create(b, x, y);
+}
+Value mulI(ImplicitLocOpBuilder &b, Value x, Value y) {
+  return arith::MulIOp::create(b, x, y);
+}
+
+/// The body of attention_reduce: one block per (query head, sequence), one
+/// thread per dimension.
+class AttentionReduceBuilder {
+public:
+  AttentionReduceBuilder(GpuEmitter &e, const AttentionProblem &problem,
+                         int64_t threads)
+      : e(e), b(e.builder()), problem(problem), threads(threads) {}
+
+  /// Kernel arguments, by position in the launch.
+  enum Arg { Query, Cache, Slots, Positions, Partials, NumSplits, Out, Layer };
+
+  void build(ArrayRef<Value> v) {
+    args = v;
+    layerIndex = idx(b, v[Layer]);
+    h = e.blockId(Dimension::x);
+    i = e.blockId(Dimension::y);
+    numSplits = idx(b, v[NumSplits]);
+    Value rowIndex = addI(b, mulI(b, i, e.index(problem.queryHeads())), h);
+    Value firstSplit = mulI(b, rowIndex, numSplits);
+    base = mulI(b, firstSplit, e.index(problem.partialRowFloats()));
+    kvHead = arith::DivUIOp::create(b, h, e.index(problem.group()));
+    slot = e.loadIndex(v[Slots], i);
+    Value position = e.loadIndex(v[Positions], i);
+    length = addI(b, position, e.index(1));
+    Value thread = e.threadId();
+    Value dims = e.index(problem.headDim());
+    Value blockThreads = e.index(threads);
+    e.loop(thread, dims, blockThreads, [&](Value j) {
+      if (problem.unified())
+        combineUnified(j);
+      else
+        combineOnline(j);
+    });
+  }
+
+private:
+  Value partialAt(Value split, Value offset) {
+    Value splitBase = mulI(b, split, e.index(problem.partialRowFloats()));
+    Value at = addI(b, base, addI(b, splitBase, offset));
+    return memref::LoadOp::create(b, args[Partials], ValueRange{at});
+  }
+  Value maxAt(Value split) { return partialAt(split, e.index(maxOffset())); }
+  Value sumAt(Value split) { return partialAt(split, e.index(sumOffset())); }
+  int64_t maxOffset() const { return problem.headDim(); }
+  int64_t sumOffset() const { return problem.headDim() + 1; }
+
+  SmallVector<Value> row(int64_t kv, Value t) {
+    return {slot, layerIndex, e.index(kv), kvHead, t};
+  }
+  Value cacheElement(int64_t kv, Value t, Value d) {
+    Value vector =
+        loadCacheVector(e, args[Cache], problem.cacheType, row(kv, t), d, 1);
+    return e.extract(vector, 0);
+  }
+
+  void combineOnline(Value j) {
+    Value globalMax =
+        e.reduce1(numSplits, e.f32(-INFINITY), [&](Value sp, Value m) -> Value {
+          return arith::MaximumFOp::create(b, m, maxAt(sp));
+        });
+    Value zeroIndex = e.index(0);
+    Value oneIndex = e.index(1);
+    SmallVector<Value> sums =
+        e.reduce(zeroIndex, numSplits, oneIndex, {e.f32(0), e.f32(0)},
+                 [&](Value sp, ValueRange c) {
+                   Value factor = attentionScaleFactor(e, maxAt(sp), globalMax);
+                   Value sum = e.add(c[0], e.mul(sumAt(sp), factor));
+                   Value acc = e.add(c[1], e.mul(partialAt(sp, j), factor));
+                   return SmallVector<Value>{sum, acc};
+                 });
+    e.store(e.div(sums[1], sums[0]), args[Out], {i, h, j});
+  }
+
+  void combineUnified(Value j) {
+    Value zeroIndex = e.index(0);
+    Value oneIndex = e.index(1);
+    SmallVector<Value> sums =
+        e.reduce(zeroIndex, numSplits, oneIndex, {e.f32(0), e.f32(0), e.f32(0)},
+                 [&](Value sp, ValueRange c) {
+                   Value flag = arith::MaximumFOp::create(b, c[0], maxAt(sp));
+                   Value sum = e.add(c[1], sumAt(sp));
+                   Value acc = e.add(c[2], partialAt(sp, j));
+                   return SmallVector<Value>{flag, sum, acc};
+                 });
+    // Flagged splits, or a sum that underflowed to 0 or overflowed. Each
+    // thread checks its own dimension's accumulator; a row can mix
+    // recomputed and unified dimensions, both exact.
+    Value maxFloat = e.f32(std::numeric_limits<float>::max());
+    Value sumOverflow = e.cmpf(CmpFPredicate::UGT, sums[1], maxFloat);
+    Value accOverflow =
+        e.cmpf(CmpFPredicate::UGT, math::AbsFOp::create(b, sums[2]), maxFloat);
+    Value overflow = arith::OrIOp::create(b, sumOverflow, accOverflow);
+    Value underflow = e.cmpf(CmpFPredicate::OEQ, sums[1], e.f32(0));
+    Value unusable = arith::OrIOp::create(b, underflow, overflow);
+    Value anyFlag = e.cmpf(CmpFPredicate::OGT, sums[0], e.f32(0));
+    Value flagged = arith::OrIOp::create(b, anyFlag, unusable);
+    e.ifThenElse(
+        flagged, [&] { recompute(j); },
+        [&] { e.store(e.div(sums[2], sums[1]), args[Out], {i, h, j}); });
+  }
+
+  /// Single-thread-per-dimension online softmax over the whole row.
+  void recompute(Value j) {
+    Value zeroIndex = e.index(0);
+    Value oneIndex = e.index(1);
+    SmallVector<Value> st = e.reduce(
+        zeroIndex, length, oneIndex, {e.f32(-INFINITY), e.f32(0), e.f32(0)},
+        [&](Value t, ValueRange c) {
+          Value dims = e.index(problem.headDim());
+          Value zero = e.f32(0);
+          Value dot = e.reduce1(dims, zero, [&](Value dd, Value sum) {
+            Value k = cacheElement(0, t, dd);
+            Value q = e.load(args[Query], {i, h, dd});
+            return e.add(sum, e.mul(q, k));
+          });
+          Value sc = e.mul(dot, e.f32(problem.scale));
+          Value newMax = arith::MaximumFOp::create(b, c[0], sc);
+          Value correction = attentionScaleFactor(e, c[0], newMax);
+          Value p = e.exp(e.sub(sc, newMax));
+          Value vj = cacheElement(1, t, j);
+          Value sum = e.add(e.mul(c[1], correction), p);
+          Value kept = e.mul(c[2], correction);
+          Value added = e.mul(p, vj);
+          return SmallVector<Value>{newMax, sum, e.add(kept, added)};
+        });
+    e.store(e.div(st[2], st[1]), args[Out], {i, h, j});
+  }
+
+  GpuEmitter &e;
+  ImplicitLocOpBuilder &b;
+  const AttentionProblem &problem;
+  int64_t threads;
+  ArrayRef<Value> args;
+  Value layerIndex, h, i, numSplits, base, kvHead, slot, length;
+};
+} // namespace
+
+void fdc::gpu::launchAttentionReduce(KernelContext &ctx,
+                                     const AttentionProblem &problem,
+                                     Buffer partials, Value numSplits) {
+  int64_t subgroup = ctx.subgroupSize();
+  int64_t threads =
+      std::max<int64_t>(subgroup, std::min<int64_t>(problem.headDim(), 1024));
+  threads = (threads + subgroup - 1) / subgroup * subgroup;
+  // The layer is an argument (the last one), so one kernel serves every
+  // layer.
+  Value layer = ctx.hostI64(problem.layer);
+  ctx.launch(
+      "attention_reduce",
+      {KernelArg::buffer(problem.query), KernelArg::buffer(problem.cache),
+       KernelArg::buffer(problem.slots), KernelArg::buffer(problem.positions),
+       KernelArg::buffer(partials), KernelArg::scalar(numSplits),
+       KernelArg::buffer(problem.out), KernelArg::scalar(layer)},
+      {ctx.hostIndex(problem.queryHeads()), ctx.toIndex(ctx.batch),
+       ctx.hostIndex(1)},
+      threads, 0, [&](GpuEmitter &e, ArrayRef<Value> v) {
+        AttentionReduceBuilder(e, problem, threads).build(v);
+      });
+}

@@ -1,0 +1,727 @@
+//===- GqaAttention.cpp - kernel family "gqa_attention" -------------------===//
+//
+// Split-KV decode attention on MMA units, one block per (split, KV head,
+// sequence): each K and V element is read from memory once for all G query
+// heads of the group, where split_kv_attention reads it G times. MHA (G = 1)
+// runs the same way: the MMA rows past the group are padding, but the
+// kernel is bound by its loads, not by the MMAs.
+//
+// Each subgroup takes steps of T = mma k positions; the heads of the group
+// (padded to the MMA's m rows) are the MMA's A operand:
+//
+// - S = Q Kᵀ: Q is A (rows: heads, k: head dims) and stays in registers; K is
+//   B, one position per MMA column. A lane loads its column's head dims
+//   straight from global memory in 16-byte runs: a generator may map k
+//   indices to a lane's k slots in any order, if A and B use the same map
+//   (MmaLayout), so Q's slots are loaded in the order K's runs arrive.
+// - The scores go to shared memory; one lane per head row applies the
+//   softmax scheme to the step's T scores: online (running max, sum, and a
+//   correction of the accumulators) or unified max (exp(x - phi), sum and
+//   the out-of-range flag, no correction), and writes the weights P back.
+// - O += P V: P is A (rows: heads, k: positions), V is B (k: positions, n:
+//   head dims). The k slots of a lane are consecutive positions and its MMA
+//   column c of output tile t is head dim c * D/n + t, so a lane loads the
+//   D/n consecutive dims of each of its positions in 16-byte runs as well.
+//
+// Q and K have the cache's type, so S is exact up to f32 accumulation. With
+// f32_operands, P is carried as a pair hi + lo of that type (two MMAs),
+// which keeps the weighted sum as accurate as f32 arithmetic on the cache's
+// values. An f16 cache takes the online scheme only: unified max's weights
+// exp(x - phi) may leave f16's range. The subgroups then combine through
+// shared memory and the block writes the split's partial rows, the same as
+// split_kv_attention's, which attention_reduce combines.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Attention.h"
+
+using namespace mlir;
+using namespace fdc;
+using namespace fdc::gpu;
+using arith::CmpFPredicate;
+using arith::CmpIPredicate;
+using mlir::gpu::Dimension;
+
+namespace {
+
+/// The family's config (see getDefaultConfig).
+struct GqaAttentionConfig {
+  /// Subgroups per block.
+  int64_t subgroups;
+  AttentionSplitPolicy splits;
+  /// P as a hi + lo pair of the cache's type (1) or rounded to it (0).
+  bool f32Operands;
+
+  explicit GqaAttentionConfig(const KernelConfig &config)
+      : subgroups(config.get("subgroups")),
+        splits{config.get("max_splits"), config.get("waves_per_unit"),
+               config.get("min_split_length"), /*wholeWaves=*/true},
+        f32Operands(config.get("f32_operands") != 0) {}
+};
+
+/// The sizes that follow from the MMA layout and the head dim.
+struct GqaAttentionShape {
+  MmaLayout layout;
+  int64_t group, headDim;
+  /// Cache elements per vector load, per lane and k run (FlatGemm's super
+  /// step), and the k run's MMAs and head dims.
+  int64_t pieceLanes, laneRun, mmasPerRun, runDims;
+  /// Positions per subgroup step (the MMA's k) and score tiles per step.
+  int64_t stepPositions, scoreTiles;
+  /// Output tiles (n head dims each) and the dims of a lane's V run.
+  int64_t outputTiles, valueRun;
+  /// f32 stride of a head row of the scores in shared memory.
+  int64_t scoreStride;
+
+  static std::optional<GqaAttentionShape> get(decode::AttentionOp op,
+                                              const GpuPrimitives &target);
+
+  /// f32s of shared memory: the scores and corrections of every subgroup
+  /// during the loop, then every subgroup's partial rows.
+  int64_t sharedFloats(int64_t subgroups) const {
+    int64_t loop = subgroups * subgroupFloats();
+    int64_t combine = subgroups * group * (headDim + 2);
+    return std::max(loop, combine);
+  }
+  int64_t subgroupFloats() const {
+    return layout.m() * scoreStride + layout.m();
+  }
+
+  /// An estimate of the 32-bit registers a lane holds across a step: Q's
+  /// slots, the step's K and V runs, P's slots (hi and lo with f32
+  /// operands), the output accumulators, and addresses and softmax state.
+  int64_t registersPerLane(bool f32Operands) const {
+    int64_t elementsPerRegister = 2;
+    int64_t queryDims = headDim / layout.kGroups();
+    int64_t query = queryDims * layout.aRowsPerLane / elementsPerRegister;
+    int64_t weights = layout.kPerLane * layout.aRowsPerLane *
+                      (f32Operands ? 2 : 1) / elementsPerRegister;
+    int64_t keys = scoreTiles * queryDims / elementsPerRegister;
+    int64_t values = layout.kPerLane * valueRun / elementsPerRegister;
+    int64_t accumulators = outputTiles * layout.accPerLane;
+    constexpr int64_t kOverhead = 24;
+    return query + keys + values + weights + accumulators + kOverhead;
+  }
+};
+
+/// The registers per lane the default config keeps to, below the 256 both
+/// vendors address, so that the kernel neither spills nor runs one
+/// subgroup per scheduler.
+constexpr int64_t kRegisterBudget = 224;
+
+std::optional<GqaAttentionShape>
+GqaAttentionShape::get(decode::AttentionOp op, const GpuPrimitives &target) {
+  decode::KVCacheType cache = op.getCache().getType();
+  Type element = cache.getElementType();
+  bool unified =
+      op.getSoftmax().getScheme() == decode::SoftmaxScheme::unified_max;
+  if (!element.isBF16() && !(element.isF16() && !unified))
+    return std::nullopt;
+  std::optional<MmaLayout> layout = target.getMmaLayout(element);
+  if (!layout)
+    return std::nullopt;
+  GqaAttentionShape shape;
+  shape.layout = *layout;
+  shape.headDim = cache.getHeadDim();
+  int64_t queryHeads = op.getQuery().getType().getDimSize(1);
+  shape.group = queryHeads / cache.getKvHeads();
+  shape.pieceLanes = target.vectorBytes() / 2;
+  shape.laneRun = std::max(layout->kPerLane, shape.pieceLanes);
+  shape.mmasPerRun = shape.laneRun / layout->kPerLane;
+  shape.runDims = shape.mmasPerRun * layout->k();
+  shape.stepPositions = layout->k();
+  shape.scoreTiles = layout->k() / layout->n();
+  shape.outputTiles = shape.headDim / layout->n();
+  shape.valueRun = shape.outputTiles;
+  shape.scoreStride = shape.stepPositions + 4;
+  bool fits =
+      shape.group <= layout->m() && shape.laneRun % layout->kPerLane == 0 &&
+      shape.laneRun % shape.pieceLanes == 0 &&
+      shape.headDim % shape.runDims == 0 && layout->k() % layout->n() == 0 &&
+      shape.headDim % layout->n() == 0 && shape.stepPositions % 4 == 0 &&
+      (shape.valueRun % shape.pieceLanes == 0 ||
+       shape.pieceLanes % shape.valueRun == 0);
+  if (!fits)
+    return std::nullopt;
+  return shape;
+}
+
+/// Builds the body of gqa_attention_partial; one instance per kernel.
+class GqaAttentionBuilder {
+public:
+  GqaAttentionBuilder(GpuEmitter &e, const AttentionProblem &problem,
+                      const GqaAttentionConfig &config,
+                      const GqaAttentionShape &shape)
+      : e(e), b(e.builder()), target(e.target()), problem(problem),
+        config(config), shape(shape), layout(shape.layout) {
+    element = problem.cacheType.getElementType();
+    accType = VectorType::get({layout.accPerLane}, b.getF32Type());
+  }
+
+  /// Kernel arguments, by position in the launch.
+  enum Arg {
+    Query,
+    Cache,
+    Slots,
+    Positions,
+    Partials,
+    NumSplits,
+    Chunk,
+    Layer
+  };
+
+  void build(ArrayRef<Value> v) {
+    args = v;
+    shared = v.back();
+    layerIndex = toIndex(v[Layer]);
+    split = e.blockId(Dimension::x);
+    kvHead = e.blockId(Dimension::y);
+    sequence = e.blockId(Dimension::z);
+    lane = e.laneId();
+    subgroup = e.subgroupId();
+    slot = e.loadIndex(v[Slots], sequence);
+    Value lastPosition = e.loadIndex(v[Positions], sequence);
+    Value length = addI(lastPosition, e.index(1));
+    Value chunk = toIndex(v[Chunk]);
+    start = mulI(split, chunk);
+    Value splitEnd = addI(start, chunk);
+    end = arith::MinUIOp::create(b, splitEnd, length);
+    Value lastValid = arith::SubIOp::create(b, end, e.index(1));
+    // Positions past the split read the last valid one (their weight is 0).
+    lastReadable = arith::MaxSIOp::create(b, lastValid, start);
+    computeLaneLayout();
+    loadQuery();
+
+    // Each subgroup takes every subgroups-th step of the split.
+    Value offset = mulI(subgroup, e.index(shape.stepPositions));
+    Value first = addI(start, offset);
+    Value stride = e.index(config.subgroups * shape.stepPositions);
+    Value zero = arith::ConstantOp::create(b, accType, b.getZeroAttr(accType));
+    SmallVector<Value> init(shape.outputTiles, zero);
+    // The head row's running max (online) or flag (unified max), and sum.
+    init.push_back(e.f32(problem.unified() ? 0.0 : -INFINITY));
+    init.push_back(e.f32(0));
+    SmallVector<Value> state =
+        e.reduce(first, end, stride, init, [&](Value base, ValueRange carried) {
+          return step(base, carried);
+        });
+    e.barrier(); // every subgroup is done with its scores
+    writeSubgroupResult(state);
+    e.barrier();
+    writePartials();
+  }
+
+private:
+  Value toIndex(Value v) {
+    return arith::IndexCastOp::create(b, b.getIndexType(), v);
+  }
+  Value addI(Value x, Value y) { return arith::AddIOp::create(b, x, y); }
+  Value mulI(Value x, Value y) { return arith::MulIOp::create(b, x, y); }
+  Value minU(Value x, Value y) { return arith::MinUIOp::create(b, x, y); }
+
+  /// The lane's MMA coordinates (loop invariant).
+  void computeLaneLayout() {
+    column = target.getMmaBColumn(b, layout, lane);
+    kGroup = target.getMmaKGroup(b, layout, lane);
+    for (int64_t j = 0; j < layout.aRowsPerLane; ++j)
+      aRows.push_back(target.getMmaARow(b, layout, lane, j));
+    for (int64_t j = 0; j < layout.accPerLane; ++j) {
+      Value jIndex = e.index(j);
+      auto [row, col] = target.getMmaAccumulator(b, layout, lane, jIndex);
+      accRows.push_back(row);
+      accColumns.push_back(col);
+    }
+    Value scoresBase = mulI(subgroup, e.index(shape.subgroupFloats()));
+    scores = scoresBase;
+    corrections = addI(scoresBase, e.index(layout.m() * shape.scoreStride));
+    ownerRow = arith::RemUIOp::create(b, lane, e.index(layout.m()));
+    isOwner = e.cmpi(CmpIPredicate::ult, lane, e.index(layout.m()));
+  }
+
+  /// Head `row` of the group's query head, clamped, and whether it is one.
+  std::pair<Value, Value> queryHead(Value row) {
+    Value valid = e.cmpi(CmpIPredicate::ult, row, e.index(shape.group));
+    Value clamped = minU(row, e.index(shape.group - 1));
+    Value groupBase = mulI(kvHead, e.index(shape.group));
+    return {addI(groupBase, clamped), valid};
+  }
+
+  /// The dims of k slots [0, kPerLane) of MMA `s` of k run `run`.
+  Value runDim(int64_t run, int64_t s) {
+    Value laneOffset = mulI(kGroup, e.index(shape.laneRun));
+    Value first = e.index(run * shape.runDims + s * layout.kPerLane);
+    return addI(laneOffset, first);
+  }
+
+  /// `value` (f32 vector) as the MMA operand type: hi, and lo = the rest.
+  std::pair<Value, Value> splitOperand(Value value) {
+    auto f32Type = cast<VectorType>(value.getType());
+    auto narrow = VectorType::get(f32Type.getShape(), element);
+    Value hi = arith::TruncFOp::create(b, narrow, value);
+    if (!config.f32Operands)
+      return {hi, Value()};
+    Value hiWide = arith::ExtFOp::create(b, f32Type, hi);
+    Value rest = arith::SubFOp::create(b, value, hiWide);
+    Value lo = arith::TruncFOp::create(b, narrow, rest);
+    return {hi, lo};
+  }
+
+  /// Q as A operands (the query has the cache's type): per k run and MMA,
+  /// per A row; rows past the group are zeros.
+  void loadQuery() {
+    auto slotType = VectorType::get({layout.kPerLane}, element);
+    Value zero =
+        arith::ConstantOp::create(b, slotType, b.getZeroAttr(slotType));
+    int64_t runs = shape.headDim / shape.runDims;
+    for (int64_t run = 0; run < runs; ++run)
+      for (int64_t s = 0; s < shape.mmasPerRun; ++s) {
+        SmallVector<Value> rows;
+        Value d = runDim(run, s);
+        for (Value row : aRows) {
+          auto [head, valid] = queryHead(row);
+          Value q = vector::LoadOp::create(b, slotType, args[Query],
+                                           ValueRange{sequence, head, d});
+          rows.push_back(e.select(valid, q, zero));
+        }
+        query.push_back(std::move(rows));
+      }
+  }
+
+  /// The cache row of `position` of K (kv = 0) or V (kv = 1).
+  SmallVector<Value> cacheRow(int64_t kv, Value position) {
+    Value kvIndex = e.index(kv);
+    return {slot, layerIndex, kvIndex, kvHead, position};
+  }
+
+  /// `count` cache elements from `dim` of `row`, in vector loads of at most
+  /// pieceLanes elements (aligned: callers keep `dim` a multiple of count).
+  Value loadCacheRun(ArrayRef<Value> row, Value dim, int64_t count) {
+    int64_t pieceLanes = std::min(count, shape.pieceLanes);
+    auto pieceType = VectorType::get({pieceLanes}, element);
+    int64_t bytes = pieceLanes * element.getIntOrFloatBitWidth() / 8;
+    Value run;
+    for (int64_t p = 0; p < count / pieceLanes; ++p) {
+      SmallVector<Value> indices(row);
+      indices.push_back(addI(dim, e.index(p * pieceLanes)));
+      Value piece = vector::LoadOp::create(b, pieceType, args[Cache], indices,
+                                           /*nontemporal=*/false,
+                                           llvm::MaybeAlign(bytes));
+      if (!run) {
+        run = piece;
+        continue;
+      }
+      int64_t length = cast<VectorType>(run.getType()).getNumElements();
+      SmallVector<int64_t> mask(length + pieceLanes);
+      std::iota(mask.begin(), mask.end(), 0);
+      run = vector::ShuffleOp::create(b, run, piece, mask);
+    }
+    return run;
+  }
+
+  Value slice(Value run, int64_t s) {
+    if (shape.mmasPerRun == 1)
+      return run;
+    return vector::ExtractStridedSliceOp::create(
+        b, run, ArrayRef<int64_t>{s * layout.kPerLane},
+        ArrayRef<int64_t>{layout.kPerLane}, ArrayRef<int64_t>{1});
+  }
+
+  Value sharedAt(Value base, Value offset) {
+    Value at = addI(base, offset);
+    return memref::LoadOp::create(b, shared, ValueRange{at});
+  }
+
+  /// One step of T positions from `base`: scores, softmax, P V.
+  SmallVector<Value> step(Value base, ValueRange carried) {
+    // Issue every load of the step first.
+    int64_t runs = shape.headDim / shape.runDims;
+    SmallVector<SmallVector<Value>> keys; // [score tile][k run]
+    for (int64_t t = 0; t < shape.scoreTiles; ++t) {
+      Value tileColumn = addI(column, e.index(t * layout.n()));
+      Value position = minU(addI(base, tileColumn), lastReadable);
+      SmallVector<Value> row = cacheRow(0, position);
+      SmallVector<Value> tileKeys;
+      for (int64_t run = 0; run < runs; ++run)
+        tileKeys.push_back(loadCacheRun(row, runDim(run, 0), shape.laneRun));
+      keys.push_back(std::move(tileKeys));
+    }
+    SmallVector<Value> values; // [k slot]: this lane's dims of a position
+    Value valueDim = mulI(column, e.index(shape.valueRun));
+    Value slotBase = mulI(kGroup, e.index(layout.kPerLane));
+    for (int64_t s = 0; s < layout.kPerLane; ++s) {
+      Value offset = addI(slotBase, e.index(s));
+      Value position = minU(addI(base, offset), lastReadable);
+      values.push_back(
+          loadCacheRun(cacheRow(1, position), valueDim, shape.valueRun));
+    }
+
+    // S = Q Kᵀ, to shared memory (positions past the split as -inf).
+    for (int64_t t = 0; t < shape.scoreTiles; ++t) {
+      Value acc = arith::ConstantOp::create(b, accType, b.getZeroAttr(accType));
+      for (int64_t run = 0; run < runs; ++run)
+        for (int64_t s = 0; s < shape.mmasPerRun; ++s) {
+          Value key = slice(keys[t][run], s);
+          acc = target.mma(b, layout, query[run * shape.mmasPerRun + s], key,
+                           acc);
+        }
+      for (int64_t j = 0; j < layout.accPerLane; ++j) {
+        Value tileColumn = addI(accColumns[j], e.index(t * layout.n()));
+        Value position = addI(base, tileColumn);
+        Value valid = e.cmpi(CmpIPredicate::ult, position, end);
+        Value dot = e.extract(acc, j);
+        Value score = e.mul(dot, e.f32(problem.scale));
+        Value masked = e.select(valid, score, e.f32(-INFINITY));
+        Value rowBase = mulI(accRows[j], e.index(shape.scoreStride));
+        Value at = addI(scores, addI(rowBase, tileColumn));
+        memref::StoreOp::create(b, masked, shared, ValueRange{at});
+      }
+    }
+    target.subgroupBarrier(b);
+    SmallVector<Value> rowState = applySoftmax(carried[shape.outputTiles],
+                                               carried[shape.outputTiles + 1]);
+    target.subgroupBarrier(b);
+
+    // O = O · correction + P V.
+    SmallVector<Value> acc(carried.begin(),
+                           carried.begin() + shape.outputTiles);
+    if (!problem.unified()) {
+      SmallVector<Value> factors;
+      for (Value row : accRows)
+        factors.push_back(sharedAt(corrections, row));
+      Value correction = vector::FromElementsOp::create(b, accType, factors);
+      for (Value &tile : acc)
+        tile = arith::MulFOp::create(b, tile, correction);
+    }
+    auto weightType = VectorType::get({layout.kPerLane}, b.getF32Type());
+    SmallVector<Value> weightsHi, weightsLo;
+    Value slotColumn = mulI(kGroup, e.index(layout.kPerLane));
+    for (Value row : aRows) {
+      Value rowBase = mulI(row, e.index(shape.scoreStride));
+      Value at = addI(scores, addI(rowBase, slotColumn));
+      Value weights =
+          vector::LoadOp::create(b, weightType, shared, ValueRange{at},
+                                 /*nontemporal=*/false, llvm::MaybeAlign(16));
+      auto [hi, lo] = splitOperand(weights);
+      weightsHi.push_back(hi);
+      weightsLo.push_back(lo);
+    }
+    auto valueType = VectorType::get({layout.kPerLane}, element);
+    for (int64_t t = 0; t < shape.outputTiles; ++t) {
+      SmallVector<Value> slotValues;
+      for (Value run : values)
+        slotValues.push_back(e.extract(run, t));
+      Value value = vector::FromElementsOp::create(b, valueType, slotValues);
+      acc[t] = target.mma(b, layout, weightsHi, value, acc[t]);
+      if (config.f32Operands)
+        acc[t] = target.mma(b, layout, weightsLo, value, acc[t]);
+    }
+    target.subgroupBarrier(b); // the scores are rewritten by the next step
+    acc.append(rowState);
+    return acc;
+  }
+
+  /// The owner lane of each head row turns the row's T scores into weights
+  /// in place and updates the row's (max or flag, sum); online, it also
+  /// stores the accumulators' correction. Returns the new (max or flag,
+  /// sum) (meaningful in owner lanes).
+  SmallVector<Value> applySoftmax(Value runningMax, Value runningSum) {
+    Value rowBase = mulI(ownerRow, e.index(shape.scoreStride));
+    Value rowAt = addI(scores, rowBase);
+    auto quad = VectorType::get({4}, b.getF32Type());
+    SmallVector<Value> row;
+    for (int64_t c = 0; c < shape.stepPositions; c += 4) {
+      Value at = addI(rowAt, e.index(c));
+      Value four =
+          vector::LoadOp::create(b, quad, shared, ValueRange{at},
+                                 /*nontemporal=*/false, llvm::MaybeAlign(16));
+      for (int64_t i = 0; i < 4; ++i)
+        row.push_back(e.extract(four, i));
+    }
+    SmallVector<Value> weights;
+    Value max = runningMax, sum = runningSum, correction;
+    if (problem.unified()) {
+      decode::SoftmaxAttr softmax = problem.softmax;
+      Value phi = e.f32(softmax.getPhi().getValueAsDouble());
+      Value lo = e.f32(softmax.getLo().getValueAsDouble());
+      Value hi = e.f32(softmax.getHi().getValueAsDouble());
+      for (Value score : row) {
+        Value valid = e.cmpf(CmpFPredicate::ONE, score, e.f32(-INFINITY));
+        Value x = e.sub(score, phi);
+        Value below = e.cmpf(CmpFPredicate::OLT, x, lo);
+        Value above = e.cmpf(CmpFPredicate::OGT, x, hi);
+        Value outside = arith::OrIOp::create(b, below, above);
+        Value flagged = arith::AndIOp::create(b, valid, outside);
+        max = e.select(flagged, e.f32(1), max);
+        Value weight = e.exp(x);
+        Value p = e.select(valid, weight, e.f32(0));
+        weights.push_back(p);
+        sum = e.add(sum, p);
+      }
+    } else {
+      Value tileMax = row.front();
+      for (Value score : ArrayRef<Value>(row).drop_front())
+        tileMax = arith::MaximumFOp::create(b, tileMax, score);
+      Value newMax = arith::MaximumFOp::create(b, runningMax, tileMax);
+      correction = attentionScaleFactor(e, runningMax, newMax);
+      sum = e.mul(runningSum, correction);
+      for (Value score : row) {
+        Value p = attentionScaleFactor(e, score, newMax);
+        weights.push_back(p);
+        sum = e.add(sum, p);
+      }
+      max = newMax;
+    }
+    e.ifThenElse(isOwner, [&] {
+      for (int64_t c = 0; c < shape.stepPositions; c += 4) {
+        Value four = vector::FromElementsOp::create(
+            b, quad, ArrayRef<Value>(weights).slice(c, 4));
+        Value at = addI(rowAt, e.index(c));
+        vector::StoreOp::create(b, four, shared, ValueRange{at},
+                                /*nontemporal=*/false, llvm::MaybeAlign(16));
+      }
+      if (correction) {
+        Value at = addI(corrections, ownerRow);
+        memref::StoreOp::create(b, correction, shared, ValueRange{at});
+      }
+    });
+    return {max, sum};
+  }
+
+  /// The subgroup's accumulators of the group's heads, and each head's
+  /// (max or flag, sum), to its rows of shared memory.
+  void writeSubgroupResult(ArrayRef<Value> state) {
+    int64_t rowFloats = problem.partialRowFloats();
+    Value subgroupRows = mulI(subgroup, e.index(shape.group));
+    for (int64_t j = 0; j < layout.accPerLane; ++j) {
+      Value isHead =
+          e.cmpi(CmpIPredicate::ult, accRows[j], e.index(shape.group));
+      e.ifThenElse(isHead, [&] {
+        Value headRow = addI(subgroupRows, accRows[j]);
+        Value rowBase = mulI(headRow, e.index(rowFloats));
+        Value dimBase = mulI(accColumns[j], e.index(shape.valueRun));
+        Value at = addI(rowBase, dimBase);
+        for (int64_t t = 0; t < shape.outputTiles; ++t) {
+          Value element = e.extract(state[t], j);
+          Value dim = addI(at, e.index(t));
+          memref::StoreOp::create(b, element, shared, ValueRange{dim});
+        }
+      });
+    }
+    Value ownsHead = e.cmpi(CmpIPredicate::ult, lane, e.index(shape.group));
+    e.ifThenElse(ownsHead, [&] {
+      Value headRow = addI(subgroupRows, lane);
+      Value rowBase = mulI(headRow, e.index(rowFloats));
+      Value maxAt = addI(rowBase, e.index(problem.headDim()));
+      memref::StoreOp::create(b, state[shape.outputTiles], shared,
+                              ValueRange{maxAt});
+      Value sumAt = addI(rowBase, e.index(problem.headDim() + 1));
+      memref::StoreOp::create(b, state[shape.outputTiles + 1], shared,
+                              ValueRange{sumAt});
+    });
+  }
+
+  /// Combines the subgroups: thread x writes element x of the group's
+  /// partial rows.
+  void writePartials() {
+    int64_t rowFloats = problem.partialRowFloats();
+    int64_t d = problem.headDim();
+    Value thread = e.threadId();
+    Value elements = e.index(shape.group * rowFloats);
+    Value blockThreads = e.index(config.subgroups * e.subgroupSize());
+    Value numSplits = toIndex(args[NumSplits]);
+    Value groupBase = mulI(kvHead, e.index(shape.group));
+    e.loop(thread, elements, blockThreads, [&](Value x) {
+      Value head = arith::DivUIOp::create(b, x, e.index(rowFloats));
+      Value offset = arith::RemUIOp::create(b, x, e.index(rowFloats));
+      auto rowOf = [&](int64_t w) {
+        Value headRow = addI(e.index(w * shape.group), head);
+        return mulI(headRow, e.index(rowFloats));
+      };
+      auto at = [&](int64_t w, Value offsetInRow) {
+        return sharedAt(rowOf(w), offsetInRow);
+      };
+      Value maxOffset = e.index(d);
+      Value globalMax = e.f32(problem.unified() ? 0.0 : -INFINITY);
+      for (int64_t w = 0; w < config.subgroups; ++w)
+        globalMax = arith::MaximumFOp::create(b, globalMax, at(w, maxOffset));
+      Value isMax = e.cmpi(CmpIPredicate::eq, offset, maxOffset);
+      // acc and sum: the weighted sum over subgroups; max: the global one.
+      Value total = e.f32(0);
+      for (int64_t w = 0; w < config.subgroups; ++w) {
+        Value weight =
+            problem.unified()
+                ? e.f32(1)
+                : attentionScaleFactor(e, at(w, maxOffset), globalMax);
+        total = e.add(total, e.mul(at(w, offset), weight));
+      }
+      Value result = e.select(isMax, globalMax, total);
+      Value queryHead = addI(groupBase, head);
+      Value sequenceRow = mulI(sequence, e.index(problem.queryHeads()));
+      Value rowIndex = addI(sequenceRow, queryHead);
+      Value splitRow = addI(mulI(rowIndex, numSplits), split);
+      Value out = addI(mulI(splitRow, e.index(rowFloats)), offset);
+      memref::StoreOp::create(b, result, args[Partials], ValueRange{out});
+    });
+  }
+
+  GpuEmitter &e;
+  ImplicitLocOpBuilder &b;
+  const GpuPrimitives &target;
+  const AttentionProblem &problem;
+  const GqaAttentionConfig &config;
+  const GqaAttentionShape &shape;
+  const MmaLayout &layout;
+  Type element;
+  VectorType accType;
+
+  ArrayRef<Value> args;
+  Value shared, layerIndex, split, kvHead, sequence, lane, subgroup, slot;
+  Value start, end, lastReadable;
+  Value column, kGroup, scores, corrections, ownerRow, isOwner;
+  SmallVector<Value> aRows, accRows, accColumns;
+  /// Q's A operands: [k run * mmasPerRun + mma][A row].
+  SmallVector<SmallVector<Value>> query;
+};
+
+/// The scratch bytes of the partial rows, per sequence and fixed. Splits
+/// the op fixes take a row per (sequence, query head, split). Automatic
+/// ones (whole waves) keep the blocks, (sequence, KV head, split), within
+/// the waves' count, or take one split: at most a group's rows per block of
+/// the waves and a query head's row per sequence, however many splits a
+/// small batch takes.
+std::pair<int64_t, int64_t> getPartialsBytes(const AttentionProblem &problem,
+                                             const GqaAttentionConfig &config,
+                                             int64_t units) {
+  int64_t rowBytes = problem.partialRowFloats() * 4;
+  if (problem.splits > 0) {
+    int64_t splits = std::min(problem.splits, config.splits.maxSplits);
+    return {problem.queryHeads() * splits * rowBytes, 0};
+  }
+  int64_t waveBlocks = config.splits.wavesPerUnit * units;
+  return {problem.queryHeads() * rowBytes,
+          waveBlocks * problem.group() * rowBytes};
+}
+
+class GqaAttentionFamily : public KernelFamily {
+public:
+  StringRef getName() const override { return "gqa_attention"; }
+  bool canLower(Operation *op) const override {
+    auto attention = dyn_cast<decode::AttentionOp>(op);
+    if (!attention)
+      return false;
+    Type element = attention.getCache().getType().getElementType();
+    return element.isBF16() || element.isF16();
+  }
+  DictionaryAttr getDefaultConfig(Operation *op,
+                                  const GpuPrimitives &target) const override {
+    // P as a hi + lo pair where the registers allow.
+    std::optional<GqaAttentionShape> shape =
+        GqaAttentionShape::get(cast<decode::AttentionOp>(op), target);
+    bool f32Operands =
+        shape && shape->registersPerLane(true) <= kRegisterBudget;
+    // Splits for whole waves of two blocks per unit (as many as the
+    // registers of a 4-subgroup block let a unit hold): a block per
+    // (sequence, KV head, split) leaves few blocks per split.
+    return makeConfig(op->getContext(), {{"subgroups", 4},
+                                         {"max_splits", 64},
+                                         {"waves_per_unit", 2},
+                                         {"min_split_length", 64},
+                                         {"f32_operands", f32Operands}});
+  }
+  LogicalResult verifyConfig(Operation *op, const KernelConfig &config,
+                             const GpuPrimitives &target) const override {
+    int64_t maxSubgroups =
+        target.target().getMaxWorkgroupSize() / target.subgroupSize();
+    if (failed(checkRange(op, config, "subgroups", 1, maxSubgroups)) ||
+        failed(checkRange(op, config, "max_splits", 1, 1024)) ||
+        failed(checkRange(op, config, "waves_per_unit", 1, 64)) ||
+        failed(checkRange(op, config, "min_split_length", 1, 1 << 20)) ||
+        failed(checkRange(op, config, "f32_operands", 0, 1)))
+      return failure();
+    auto attention = cast<decode::AttentionOp>(op);
+    std::optional<GqaAttentionShape> shape =
+        GqaAttentionShape::get(attention, target);
+    if (!shape) {
+      decode::KVCacheType cache = attention.getCache().getType();
+      return op->emitOpError()
+             << "kernel family 'gqa_attention' needs an MMA of "
+             << target.target().getArch().getValue() << " on the cache's "
+             << cache.getElementType()
+             << " (f16: online softmax only) with at least the group's "
+             << attention.getQuery().getType().getDimSize(1) /
+                    cache.getKvHeads()
+             << " query heads as rows, and head_dim " << cache.getHeadDim()
+             << " a multiple of its k runs and columns";
+    }
+    int64_t bytes = shape->sharedFloats(config.get("subgroups")) * 4;
+    if (bytes > target.target().getSharedMemory())
+      return op->emitOpError()
+             << "kernel config subgroups = " << config.get("subgroups")
+             << " needs " << bytes << " bytes of shared memory, more than the "
+             << target.target().getSharedMemory() << " of "
+             << target.target().getArch().getValue();
+    return success();
+  }
+  LogicalResult build(Operation *op, const KernelConfig &kernelConfig,
+                      StepBuffers &buffers, KernelContext &ctx) const override {
+    auto attention = cast<decode::AttentionOp>(op);
+    GqaAttentionConfig config(kernelConfig);
+    GqaAttentionShape shape =
+        *GqaAttentionShape::get(attention, ctx.primitives);
+    AttentionProblem problem = AttentionProblem::get(attention, buffers);
+    Builder builder(op->getContext());
+    auto [perSequence, fixed] =
+        getPartialsBytes(problem, config, ctx.primitives.units());
+    Buffer partials = buffers.scratch(
+        MemRefType::get({ShapedType::kDynamic}, builder.getF32Type()),
+        perSequence, fixed);
+
+    ImplicitLocOpBuilder &host = ctx.host;
+    Value blocksPerSplit =
+        arith::MulIOp::create(host, ctx.batch, ctx.hostI64(problem.kvHeads()));
+    Value numSplits =
+        getAttentionSplits(ctx, problem, config.splits, blocksPerSplit);
+    Value chunk = ctx.ceilDiv(ctx.maxContext, numSplits);
+    // The layer is an argument (the last one), so one kernel serves every
+    // layer.
+    Value layer = ctx.hostI64(problem.layer);
+    int64_t threads = config.subgroups * ctx.subgroupSize();
+    ctx.launch(
+        "gqa_attention_partial",
+        {KernelArg::buffer(problem.query), KernelArg::buffer(problem.cache),
+         KernelArg::buffer(problem.slots), KernelArg::buffer(problem.positions),
+         KernelArg::buffer(partials), KernelArg::scalar(numSplits),
+         KernelArg::scalar(chunk), KernelArg::scalar(layer)},
+        {ctx.toIndex(numSplits), ctx.hostIndex(problem.kvHeads()),
+         ctx.toIndex(ctx.batch)},
+        threads,
+        KernelContext::SharedMemory{shape.sharedFloats(config.subgroups),
+                                    builder.getF32Type()},
+        [&](GpuEmitter &e, ArrayRef<Value> v) {
+          GqaAttentionBuilder(e, problem, config, shape).build(v);
+        });
+    launchAttentionReduce(ctx, problem, partials, numSplits);
+    return success();
+  }
+};
+} // namespace
+
+std::optional<decode::KernelAttr>
+fdc::gpu::getDefaultAttentionKernel(decode::AttentionOp op,
+                                    const GpuPrimitives &target) {
+  std::optional<GqaAttentionShape> shape = GqaAttentionShape::get(op, target);
+  if (!shape || shape->registersPerLane(false) > kRegisterBudget)
+    return std::nullopt;
+  MLIRContext *context = op->getContext();
+  auto kernel = decode::KernelAttr::get(
+      context, StringAttr::get(context, "gqa_attention"),
+      DictionaryAttr::get(context, {}));
+  FailureOr<decode::KernelAttr> complete = completeKernel(op, kernel, target);
+  if (failed(complete))
+    return std::nullopt;
+  return *complete;
+}
+
+std::unique_ptr<KernelFamily> fdc::gpu::createGqaAttentionFamily() {
+  return std::make_unique<GqaAttentionFamily>();
+}

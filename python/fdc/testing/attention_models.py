@@ -1,0 +1,163 @@
+"""Models around one decode.attention each, for the GPU test of the
+attention kernels (test/gpu): MHA, GQA 4 and 8, MQA and a group of 16, head
+dims 64 and 128, bf16 and f32 caches, each softmax scheme and a unified max
+whose window every score leaves (so that every row takes the recompute
+fallback), with the default kernel and kernels pinned by hand. Each model
+embeds token rows of `table` (one row per vocabulary entry) as the query, runs the attention, and an
+identity `head` linear makes the attention's output the logits.
+
+    python -m fdc.testing.attention_models OUT_DIR   # writes OUT_DIR/<name>.mlir
+
+`reference` computes the attention in float64 from the query and the cache.
+"""
+from __future__ import annotations
+
+import argparse
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+
+SOFTMAX = {
+    "online": "#decode.softmax<online>",
+    "unified": "#decode.softmax<unified_max, phi = 0.0, lo = -60.0, hi = 60.0>",
+    # Scores of the test's data leave [-0.01, 0.01]: every row is flagged.
+    "fallback": "#decode.softmax<unified_max, phi = 0.0, lo = -0.01, hi = 0.01>",
+}
+
+
+@dataclass(frozen=True)
+class AttentionVariant:
+    name: str
+    hq: int
+    hkv: int
+    head_dim: int
+    dtype: str  # the query's, the cache's and the output's: "f32" | "bf16"
+    softmax: str  # a key of SOFTMAX
+    kernel: str = ""  # a #decode.kernel pinned, or ""
+    # The partial kernel it must run: gqa_attention_partial on a bf16 cache
+    # unless pinned, else attention_partial.
+    expect: str = "gqa_attention_partial"
+    splits: int = 0  # the op's splits (0: chosen by the kernel)
+    # (batch, max context) cases; each sequence gets its own length.
+    cases: tuple[tuple[int, int], ...] = ((1, 1), (3, 100), (37, 1000),
+                                          (256, 200), (2, 32768))
+
+    @property
+    def width(self) -> int:
+        return self.hq * self.head_dim
+
+    def weight_shapes(self) -> dict[str, tuple[int, ...]]:
+        return {"table": (self.width, self.width),
+                "head": (self.width, self.width)}
+
+
+def _kernel(family: str, config: str) -> str:
+    return f'#decode.kernel<"{family}", {{{config}}}>'
+
+
+VARIANTS = [
+    # Defaults: gqa_attention on bf16 caches (MHA too), split_kv_attention
+    # on f32.
+    AttentionVariant("attention-gqa8-online-bf16", 32, 4, 128, "bf16", "online"),
+    AttentionVariant("attention-gqa8-unified-bf16", 32, 4, 128, "bf16",
+                     "unified"),
+    AttentionVariant("attention-gqa8-fallback-bf16", 16, 2, 128, "bf16",
+                     "fallback", cases=((1, 1), (5, 300), (2, 2000))),
+    AttentionVariant("attention-gqa4-online-bf16-d64", 16, 4, 64, "bf16",
+                     "online"),
+    AttentionVariant("attention-mqa-unified-bf16", 8, 1, 128, "bf16", "unified"),
+    AttentionVariant("attention-mha-online-bf16", 8, 8, 128, "bf16", "online"),
+    # An f32 cache (no MMA): split_kv_attention.
+    AttentionVariant("attention-gqa4-online-f32", 16, 4, 128, "f32", "online",
+                     expect="attention_partial"),
+    # Pinned: gqa_attention with 2 subgroups and 3 splits fixed by the op, a
+    # group of 16 with P rounded to the cache's type, 8 subgroups and at
+    # most 4 splits, and the per-query-head kernel on MHA and GQA.
+    AttentionVariant("attention-pinned-gqa-splits-bf16", 4, 2, 128, "bf16",
+                     "online", _kernel("gqa_attention", "subgroups = 2"),
+                     splits=3),
+    AttentionVariant("attention-pinned-splitkv-mha-bf16", 8, 8, 128, "bf16",
+                     "online", _kernel("split_kv_attention", ""),
+                     expect="attention_partial"),
+    AttentionVariant("attention-pinned-gqa16-unified-bf16", 16, 1, 128, "bf16",
+                     "unified",
+                     _kernel("gqa_attention", "subgroups = 8, f32_operands = 0, "
+                                              "max_splits = 4")),
+    AttentionVariant("attention-pinned-splitkv-gqa-bf16", 16, 4, 64, "bf16",
+                     "unified", _kernel("split_kv_attention", ""),
+                     expect="attention_partial"),
+]
+
+
+def model_ir(v: AttentionVariant) -> str:
+    t = v.dtype
+    width = v.width
+    table = f"tensor<{width}x{width}x{t}>"
+    head = f"tensor<{width}x{width}x{t}>"
+    heads = f"tensor<?x{v.hq}x{v.head_dim}x{t}>"
+    cache = (f"!decode.kv_cache<layers = 1, kv_heads = {v.hkv}, "
+             f"head_dim = {v.head_dim}, {t}>")
+    logits = f"tensor<?x{width}xf32>"
+    kernel = f", decode.kernel = {v.kernel}" if v.kernel else ""
+    kernel += f", splits = {v.splits} : i64" if v.splits else ""
+    scale = 1.0 / math.sqrt(v.head_dim)
+    lines = [
+        f"decode.model @{v.name.replace('-', '_')} attributes "
+        f"{{config = {{vocab_size = {width} : i64}}}} {{",
+        f'  decode.weight @"table" : {table}',
+        f'  decode.weight @"head" : {head}',
+        "  func.func @step(%tokens: tensor<?xi32>, %positions: tensor<?xi32>, "
+        "%slots: tensor<?xi32>, %temperature: tensor<?xf32>, "
+        "%top_k: tensor<?xi32>, %top_p: tensor<?xf32>, %uniform: tensor<?xf32>, "
+        f"%cache: {cache}) -> ({logits}, tensor<?xi32>, {cache}) {{",
+        "    %c0 = arith.constant 0 : index",
+        "    %m = tensor.dim %tokens, %c0 : tensor<?xi32>",
+        f'    %table = decode.weight_ref @"table" : {table}',
+        f"    %q = decode.embedding %table[%tokens] : {table}, tensor<?xi32> -> "
+        f"tensor<?x{width}x{t}>",
+        f"    %qh = tensor.expand_shape %q [[0], [1, 2]] output_shape "
+        f"[%m, {v.hq}, {v.head_dim}] : tensor<?x{width}x{t}> into {heads}",
+        f"    %a = decode.attention %qh, %cache[%slots, %positions] "
+        f"{{layer = 0 : i64, scale = {scale!r} : f32, "
+        f"softmax = {SOFTMAX[v.softmax]}{kernel}}} : {heads}, {cache} -> {heads}",
+        f"    %af = tensor.collapse_shape %a [[0], [1, 2]] : {heads} into "
+        f"tensor<?x{width}x{t}>",
+        f'    %head = decode.weight_ref @"head" : {head}',
+        f"    %logits = decode.linear %af, %head : tensor<?x{width}x{t}>, "
+        f"{head} -> {logits}",
+        f"    %next = decode.argmax %logits : {logits} -> tensor<?xi32>",
+        f"    return %logits, %next, %cache : {logits}, tensor<?xi32>, {cache}",
+        "  }",
+        "}",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def reference(v: AttentionVariant, query, keys, values):
+    """query [Hq, D], keys / values [Hkv, S, D] (float64) -> [Hq * D], the
+    output rounded to the model's type as the kernel stores it."""
+    import torch
+
+    group = v.hq // v.hkv
+    keys = keys.repeat_interleave(group, 0)
+    values = values.repeat_interleave(group, 0)
+    scores = torch.einsum("hd,hsd->hs", query, keys) / math.sqrt(v.head_dim)
+    out = torch.einsum("hs,hsd->hd", torch.softmax(scores, -1), values)
+    if v.dtype == "bf16":
+        out = out.to(torch.bfloat16).double()
+    return out.reshape(-1)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("out", type=Path)
+    args = parser.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    for v in VARIANTS:
+        (args.out / f"{v.name}.mlir").write_text(model_ir(v))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
