@@ -32,13 +32,16 @@ class AttentionVariant:
     hq: int
     hkv: int
     head_dim: int
-    dtype: str  # the query's, the cache's and the output's: "f32" | "bf16"
+    dtype: str  # the query's, the cache's and the output's: f32, bf16, f16
     softmax: str  # a key of SOFTMAX
     kernel: str = ""  # a #decode.kernel pinned, or ""
     # The partial kernel it must run: gqa_attention_partial on a bf16 cache
     # unless pinned, else attention_partial.
     expect: str = "gqa_attention_partial"
     splits: int = 0  # the op's splits (0: chosen by the kernel)
+    # Largest relative error of a sequence's output against float64 (both
+    # rounded to the output type).
+    tolerance: float = 5e-3
     # (batch, max context) cases; each sequence gets its own length.
     cases: tuple[tuple[int, int], ...] = ((1, 1), (3, 100), (37, 1000),
                                           (256, 200), (2, 32768))
@@ -66,11 +69,14 @@ VARIANTS = [
                      "fallback", cases=((1, 1), (5, 300), (2, 2000))),
     AttentionVariant("attention-gqa4-online-bf16-d64", 16, 4, 64, "bf16",
                      "online"),
+    AttentionVariant("attention-gqa8-online-f16", 32, 4, 128, "f16", "online"),
+    AttentionVariant("attention-mqa-online-bf16", 8, 1, 128, "bf16", "online",
+                     cases=((1, 5000), (19, 700))),
     AttentionVariant("attention-mqa-unified-bf16", 8, 1, 128, "bf16", "unified"),
     AttentionVariant("attention-mha-online-bf16", 8, 8, 128, "bf16", "online"),
     # An f32 cache (no MMA): split_kv_attention.
     AttentionVariant("attention-gqa4-online-f32", 16, 4, 128, "f32", "online",
-                     expect="attention_partial"),
+                     expect="attention_partial", tolerance=1e-4),
     # Pinned: gqa_attention with 2 subgroups and 3 splits fixed by the op, a
     # group of 16 with P rounded to the cache's type, 8 subgroups and at
     # most 4 splits, and the per-query-head kernel on MHA and GQA.
@@ -83,7 +89,8 @@ VARIANTS = [
     AttentionVariant("attention-pinned-gqa16-unified-bf16", 16, 1, 128, "bf16",
                      "unified",
                      _kernel("gqa_attention", "subgroups = 8, f32_operands = 0, "
-                                              "max_splits = 4")),
+                                              "max_splits = 4"),
+                     tolerance=1e-2),  # P rounded to bf16
     AttentionVariant("attention-pinned-splitkv-gqa-bf16", 16, 4, 64, "bf16",
                      "unified", _kernel("split_kv_attention", ""),
                      expect="attention_partial"),
@@ -144,8 +151,9 @@ def reference(v: AttentionVariant, query, keys, values):
     values = values.repeat_interleave(group, 0)
     scores = torch.einsum("hd,hsd->hs", query, keys) / math.sqrt(v.head_dim)
     out = torch.einsum("hs,hsd->hd", torch.softmax(scores, -1), values)
-    if v.dtype == "bf16":
-        out = out.to(torch.bfloat16).double()
+    storage = {"bf16": torch.bfloat16, "f16": torch.float16}.get(v.dtype)
+    if storage is not None:
+        out = out.to(storage).double()
     return out.reshape(-1)
 
 

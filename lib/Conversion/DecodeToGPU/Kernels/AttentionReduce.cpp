@@ -12,6 +12,7 @@ using namespace mlir;
 using namespace fdc;
 using namespace fdc::gpu;
 using arith::CmpFPredicate;
+using arith::CmpIPredicate;
 using mlir::gpu::Dimension;
 
 AttentionProblem AttentionProblem::get(decode::AttentionOp op,
@@ -89,19 +90,41 @@ Value mulI(ImplicitLocOpBuilder &b, Value x, Value y) {
   return arith::MulIOp::create(b, x, y);
 }
 
-/// The body of attention_reduce: one block per (query head, sequence), one
-/// thread per dimension.
+/// The shape of attention_reduce's block: `splitGroups` groups of
+/// `rowThreads` threads (one per head dim, up to the block's limit); group w
+/// combines splits w,
+/// w + splitGroups, ..., so that a thread's loads of the partial rows are
+/// few, then group 0 merges the groups' results through shared memory.
+struct ReduceShape {
+  int64_t rowThreads, splitGroups;
+  int64_t threads() const { return rowThreads * splitGroups; }
+  /// f32s of shared memory: (max or flag, sum, acc) per thread.
+  int64_t sharedFloats() const { return 3 * threads(); }
+};
+
+ReduceShape getReduceShape(const AttentionProblem &problem, int64_t subgroup,
+                           int64_t maxThreads) {
+  constexpr int64_t kMaxSplitGroups = 4;
+  int64_t rowThreads = std::min(
+      (problem.headDim() + subgroup - 1) / subgroup * subgroup, maxThreads);
+  int64_t groups =
+      std::clamp<int64_t>(maxThreads / rowThreads, 1, kMaxSplitGroups);
+  return {rowThreads, groups};
+}
+
+/// The body of attention_reduce: one block per (query head, sequence).
 class AttentionReduceBuilder {
 public:
   AttentionReduceBuilder(GpuEmitter &e, const AttentionProblem &problem,
-                         int64_t threads)
-      : e(e), b(e.builder()), problem(problem), threads(threads) {}
+                         const ReduceShape &shape)
+      : e(e), b(e.builder()), problem(problem), shape(shape) {}
 
   /// Kernel arguments, by position in the launch.
   enum Arg { Query, Cache, Slots, Positions, Partials, NumSplits, Out, Layer };
 
   void build(ArrayRef<Value> v) {
     args = v;
+    shared = v.back();
     layerIndex = idx(b, v[Layer]);
     h = e.blockId(Dimension::x);
     i = e.blockId(Dimension::y);
@@ -113,18 +136,63 @@ public:
     slot = e.loadIndex(v[Slots], i);
     Value position = e.loadIndex(v[Positions], i);
     length = addI(b, position, e.index(1));
-    Value thread = e.threadId();
-    Value dims = e.index(problem.headDim());
-    Value blockThreads = e.index(threads);
-    e.loop(thread, dims, blockThreads, [&](Value j) {
-      if (problem.unified())
-        combineUnified(j);
-      else
-        combineOnline(j);
-    });
+
+    // Head dims in chunks of rowThreads (one chunk unless head_dim exceeds
+    // the block): every thread runs every chunk, for the barriers inside.
+    int64_t chunks =
+        (problem.headDim() + shape.rowThreads - 1) / shape.rowThreads;
+    e.loop(chunks, [&](Value chunk) { combineChunk(chunk); });
   }
 
 private:
+  /// Dims [chunk · rowThreads, + rowThreads): each group combines its
+  /// splits, then group 0 merges the groups' results and writes the output.
+  void combineChunk(Value chunk) {
+    Value thread = e.threadId();
+    Value rowThreads = e.index(shape.rowThreads);
+    Value lane = arith::RemUIOp::create(b, thread, rowThreads);
+    Value group = arith::DivUIOp::create(b, thread, rowThreads);
+    Value chunkBase = mulI(b, chunk, rowThreads);
+    Value j = addI(b, chunkBase, lane);
+    Value lastDim = e.index(problem.headDim() - 1);
+    Value dim = arith::MinUIOp::create(b, j, lastDim);
+    Value step = e.index(shape.splitGroups);
+    SmallVector<Value> init = {e.f32(problem.unified() ? 0.0 : -INFINITY),
+                               e.f32(0), e.f32(0)};
+    SmallVector<Value> state =
+        e.reduce(group, numSplits, step, init, [&](Value sp, ValueRange c) {
+          SmallVector<Value> split = {maxAt(sp), sumAt(sp), partialAt(sp, dim)};
+          return merge(c, split);
+        });
+    for (int64_t k = 0; k < 3; ++k)
+      memref::StoreOp::create(b, state[k], shared,
+                              ValueRange{sharedAt(thread, k)});
+    e.barrier();
+    Value firstGroup = e.cmpi(CmpIPredicate::ult, thread, rowThreads);
+    Value inRow = e.cmpi(CmpIPredicate::ult, j, e.index(problem.headDim()));
+    Value writes = arith::AndIOp::create(b, firstGroup, inRow);
+    e.ifThenElse(writes, [&] {
+      SmallVector<Value> merged = state;
+      for (int64_t w = 1; w < shape.splitGroups; ++w) {
+        Value other = addI(b, thread, e.index(w * shape.rowThreads));
+        SmallVector<Value> result;
+        for (int64_t k = 0; k < 3; ++k)
+          result.push_back(memref::LoadOp::create(
+              b, shared, ValueRange{sharedAt(other, k)}));
+        merged = merge(merged, result);
+      }
+      if (problem.unified())
+        finishUnified(j, merged);
+      else
+        e.store(e.div(merged[2], merged[1]), args[Out], {i, h, j});
+    });
+    e.barrier(); // the next chunk rewrites the shared results
+  }
+
+  Value sharedAt(Value thread, int64_t k) {
+    Value offset = mulI(b, thread, e.index(3));
+    return addI(b, offset, e.index(k));
+  }
   Value partialAt(Value split, Value offset) {
     Value splitBase = mulI(b, split, e.index(problem.partialRowFloats()));
     Value at = addI(b, base, addI(b, splitBase, offset));
@@ -144,38 +212,28 @@ private:
     return e.extract(vector, 0);
   }
 
-  void combineOnline(Value j) {
-    Value globalMax =
-        e.reduce1(numSplits, e.f32(-INFINITY), [&](Value sp, Value m) -> Value {
-          return arith::MaximumFOp::create(b, m, maxAt(sp));
-        });
-    Value zeroIndex = e.index(0);
-    Value oneIndex = e.index(1);
-    SmallVector<Value> sums =
-        e.reduce(zeroIndex, numSplits, oneIndex, {e.f32(0), e.f32(0)},
-                 [&](Value sp, ValueRange c) {
-                   Value factor = attentionScaleFactor(e, maxAt(sp), globalMax);
-                   Value sum = e.add(c[0], e.mul(sumAt(sp), factor));
-                   Value acc = e.add(c[1], e.mul(partialAt(sp, j), factor));
-                   return SmallVector<Value>{sum, acc};
-                 });
-    e.store(e.div(sums[1], sums[0]), args[Out], {i, h, j});
+  /// Two (max or flag, sum, acc) combined. Online: both rescaled to the
+  /// larger max; unified max: flags or'ed (as a max), sums added.
+  SmallVector<Value> merge(ValueRange x, ValueRange y) {
+    if (problem.unified()) {
+      Value flag = arith::MaximumFOp::create(b, x[0], y[0]);
+      return {flag, e.add(x[1], y[1]), e.add(x[2], y[2])};
+    }
+    Value max = arith::MaximumFOp::create(b, x[0], y[0]);
+    Value cx = attentionScaleFactor(e, x[0], max);
+    Value cy = attentionScaleFactor(e, y[0], max);
+    Value sumX = e.mul(x[1], cx);
+    Value sumY = e.mul(y[1], cy);
+    Value accX = e.mul(x[2], cx);
+    Value accY = e.mul(y[2], cy);
+    return {max, e.add(sumX, sumY), e.add(accX, accY)};
   }
 
-  void combineUnified(Value j) {
-    Value zeroIndex = e.index(0);
-    Value oneIndex = e.index(1);
-    SmallVector<Value> sums =
-        e.reduce(zeroIndex, numSplits, oneIndex, {e.f32(0), e.f32(0), e.f32(0)},
-                 [&](Value sp, ValueRange c) {
-                   Value flag = arith::MaximumFOp::create(b, c[0], maxAt(sp));
-                   Value sum = e.add(c[1], sumAt(sp));
-                   Value acc = e.add(c[2], partialAt(sp, j));
-                   return SmallVector<Value>{flag, sum, acc};
-                 });
-    // Flagged splits, or a sum that underflowed to 0 or overflowed. Each
-    // thread checks its own dimension's accumulator; a row can mix
-    // recomputed and unified dimensions, both exact.
+  /// Unified max: add and divide, unless a split is flagged or the sum
+  /// under- or overflowed. Each thread checks its own dimension's
+  /// accumulator; a row can mix recomputed and unified dimensions, both
+  /// exact.
+  void finishUnified(Value j, ArrayRef<Value> sums) {
     Value maxFloat = e.f32(std::numeric_limits<float>::max());
     Value sumOverflow = e.cmpf(CmpFPredicate::UGT, sums[1], maxFloat);
     Value accOverflow =
@@ -220,19 +278,18 @@ private:
   GpuEmitter &e;
   ImplicitLocOpBuilder &b;
   const AttentionProblem &problem;
-  int64_t threads;
+  const ReduceShape &shape;
   ArrayRef<Value> args;
-  Value layerIndex, h, i, numSplits, base, kvHead, slot, length;
+  Value shared, layerIndex, h, i, numSplits, base, kvHead, slot, length;
 };
 } // namespace
 
 void fdc::gpu::launchAttentionReduce(KernelContext &ctx,
                                      const AttentionProblem &problem,
                                      Buffer partials, Value numSplits) {
-  int64_t subgroup = ctx.subgroupSize();
-  int64_t threads =
-      std::max<int64_t>(subgroup, std::min<int64_t>(problem.headDim(), 1024));
-  threads = (threads + subgroup - 1) / subgroup * subgroup;
+  ReduceShape shape =
+      getReduceShape(problem, ctx.subgroupSize(),
+                     ctx.primitives.target().getMaxWorkgroupSize());
   // The layer is an argument (the last one), so one kernel serves every
   // layer.
   Value layer = ctx.hostI64(problem.layer);
@@ -244,7 +301,8 @@ void fdc::gpu::launchAttentionReduce(KernelContext &ctx,
        KernelArg::buffer(problem.out), KernelArg::scalar(layer)},
       {ctx.hostIndex(problem.queryHeads()), ctx.toIndex(ctx.batch),
        ctx.hostIndex(1)},
-      threads, 0, [&](GpuEmitter &e, ArrayRef<Value> v) {
-        AttentionReduceBuilder(e, problem, threads).build(v);
+      shape.threads(), shape.sharedFloats(),
+      [&](GpuEmitter &e, ArrayRef<Value> v) {
+        AttentionReduceBuilder(e, problem, shape).build(v);
       });
 }

@@ -35,6 +35,8 @@
 
 #include "Attention.h"
 
+#include "mlir/IR/Diagnostics.h"
+
 using namespace mlir;
 using namespace fdc;
 using namespace fdc::gpu;
@@ -713,6 +715,10 @@ fdc::gpu::getDefaultAttentionKernel(decode::AttentionOp op,
   if (!shape || shape->registersPerLane(false) > kRegisterBudget)
     return std::nullopt;
   MLIRContext *context = op->getContext();
+  // A probe: a config the target refuses (shared memory) means no default,
+  // not an error.
+  ScopedDiagnosticHandler quiet(context,
+                                [](Diagnostic &) { return success(); });
   auto kernel = decode::KernelAttr::get(
       context, StringAttr::get(context, "gqa_attention"),
       DictionaryAttr::get(context, {}));
