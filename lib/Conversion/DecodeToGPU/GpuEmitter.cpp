@@ -2,6 +2,8 @@
 
 #include "GpuEmitter.h"
 
+#include <numeric>
+
 using namespace mlir;
 using namespace fdc::gpu;
 using arith::CmpFPredicate;
@@ -85,6 +87,26 @@ Value GpuEmitter::loadVector(Value memref, ValueRange indices, int64_t lanes) {
 
 Value GpuEmitter::extract(Value vector, int64_t i) {
   return vector::ExtractOp::create(builder(), vector, ArrayRef<int64_t>{i});
+}
+
+Value GpuEmitter::concatVectors(ArrayRef<Value> parts) {
+  Value run = parts.front();
+  for (Value part : parts.drop_front()) {
+    int64_t length = cast<VectorType>(run.getType()).getNumElements();
+    int64_t added = cast<VectorType>(part.getType()).getNumElements();
+    SmallVector<int64_t> mask(length + added);
+    std::iota(mask.begin(), mask.end(), 0);
+    run = vector::ShuffleOp::create(builder(), run, part, mask);
+  }
+  return run;
+}
+
+Value GpuEmitter::mmaSlice(Value run, const MmaLayout &layout, int64_t s) {
+  if (cast<VectorType>(run.getType()).getNumElements() == layout.kPerLane)
+    return run;
+  return vector::ExtractStridedSliceOp::create(
+      builder(), run, ArrayRef<int64_t>{s * layout.kPerLane},
+      ArrayRef<int64_t>{layout.kPerLane}, ArrayRef<int64_t>{1});
 }
 
 Value GpuEmitter::globalIdX(int64_t threadsPerBlock) {

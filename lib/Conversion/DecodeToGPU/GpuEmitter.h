@@ -60,6 +60,11 @@ public:
                          int64_t lanes);
   /// Element `i` of a vector.
   mlir::Value extract(mlir::Value vector, int64_t i);
+  /// The 1-D vectors `parts` (one element type) concatenated in order.
+  mlir::Value concatVectors(llvm::ArrayRef<mlir::Value> parts);
+  /// A lane's k slots of MMA `s` of a run of `layout.kPerLane`-element
+  /// slices (the run itself when it holds one).
+  mlir::Value mmaSlice(mlir::Value run, const MmaLayout &layout, int64_t s);
 
 private:
   mlir::Value blockReduce(mlir::Value value, mlir::Value shared,

@@ -29,12 +29,11 @@
 // F32-NOT: decode.dispatch
 // F32: decode.attention {{.*}}decode.kernel = #decode.kernel<"split_kv_attention", {max_splits = 64 : i64, min_split_length = 64 : i64, subgroups = 4 : i64, waves_per_unit = 2 : i64}>
 
-// gqa_attention: the default where query heads share KV heads and the
-// target has an MMA for the cache's type (MFMA on gfx90a: P as hi + lo
-// too); on RDNA3 (WMMA: a lane holds all 16 k values, so Q and the K and V
-// runs overflow the registers) and for f16 with unified max (weights leave
-// f16's range) the per-query-head kernel; pinned where it cannot run, an
-// error names the op.
+// gqa_attention: the default where the target has an MMA for the cache's
+// type (MFMA on gfx90a: P as hi + lo too); on RDNA3 (WMMA: a lane holds all
+// 16 k values, so Q and the K and V runs exceed the default's register
+// budget) and for f16 with unified max (weights leave f16's range) the
+// per-query-head kernel; pinned where it cannot run, an error names the op.
 // RUN: fdc-opt %S/Inputs/head128-bf16.mlir --decode-select-kernels=target=gfx1100 | FileCheck %s --check-prefix=RDNA
 // RDNA: decode.attention {{.*}}decode.kernel = #decode.kernel<"split_kv_attention"
 // GFX90A: decode.attention {{.*}}decode.kernel = #decode.kernel<"gqa_attention", {f32_operands = 1 : i64,

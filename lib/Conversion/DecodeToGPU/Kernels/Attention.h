@@ -13,7 +13,22 @@
 
 #include "../KernelRegistry.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
+
 namespace fdc::gpu {
+
+/// Index arithmetic of the attention kernels' bodies.
+inline mlir::Value idx(mlir::ImplicitLocOpBuilder &b, mlir::Value v) {
+  return mlir::arith::IndexCastOp::create(b, b.getIndexType(), v);
+}
+inline mlir::Value addI(mlir::ImplicitLocOpBuilder &b, mlir::Value x,
+                        mlir::Value y) {
+  return mlir::arith::AddIOp::create(b, x, y);
+}
+inline mlir::Value mulI(mlir::ImplicitLocOpBuilder &b, mlir::Value x,
+                        mlir::Value y) {
+  return mlir::arith::MulIOp::create(b, x, y);
+}
 
 /// The operands and attributes of one decode.attention.
 struct AttentionProblem {

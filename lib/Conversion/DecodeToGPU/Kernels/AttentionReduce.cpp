@@ -80,15 +80,6 @@ Value fdc::gpu::loadCacheVector(GpuEmitter &e, Value cache,
 }
 
 namespace {
-Value idx(ImplicitLocOpBuilder &b, Value v) {
-  return arith::IndexCastOp::create(b, b.getIndexType(), v);
-}
-Value addI(ImplicitLocOpBuilder &b, Value x, Value y) {
-  return arith::AddIOp::create(b, x, y);
-}
-Value mulI(ImplicitLocOpBuilder &b, Value x, Value y) {
-  return arith::MulIOp::create(b, x, y);
-}
 
 /// The shape of attention_reduce's block: `splitGroups` groups of
 /// `rowThreads` threads (one per head dim, up to the block's limit); group w

@@ -34,8 +34,6 @@
 
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
-#include <numeric>
-
 using namespace mlir;
 using namespace fdc;
 using namespace fdc::gpu;
@@ -158,28 +156,10 @@ private:
       }
       parts.push_back(part);
     }
-    // The pieces concatenated, in order.
-    Value run;
-    for (Value part : parts) {
-      if (!run) {
-        run = part;
-        continue;
-      }
-      int64_t length = cast<VectorType>(run.getType()).getNumElements();
-      SmallVector<int64_t> mask(length + pieceLanes);
-      std::iota(mask.begin(), mask.end(), 0);
-      run = vector::ShuffleOp::create(b, run, part, mask);
-    }
-    return run;
+    return e.concatVectors(parts);
   }
 
-  Value slice(Value run, int64_t s) {
-    if (mmasPerStep == 1)
-      return run;
-    return vector::ExtractStridedSliceOp::create(
-        b, run, ArrayRef<int64_t>{s * layout.kPerLane},
-        ArrayRef<int64_t>{layout.kPerLane}, ArrayRef<int64_t>{1});
-  }
+  Value slice(Value run, int64_t s) { return e.mmaSlice(run, layout, s); }
 
   /// The loads of super-steps `steps`, then their MMAs into `acc`.
   SmallVector<Value> superSteps(ArrayRef<Value> steps, ValueRange acc,

@@ -301,32 +301,18 @@ private:
     int64_t pieceLanes = std::min(count, shape.pieceLanes);
     auto pieceType = VectorType::get({pieceLanes}, element);
     int64_t bytes = pieceLanes * element.getIntOrFloatBitWidth() / 8;
-    Value run;
+    SmallVector<Value> pieces;
     for (int64_t p = 0; p < count / pieceLanes; ++p) {
       SmallVector<Value> indices(row);
       indices.push_back(addI(dim, e.index(p * pieceLanes)));
-      Value piece = vector::LoadOp::create(b, pieceType, args[Cache], indices,
-                                           /*nontemporal=*/false,
-                                           llvm::MaybeAlign(bytes));
-      if (!run) {
-        run = piece;
-        continue;
-      }
-      int64_t length = cast<VectorType>(run.getType()).getNumElements();
-      SmallVector<int64_t> mask(length + pieceLanes);
-      std::iota(mask.begin(), mask.end(), 0);
-      run = vector::ShuffleOp::create(b, run, piece, mask);
+      pieces.push_back(vector::LoadOp::create(b, pieceType, args[Cache],
+                                              indices, /*nontemporal=*/false,
+                                              llvm::MaybeAlign(bytes)));
     }
-    return run;
+    return e.concatVectors(pieces);
   }
 
-  Value slice(Value run, int64_t s) {
-    if (shape.mmasPerRun == 1)
-      return run;
-    return vector::ExtractStridedSliceOp::create(
-        b, run, ArrayRef<int64_t>{s * layout.kPerLane},
-        ArrayRef<int64_t>{layout.kPerLane}, ArrayRef<int64_t>{1});
-  }
+  Value slice(Value run, int64_t s) { return e.mmaSlice(run, layout, s); }
 
   Value sharedAt(Value base, Value offset) {
     Value at = addI(base, offset);

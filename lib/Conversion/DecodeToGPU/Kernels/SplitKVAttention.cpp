@@ -78,16 +78,6 @@ FailureOr<Shape> getShape(decode::KVCacheType cache, int64_t queryHeads,
   return failure();
 }
 
-Value idx(ImplicitLocOpBuilder &b, Value v) {
-  return arith::IndexCastOp::create(b, b.getIndexType(), v);
-}
-Value addI(ImplicitLocOpBuilder &b, Value x, Value y) {
-  return arith::AddIOp::create(b, x, y);
-}
-Value mulI(ImplicitLocOpBuilder &b, Value x, Value y) {
-  return arith::MulIOp::create(b, x, y);
-}
-
 Value dotVector(GpuEmitter &e, Value a, Value b2) {
   ImplicitLocOpBuilder &b = e.builder();
   Value product = arith::MulFOp::create(b, a, b2);

@@ -47,8 +47,6 @@
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/Diagnostics.h"
 
-#include <numeric>
-
 using namespace mlir;
 using namespace fdc;
 using namespace fdc::gpu;
@@ -331,23 +329,10 @@ private:
           b, pieceType, shared, ValueRange{index}, /*nontemporal=*/false,
           llvm::MaybeAlign(target.vectorBytes())));
     }
-    Value run = parts.front();
-    for (Value part : ArrayRef<Value>(parts).drop_front()) {
-      int64_t length = cast<VectorType>(run.getType()).getNumElements();
-      SmallVector<int64_t> mask(length + g.pieceLanes);
-      std::iota(mask.begin(), mask.end(), 0);
-      run = vector::ShuffleOp::create(b, run, part, mask);
-    }
-    return run;
+    return e.concatVectors(parts);
   }
 
-  Value slice(Value run, int64_t s) {
-    if (g.mmasPerStep == 1)
-      return run;
-    return vector::ExtractStridedSliceOp::create(
-        b, run, ArrayRef<int64_t>{s * layout.kPerLane},
-        ArrayRef<int64_t>{layout.kPerLane}, ArrayRef<int64_t>{1});
-  }
+  Value slice(Value run, int64_t s) { return e.mmaSlice(run, layout, s); }
 
   /// The MMAs of the stage in buffer `buffer` into `acc`.
   SmallVector<Value> multiplyStage(Value buffer, ValueRange acc) {

@@ -1,0 +1,49 @@
+// gqa_attention, the default attention on targets with an MMA for the
+// cache's type: one block per (split, KV head, sequence) for the whole group
+// of query heads (here 16 on one KV head). On gfx942 (wave64 MFMA 16x16x16)
+// the subgroup barrier between the steps through shared memory is a
+// wavefront-scope fence; every subgroup's rows of the group and the
+// partial rows' combine share one workgroup buffer.
+// RUN: sed 's/256/128/g; s/4096/2048/g' %s | fdc-opt --decode-assign-weight-layout --convert-decode-to-gpu=target=gfx942 | FileCheck %s --check-prefix=GFX942
+// GFX942-LABEL: gpu.func @{{gqa_attention_partial_[0-9]+}}(
+// GFX942-SAME:    workgroup(%{{.*}} : memref<8320xf32, #gpu.address_space<workgroup>> {llvm.align = 16 : i64})
+// GFX942:         scf.for
+// GFX942-COUNT-8:   amdgpu.mfma 16x16x16
+// GFX942:           llvm.fence syncscope("wavefront") acq_rel
+// GFX942:           math.exp
+// GFX942:           llvm.fence syncscope("wavefront") acq_rel
+// GFX942-COUNT-16:  amdgpu.mfma 16x16x16
+// GFX942:           llvm.fence syncscope("wavefront") acq_rel
+// GFX942:         gpu.barrier
+// GFX942-LABEL: gpu.func @{{attention_reduce_[0-9]+}}(
+
+// head_dim 256 with a group of 16 needs 66048 bytes of shared memory on
+// gfx942, which has 65536: the default is the per-query-head kernel, and
+// the probe of gqa_attention reports nothing. On sm_90 its accumulators
+// exceed the register budget: the per-query-head kernel too.
+// RUN: fdc-opt %s --decode-select-kernels=target=gfx942 2>&1 | FileCheck %s --check-prefix=LARGE --implicit-check-not=error
+// RUN: fdc-opt %s --decode-select-kernels=target=sm_90 2>&1 | FileCheck %s --check-prefix=LARGE --implicit-check-not=error
+// LARGE: decode.attention {{.*}}decode.kernel = #decode.kernel<"split_kv_attention"
+// Pinned, it is refused by name.
+// RUN: sed 's/softmax = #decode.softmax<online>/softmax = #decode.softmax<online>, decode.kernel = #decode.kernel<"gqa_attention", {}>/' %s \
+// RUN:   | not fdc-opt --decode-select-kernels=target=gfx942 2>&1 | FileCheck %s --check-prefix=PINNED
+// PINNED: error: 'decode.attention' op kernel config subgroups = 4 needs 66048 bytes of shared memory, more than the 65536 of gfx942
+
+decode.model @gqa16_d256 attributes {config = {vocab_size = 4096 : i64}} {
+  decode.weight @"table" : tensor<4096x4096xbf16>
+  decode.weight @"head" : tensor<4096x4096xbf16>
+  func.func @step(%tokens: tensor<?xi32>, %positions: tensor<?xi32>, %slots: tensor<?xi32>, %temperature: tensor<?xf32>, %top_k: tensor<?xi32>, %top_p: tensor<?xf32>, %uniform: tensor<?xf32>, %cache: !decode.kv_cache<layers = 1, kv_heads = 1, head_dim = 256, bf16>) -> (tensor<?x4096xf32>, tensor<?xi32>, !decode.kv_cache<layers = 1, kv_heads = 1, head_dim = 256, bf16>) {
+    %c0 = arith.constant 0 : index
+    %m = tensor.dim %tokens, %c0 : tensor<?xi32>
+    %table = decode.weight_ref @"table" : tensor<4096x4096xbf16>
+    %q = decode.embedding %table[%tokens] : tensor<4096x4096xbf16>, tensor<?xi32> -> tensor<?x4096xbf16>
+    %qh = tensor.expand_shape %q [[0], [1, 2]] output_shape [%m, 16, 256] : tensor<?x4096xbf16> into tensor<?x16x256xbf16>
+    %a = decode.attention %qh, %cache[%slots, %positions] {layer = 0 : i64, scale = 0.0625 : f32, softmax = #decode.softmax<online>} : tensor<?x16x256xbf16>, !decode.kv_cache<layers = 1, kv_heads = 1, head_dim = 256, bf16> -> tensor<?x16x256xbf16>
+    %af = tensor.collapse_shape %a [[0], [1, 2]] : tensor<?x16x256xbf16> into tensor<?x4096xbf16>
+    %head = decode.weight_ref @"head" : tensor<4096x4096xbf16>
+    %logits = decode.linear %af, %head : tensor<?x4096xbf16>, tensor<4096x4096xbf16> -> tensor<?x4096xf32>
+    %next = decode.argmax %logits : tensor<?x4096xf32> -> tensor<?xi32>
+    return %logits, %next, %cache : tensor<?x4096xf32>, tensor<?xi32>, !decode.kv_cache<layers = 1, kv_heads = 1, head_dim = 256, bf16>
+  }
+}
+
