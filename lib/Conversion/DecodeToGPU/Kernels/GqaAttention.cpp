@@ -72,8 +72,10 @@ struct GqaAttentionShape {
   int64_t stepPositions, scoreTiles;
   /// Output tiles (n head dims each) and the dims of a lane's V run.
   int64_t outputTiles, valueRun;
-  /// f32 stride of a head row of the scores in shared memory.
-  int64_t scoreStride;
+  /// f32s per vector access of the scores in shared memory (the target's
+  /// vector width), and the f32 stride of a head row of them (one vector
+  /// of padding).
+  int64_t scoreLanes, scoreStride;
 
   static std::optional<GqaAttentionShape> get(decode::AttentionOp op,
                                               const GpuPrimitives &target);
@@ -135,12 +137,14 @@ GqaAttentionShape::get(decode::AttentionOp op, const GpuPrimitives &target) {
   shape.scoreTiles = layout->k() / layout->n();
   shape.outputTiles = shape.headDim / layout->n();
   shape.valueRun = shape.outputTiles;
-  shape.scoreStride = shape.stepPositions + 4;
+  shape.scoreLanes = target.vectorBytes() / 4;
+  shape.scoreStride = shape.stepPositions + shape.scoreLanes;
   bool fits =
       shape.group <= layout->m() && shape.laneRun % layout->kPerLane == 0 &&
       shape.laneRun % shape.pieceLanes == 0 &&
       shape.headDim % shape.runDims == 0 && layout->k() % layout->n() == 0 &&
-      shape.headDim % layout->n() == 0 && shape.stepPositions % 4 == 0 &&
+      shape.headDim % layout->n() == 0 &&
+      shape.stepPositions % shape.scoreLanes == 0 &&
       (shape.valueRun % shape.pieceLanes == 0 ||
        shape.pieceLanes % shape.valueRun == 0);
   if (!fits)
@@ -175,7 +179,7 @@ public:
   void build(ArrayRef<Value> v) {
     args = v;
     shared = v.back();
-    layerIndex = toIndex(v[Layer]);
+    layerIndex = idx(b, v[Layer]);
     split = e.blockId(Dimension::x);
     kvHead = e.blockId(Dimension::y);
     sequence = e.blockId(Dimension::z);
@@ -183,10 +187,10 @@ public:
     subgroup = e.subgroupId();
     slot = e.loadIndex(v[Slots], sequence);
     Value lastPosition = e.loadIndex(v[Positions], sequence);
-    Value length = addI(lastPosition, e.index(1));
-    Value chunk = toIndex(v[Chunk]);
-    start = mulI(split, chunk);
-    Value splitEnd = addI(start, chunk);
+    Value length = addI(b, lastPosition, e.index(1));
+    Value chunk = idx(b, v[Chunk]);
+    start = mulI(b, split, chunk);
+    Value splitEnd = addI(b, start, chunk);
     end = arith::MinUIOp::create(b, splitEnd, length);
     Value lastValid = arith::SubIOp::create(b, end, e.index(1));
     // Positions past the split read the last valid one (their weight is 0).
@@ -195,8 +199,8 @@ public:
     loadQuery();
 
     // Each subgroup takes every subgroups-th step of the split.
-    Value offset = mulI(subgroup, e.index(shape.stepPositions));
-    Value first = addI(start, offset);
+    Value offset = mulI(b, subgroup, e.index(shape.stepPositions));
+    Value first = addI(b, start, offset);
     Value stride = e.index(config.subgroups * shape.stepPositions);
     Value zero = arith::ConstantOp::create(b, accType, b.getZeroAttr(accType));
     SmallVector<Value> init(shape.outputTiles, zero);
@@ -214,11 +218,6 @@ public:
   }
 
 private:
-  Value toIndex(Value v) {
-    return arith::IndexCastOp::create(b, b.getIndexType(), v);
-  }
-  Value addI(Value x, Value y) { return arith::AddIOp::create(b, x, y); }
-  Value mulI(Value x, Value y) { return arith::MulIOp::create(b, x, y); }
   Value minU(Value x, Value y) { return arith::MinUIOp::create(b, x, y); }
 
   /// The lane's MMA coordinates (loop invariant).
@@ -233,9 +232,9 @@ private:
       accRows.push_back(row);
       accColumns.push_back(col);
     }
-    Value scoresBase = mulI(subgroup, e.index(shape.subgroupFloats()));
+    Value scoresBase = mulI(b, subgroup, e.index(shape.subgroupFloats()));
     scores = scoresBase;
-    corrections = addI(scoresBase, e.index(layout.m() * shape.scoreStride));
+    corrections = addI(b, scoresBase, e.index(layout.m() * shape.scoreStride));
     ownerRow = arith::RemUIOp::create(b, lane, e.index(layout.m()));
     isOwner = e.cmpi(CmpIPredicate::ult, lane, e.index(layout.m()));
   }
@@ -244,15 +243,15 @@ private:
   std::pair<Value, Value> queryHead(Value row) {
     Value valid = e.cmpi(CmpIPredicate::ult, row, e.index(shape.group));
     Value clamped = minU(row, e.index(shape.group - 1));
-    Value groupBase = mulI(kvHead, e.index(shape.group));
-    return {addI(groupBase, clamped), valid};
+    Value groupBase = mulI(b, kvHead, e.index(shape.group));
+    return {addI(b, groupBase, clamped), valid};
   }
 
   /// The dims of k slots [0, kPerLane) of MMA `s` of k run `run`.
   Value runDim(int64_t run, int64_t s) {
-    Value laneOffset = mulI(kGroup, e.index(shape.laneRun));
+    Value laneOffset = mulI(b, kGroup, e.index(shape.laneRun));
     Value first = e.index(run * shape.runDims + s * layout.kPerLane);
-    return addI(laneOffset, first);
+    return addI(b, laneOffset, first);
   }
 
   /// `value` (f32 vector) as the MMA operand type: hi, and lo = the rest.
@@ -304,7 +303,7 @@ private:
     SmallVector<Value> pieces;
     for (int64_t p = 0; p < count / pieceLanes; ++p) {
       SmallVector<Value> indices(row);
-      indices.push_back(addI(dim, e.index(p * pieceLanes)));
+      indices.push_back(addI(b, dim, e.index(p * pieceLanes)));
       pieces.push_back(vector::LoadOp::create(b, pieceType, args[Cache],
                                               indices, /*nontemporal=*/false,
                                               llvm::MaybeAlign(bytes)));
@@ -315,7 +314,7 @@ private:
   Value slice(Value run, int64_t s) { return e.mmaSlice(run, layout, s); }
 
   Value sharedAt(Value base, Value offset) {
-    Value at = addI(base, offset);
+    Value at = addI(b, base, offset);
     return memref::LoadOp::create(b, shared, ValueRange{at});
   }
 
@@ -325,8 +324,8 @@ private:
     int64_t runs = shape.headDim / shape.runDims;
     SmallVector<SmallVector<Value>> keys; // [score tile][k run]
     for (int64_t t = 0; t < shape.scoreTiles; ++t) {
-      Value tileColumn = addI(column, e.index(t * layout.n()));
-      Value position = minU(addI(base, tileColumn), lastReadable);
+      Value tileColumn = addI(b, column, e.index(t * layout.n()));
+      Value position = minU(addI(b, base, tileColumn), lastReadable);
       SmallVector<Value> row = cacheRow(0, position);
       SmallVector<Value> tileKeys;
       for (int64_t run = 0; run < runs; ++run)
@@ -334,11 +333,11 @@ private:
       keys.push_back(std::move(tileKeys));
     }
     SmallVector<Value> values; // [k slot]: this lane's dims of a position
-    Value valueDim = mulI(column, e.index(shape.valueRun));
-    Value slotBase = mulI(kGroup, e.index(layout.kPerLane));
+    Value valueDim = mulI(b, column, e.index(shape.valueRun));
+    Value slotBase = mulI(b, kGroup, e.index(layout.kPerLane));
     for (int64_t s = 0; s < layout.kPerLane; ++s) {
-      Value offset = addI(slotBase, e.index(s));
-      Value position = minU(addI(base, offset), lastReadable);
+      Value offset = addI(b, slotBase, e.index(s));
+      Value position = minU(addI(b, base, offset), lastReadable);
       values.push_back(
           loadCacheRun(cacheRow(1, position), valueDim, shape.valueRun));
     }
@@ -353,14 +352,14 @@ private:
                            acc);
         }
       for (int64_t j = 0; j < layout.accPerLane; ++j) {
-        Value tileColumn = addI(accColumns[j], e.index(t * layout.n()));
-        Value position = addI(base, tileColumn);
+        Value tileColumn = addI(b, accColumns[j], e.index(t * layout.n()));
+        Value position = addI(b, base, tileColumn);
         Value valid = e.cmpi(CmpIPredicate::ult, position, end);
         Value dot = e.extract(acc, j);
         Value score = e.mul(dot, e.f32(problem.scale));
         Value masked = e.select(valid, score, e.f32(-INFINITY));
-        Value rowBase = mulI(accRows[j], e.index(shape.scoreStride));
-        Value at = addI(scores, addI(rowBase, tileColumn));
+        Value rowBase = mulI(b, accRows[j], e.index(shape.scoreStride));
+        Value at = addI(b, scores, addI(b, rowBase, tileColumn));
         memref::StoreOp::create(b, masked, shared, ValueRange{at});
       }
     }
@@ -382,13 +381,15 @@ private:
     }
     auto weightType = VectorType::get({layout.kPerLane}, b.getF32Type());
     SmallVector<Value> weightsHi, weightsLo;
-    Value slotColumn = mulI(kGroup, e.index(layout.kPerLane));
+    int64_t weightAlignment =
+        std::min(target.vectorBytes(), layout.kPerLane * 4);
+    Value slotColumn = mulI(b, kGroup, e.index(layout.kPerLane));
     for (Value row : aRows) {
-      Value rowBase = mulI(row, e.index(shape.scoreStride));
-      Value at = addI(scores, addI(rowBase, slotColumn));
-      Value weights =
-          vector::LoadOp::create(b, weightType, shared, ValueRange{at},
-                                 /*nontemporal=*/false, llvm::MaybeAlign(16));
+      Value rowBase = mulI(b, row, e.index(shape.scoreStride));
+      Value at = addI(b, scores, addI(b, rowBase, slotColumn));
+      Value weights = vector::LoadOp::create(
+          b, weightType, shared, ValueRange{at}, /*nontemporal=*/false,
+          llvm::MaybeAlign(weightAlignment));
       auto [hi, lo] = splitOperand(weights);
       weightsHi.push_back(hi);
       weightsLo.push_back(lo);
@@ -413,17 +414,18 @@ private:
   /// stores the accumulators' correction. Returns the new (max or flag,
   /// sum) (meaningful in owner lanes).
   SmallVector<Value> applySoftmax(Value runningMax, Value runningSum) {
-    Value rowBase = mulI(ownerRow, e.index(shape.scoreStride));
-    Value rowAt = addI(scores, rowBase);
-    auto quad = VectorType::get({4}, b.getF32Type());
+    Value rowBase = mulI(b, ownerRow, e.index(shape.scoreStride));
+    Value rowAt = addI(b, scores, rowBase);
+    int64_t lanes = shape.scoreLanes;
+    auto pieceType = VectorType::get({lanes}, b.getF32Type());
     SmallVector<Value> row;
-    for (int64_t c = 0; c < shape.stepPositions; c += 4) {
-      Value at = addI(rowAt, e.index(c));
-      Value four =
-          vector::LoadOp::create(b, quad, shared, ValueRange{at},
-                                 /*nontemporal=*/false, llvm::MaybeAlign(16));
-      for (int64_t i = 0; i < 4; ++i)
-        row.push_back(e.extract(four, i));
+    for (int64_t c = 0; c < shape.stepPositions; c += lanes) {
+      Value at = addI(b, rowAt, e.index(c));
+      Value piece = vector::LoadOp::create(
+          b, pieceType, shared, ValueRange{at},
+          /*nontemporal=*/false, llvm::MaybeAlign(target.vectorBytes()));
+      for (int64_t i = 0; i < lanes; ++i)
+        row.push_back(e.extract(piece, i));
     }
     SmallVector<Value> weights;
     Value max = runningMax, sum = runningSum, correction;
@@ -460,15 +462,16 @@ private:
       max = newMax;
     }
     e.ifThenElse(isOwner, [&] {
-      for (int64_t c = 0; c < shape.stepPositions; c += 4) {
-        Value four = vector::FromElementsOp::create(
-            b, quad, ArrayRef<Value>(weights).slice(c, 4));
-        Value at = addI(rowAt, e.index(c));
-        vector::StoreOp::create(b, four, shared, ValueRange{at},
-                                /*nontemporal=*/false, llvm::MaybeAlign(16));
+      for (int64_t c = 0; c < shape.stepPositions; c += lanes) {
+        Value piece = vector::FromElementsOp::create(
+            b, pieceType, ArrayRef<Value>(weights).slice(c, lanes));
+        Value at = addI(b, rowAt, e.index(c));
+        vector::StoreOp::create(b, piece, shared, ValueRange{at},
+                                /*nontemporal=*/false,
+                                llvm::MaybeAlign(target.vectorBytes()));
       }
       if (correction) {
-        Value at = addI(corrections, ownerRow);
+        Value at = addI(b, corrections, ownerRow);
         memref::StoreOp::create(b, correction, shared, ValueRange{at});
       }
     });
@@ -479,30 +482,30 @@ private:
   /// (max or flag, sum), to its rows of shared memory.
   void writeSubgroupResult(ArrayRef<Value> state) {
     int64_t rowFloats = problem.partialRowFloats();
-    Value subgroupRows = mulI(subgroup, e.index(shape.group));
+    Value subgroupRows = mulI(b, subgroup, e.index(shape.group));
     for (int64_t j = 0; j < layout.accPerLane; ++j) {
       Value isHead =
           e.cmpi(CmpIPredicate::ult, accRows[j], e.index(shape.group));
       e.ifThenElse(isHead, [&] {
-        Value headRow = addI(subgroupRows, accRows[j]);
-        Value rowBase = mulI(headRow, e.index(rowFloats));
-        Value dimBase = mulI(accColumns[j], e.index(shape.valueRun));
-        Value at = addI(rowBase, dimBase);
+        Value headRow = addI(b, subgroupRows, accRows[j]);
+        Value rowBase = mulI(b, headRow, e.index(rowFloats));
+        Value dimBase = mulI(b, accColumns[j], e.index(shape.valueRun));
+        Value at = addI(b, rowBase, dimBase);
         for (int64_t t = 0; t < shape.outputTiles; ++t) {
           Value element = e.extract(state[t], j);
-          Value dim = addI(at, e.index(t));
+          Value dim = addI(b, at, e.index(t));
           memref::StoreOp::create(b, element, shared, ValueRange{dim});
         }
       });
     }
     Value ownsHead = e.cmpi(CmpIPredicate::ult, lane, e.index(shape.group));
     e.ifThenElse(ownsHead, [&] {
-      Value headRow = addI(subgroupRows, lane);
-      Value rowBase = mulI(headRow, e.index(rowFloats));
-      Value maxAt = addI(rowBase, e.index(problem.headDim()));
+      Value headRow = addI(b, subgroupRows, lane);
+      Value rowBase = mulI(b, headRow, e.index(rowFloats));
+      Value maxAt = addI(b, rowBase, e.index(problem.headDim()));
       memref::StoreOp::create(b, state[shape.outputTiles], shared,
                               ValueRange{maxAt});
-      Value sumAt = addI(rowBase, e.index(problem.headDim() + 1));
+      Value sumAt = addI(b, rowBase, e.index(problem.headDim() + 1));
       memref::StoreOp::create(b, state[shape.outputTiles + 1], shared,
                               ValueRange{sumAt});
     });
@@ -516,14 +519,14 @@ private:
     Value thread = e.threadId();
     Value elements = e.index(shape.group * rowFloats);
     Value blockThreads = e.index(config.subgroups * e.subgroupSize());
-    Value numSplits = toIndex(args[NumSplits]);
-    Value groupBase = mulI(kvHead, e.index(shape.group));
+    Value numSplits = idx(b, args[NumSplits]);
+    Value groupBase = mulI(b, kvHead, e.index(shape.group));
     e.loop(thread, elements, blockThreads, [&](Value x) {
       Value head = arith::DivUIOp::create(b, x, e.index(rowFloats));
       Value offset = arith::RemUIOp::create(b, x, e.index(rowFloats));
       auto rowOf = [&](int64_t w) {
-        Value headRow = addI(e.index(w * shape.group), head);
-        return mulI(headRow, e.index(rowFloats));
+        Value headRow = addI(b, e.index(w * shape.group), head);
+        return mulI(b, headRow, e.index(rowFloats));
       };
       auto at = [&](int64_t w, Value offsetInRow) {
         return sharedAt(rowOf(w), offsetInRow);
@@ -543,11 +546,11 @@ private:
         total = e.add(total, e.mul(at(w, offset), weight));
       }
       Value result = e.select(isMax, globalMax, total);
-      Value queryHead = addI(groupBase, head);
-      Value sequenceRow = mulI(sequence, e.index(problem.queryHeads()));
-      Value rowIndex = addI(sequenceRow, queryHead);
-      Value splitRow = addI(mulI(rowIndex, numSplits), split);
-      Value out = addI(mulI(splitRow, e.index(rowFloats)), offset);
+      Value queryHead = addI(b, groupBase, head);
+      Value sequenceRow = mulI(b, sequence, e.index(problem.queryHeads()));
+      Value rowIndex = addI(b, sequenceRow, queryHead);
+      Value splitRow = addI(b, mulI(b, rowIndex, numSplits), split);
+      Value out = addI(b, mulI(b, splitRow, e.index(rowFloats)), offset);
       memref::StoreOp::create(b, result, args[Partials], ValueRange{out});
     });
   }
