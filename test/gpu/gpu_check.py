@@ -353,8 +353,9 @@ def linear_checks(work, rng):
 
 def attention_checks(work, rng):
     """Every attention kernel (the defaults and kernels pinned by hand) on
-    MHA, GQA, MQA and a group of 16, head dims 64 and 128, bf16, f16 and f32
-    caches, each softmax scheme and the forced fallback, batches of 1 to 256
+    MHA, GQA, MQA and a group of 16, head dims 64 and 128, bf16, f16, f32
+    and INT4 caches (against the dequantised cache), each softmax scheme and
+    the forced fallback, batches of 1 to 256
     with lengths of 1 to 32768 that are no multiple of a tile, against
     float64, per sequence. The logits start NaN; the scratch (the partial
     results) starts NaN for online softmax and -6.02 (0xC0 bytes) for
@@ -378,7 +379,7 @@ def attention_checks(work, rng):
             view = data[entry["offset"]:entry["offset"] + entry["bytes"]]
             views[name] = view.view(storage).view(shape)
         views["table"].copy_(torch.randn(views["table"].shape, generator=gen,
-                                         **cuda))
+                                         **cuda) * v.query_scale)
         views["head"].copy_(torch.eye(v.width, **cuda))
         poison = 0xFF if v.softmax == "online" else 0xC0
         worst, kernels, failures = 0.0, set(), []
@@ -391,9 +392,22 @@ def attention_checks(work, rng):
                     lengths[i] = min(forced, max_context)
             positions = (lengths - 1).to(torch.int32)
             cache_bytes = library.kv_cache_bytes(batch, max_context)
-            cache = torch.randn(cache_bytes // storage.itemsize, generator=gen,
-                                **cuda).to(storage)
-            rows = cache.view(batch, 1, 2, v.hkv, max_context, v.head_dim)
+            if v.cache == "int4":
+                cache = torch.empty(cache_bytes, dtype=torch.uint8, **cuda)
+                rows = cache.view(batch, 1, 2, v.hkv, max_context, -1)
+                attention_models.fill_int4_rows(rows, v.int4_groups,
+                                                v.head_dim, gen)
+            else:
+                cache = torch.randn(cache_bytes // storage.itemsize,
+                                    generator=gen, **cuda).to(storage)
+                rows = cache.view(batch, 1, 2, v.hkv, max_context, v.head_dim)
+
+            def cache_values(i, kv):
+                part = rows[int(slots[i]), 0, kv, :, :int(lengths[i])]
+                if v.cache == "int4":
+                    return attention_models.int4_rows_to_float(
+                        part, v.int4_groups, v.head_dim)
+                return part.double()
             tokens = torch.randint(0, v.width, (batch,), generator=gen,
                                    **cuda).to(torch.int32)
             logits = torch.full((batch, v.width), float("nan"), **cuda)
@@ -418,8 +432,7 @@ def attention_checks(work, rng):
             ref = torch.stack([
                 attention_models.reference(
                     v, table[int(tokens[i])].view(v.hq, v.head_dim),
-                    rows[int(slots[i]), 0, 0, :, :int(lengths[i])].double(),
-                    rows[int(slots[i]), 0, 1, :, :int(lengths[i])].double())
+                    cache_values(i, 0), cache_values(i, 1))
                 for i in range(batch)])
             err = float((torch.linalg.norm(logits.double() - ref, dim=1)
                          / torch.linalg.norm(ref, dim=1)).max())

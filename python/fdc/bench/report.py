@@ -28,6 +28,11 @@ def _num(value, digits: int = 1) -> str:
     return f"{value:,.{digits}f}"
 
 
+def _pct(fraction) -> str:
+    """A share as a percentage ("–" where not measured)."""
+    return "–" if fraction is None else f"{100 * fraction:.1f} %"
+
+
 def _err(check) -> str:
     if not check:
         return "–"
@@ -107,11 +112,12 @@ def attention_md(rows) -> str:
                      *(_num(fdc[k]["us"]) for k in fdc),
                      _num(fdc[best]["gbps"], 0), _num(fdc[best]["hbm_pct"], 0),
                      peer["name"] if peer else "–", *_timed(peer),
-                     _num(r.get("ratio"), 2), errs])
+                     _num(r.get("ratio"), 2), errs, _pct(r.get("fallback_rate"))])
     schemes = list(next((r["fdc"] for r in rows if "fdc" in r), {}).keys())
     header = ["Hq/Hkv", "B", "S", *(f"fdc {s} µs" for s in schemes),
               "fdc best GB/s", "fdc % HBM", "peer (fastest SDPA)", "peer µs",
-              "peer GB/s", "peer % HBM", "speedup", "fdc rel err " + "/".join(schemes)]
+              "peer GB/s", "peer % HBM", "speedup", "fdc rel err " + "/".join(schemes),
+              "unified fallback rows"]
     text = _table(header, body)
     if skipped:
         text += "\n\nNot run (KV cache over the memory cap): " + ", ".join(skipped) + "."

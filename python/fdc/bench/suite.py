@@ -26,6 +26,7 @@ from pathlib import Path
 import torch
 
 from . import models, report
+from ..testing import attention_models
 from .launcher import CudaLauncher, ModelLibrary, step_args
 from .timing import (CALLS, event_time_us, graph_time_us, graph_times_us,
                      rotation, wall_time_s)
@@ -309,41 +310,22 @@ def linear(bench: Bench) -> list[dict]:
 
 def fill_int4_cache(bench: Bench, cache: torch.Tensor, groups: int,
                     head_dim: int) -> None:
-    """Random INT4 rows: G (scale, min) f16 pairs, then head_dim/2 bytes of
-    nibbles (docs/model-library.md), values of about unit scale."""
-    rows = cache.view(-1, groups * 4 + head_dim // 2)
-    count = rows.shape[0]
-    scale = torch.rand((count, groups), device="cuda", generator=bench.gen) * 0.1 + 0.1
-    minimum = -7.5 * scale + 0.1 * torch.randn((count, groups), device="cuda",
-                                               generator=bench.gen)
-    pairs = torch.stack([scale, minimum], dim=-1).to(torch.float16)
-    rows[:, :groups * 4] = pairs.view(count, groups * 2).view(torch.uint8)
-    rows[:, groups * 4:] = torch.randint(0, 256, (count, head_dim // 2),
-                                         device="cuda", generator=bench.gen,
-                                         dtype=torch.uint8)
-
-
-def int4_rows_to_float(rows: torch.Tensor, groups: int, head_dim: int) -> torch.Tensor:
-    """Dequantised [..., head_dim] float64 values of INT4 cache rows."""
-    shape = rows.shape[:-1]
-    flat = rows.reshape(-1, rows.shape[-1])
-    pairs = flat[:, :groups * 4].contiguous().view(torch.float16).double()
-    scale, minimum = pairs[:, 0::2], pairs[:, 1::2]
-    nibbles = flat[:, groups * 4:].long()
-    q = torch.stack([nibbles & 15, nibbles >> 4], dim=-1).reshape(-1, head_dim)
-    group = head_dim // groups
-    values = (minimum.repeat_interleave(group, 1)
-              + scale.repeat_interleave(group, 1) * q.double())
-    return values.view(*shape, head_dim)
+    """Random INT4 rows (fdc.testing.attention_models.fill_int4_rows)."""
+    attention_models.fill_int4_rows(cache, groups, head_dim, bench.gen)
 
 
 def attention_reference(q, keys, values, scale):
-    """q [Hq, D], keys/values [Hkv, S, D] (float64) -> [Hq, D]."""
+    """q [Hq, D], keys/values [Hkv, S, D] (float64) -> ([Hq, D], the number
+    of heads whose scores leave unified max's window: rows that the
+    unified-max kernels recompute with online softmax)."""
     group = q.shape[0] // keys.shape[0]
     keys = keys.repeat_interleave(group, 0)
     values = values.repeat_interleave(group, 0)
     scores = torch.einsum("hd,hsd->hs", q, keys) * scale
-    return torch.einsum("hs,hsd->hd", torch.softmax(scores, -1), values)
+    shifted = scores - models.UNIFIED_PHI
+    outside = (shifted < models.UNIFIED_LO) | (shifted > models.UNIFIED_HI)
+    flagged = int(outside.any(dim=1).sum())
+    return torch.einsum("hs,hsd->hd", torch.softmax(scores, -1), values), flagged
 
 
 def sdpa_backends(small: bool):
@@ -408,17 +390,18 @@ def run_attention_case(bench: Bench, libraries: dict, hq: int, hkv: int,
         launcher.step(args[0])
         torch.cuda.synchronize()
         table, head = arena.view("table").double(), arena.view("head").double()
-        ref_rows = []
+        ref_rows, flagged = [], 0
         for i in range(b):
             slot = int(slots[i])
             rows = caches[0][slot, 0]
             if kv == "bf16":
                 keys, values = rows[0].double(), rows[1].double()
             else:
-                keys = int4_rows_to_float(rows[0], groups, d)
-                values = int4_rows_to_float(rows[1], groups, d)
+                keys = attention_models.int4_rows_to_float(rows[0], groups, d)
+                values = attention_models.int4_rows_to_float(rows[1], groups, d)
             q = table[int(tokens[i])].view(hq, d)
-            out = attention_reference(q, keys, values, d ** -0.5)
+            out, row_flags = attention_reference(q, keys, values, d ** -0.5)
+            flagged += row_flags
             ref_rows.append(out.to(torch.bfloat16).double().reshape(-1) @ head.T)
         result = check(rel_err(buffers.logits, torch.stack(ref_rows)),
                        ATTENTION_TOLERANCE)
@@ -426,6 +409,8 @@ def run_attention_case(bench: Bench, libraries: dict, hq: int, hkv: int,
         entry["fdc"][scheme] = {**bench.hbm(nbytes, timed["us"]),
                                 "spread": timed["spread"]}
         entry["check"][scheme] = result
+        if scheme == "unified_max":
+            entry["fallback_rate"] = flagged / (b * hq)
         del launcher, arena, buffers
     return entry, caches, nbytes
 

@@ -1,6 +1,6 @@
 """Models around one decode.attention each, for the GPU test of the
 attention kernels (test/gpu): MHA, GQA 4 and 8, MQA and a group of 16, head
-dims 64 and 128, bf16 and f32 caches, each softmax scheme and a unified max
+dims 64 and 128, bf16, f16, f32 and INT4 caches, each softmax scheme and a unified max
 whose window every score leaves (so that every row takes the recompute
 fallback), with the default kernel and kernels pinned by hand. Each model
 embeds token rows of `table` (one row per vocabulary entry) as the query, runs the attention, and an
@@ -8,7 +8,8 @@ identity `head` linear makes the attention's output the logits.
 
     python -m fdc.testing.attention_models OUT_DIR   # writes OUT_DIR/<name>.mlir
 
-`reference` computes the attention in float64 from the query and the cache.
+`reference` computes the attention in float64 from the query and the cache
+(an INT4 cache dequantised by `int4_rows_to_float`).
 """
 from __future__ import annotations
 
@@ -32,7 +33,7 @@ class AttentionVariant:
     hq: int
     hkv: int
     head_dim: int
-    dtype: str  # the query's, the cache's and the output's: f32, bf16, f16
+    dtype: str  # the query's and the output's (and the cache's): f32, bf16, f16
     softmax: str  # a key of SOFTMAX
     kernel: str = ""  # a #decode.kernel pinned, or ""
     # The partial kernel it must run: gqa_attention_partial on a bf16 cache
@@ -45,6 +46,22 @@ class AttentionVariant:
     # (batch, max context) cases; each sequence gets its own length.
     cases: tuple[tuple[int, int], ...] = ((1, 1), (3, 100), (37, 1000),
                                           (256, 200), (2, 32768))
+    # "int4": a !decode.int4 cache of `int4_groups` groups, else dtype's.
+    cache: str = ""
+    int4_groups: int = 4
+    # The table (the query) is scaled by this and the op's scale divided by
+    # it: scores as with 1, queries beyond f16's range with 2^15.
+    query_scale: float = 1.0
+
+    @property
+    def cache_element(self) -> str:
+        if self.cache == "int4":
+            return f"!decode.int4<groups = {self.int4_groups}>"
+        return self.dtype
+
+    @property
+    def scale(self) -> float:
+        return 1.0 / (math.sqrt(self.head_dim) * self.query_scale)
 
     @property
     def width(self) -> int:
@@ -74,6 +91,28 @@ VARIANTS = [
                      cases=((1, 5000), (19, 700))),
     AttentionVariant("attention-mqa-unified-bf16", 8, 1, 128, "bf16", "unified"),
     AttentionVariant("attention-mha-online-bf16", 8, 8, 128, "bf16", "online"),
+    # INT4 caches: gqa_attention on f16 MMAs, keys and values dequantised in
+    # registers, with a bf16 or f16 query (a group of 8, MQA, MHA; head_dim
+    # 64 with groups of 16 dims, 2 groups of 64 whose runs are only 8-byte
+    # aligned); an f32 query keeps split_kv_attention by default, and
+    # pinned, a query beyond f16's range is scaled into it.
+    AttentionVariant("attention-mqa-online-int4", 8, 1, 128, "bf16", "online",
+                     cache="int4", cases=((1, 1), (3, 8192), (64, 300),
+                                          (2, 32768))),
+    AttentionVariant("attention-gqa4-online-int4-d64", 16, 4, 64, "bf16",
+                     "online", cache="int4"),
+    AttentionVariant("attention-gqa8-online-int4-f16", 32, 4, 128, "f16",
+                     "online", cache="int4"),
+    AttentionVariant("attention-mha-online-int4-g2", 8, 8, 128, "bf16",
+                     "online", cache="int4", int4_groups=2,
+                     cases=((1, 1), (3, 100), (37, 1000))),
+    AttentionVariant("attention-gqa4-online-int4-f32", 16, 4, 128, "f32",
+                     "online", cache="int4", expect="attention_partial",
+                     tolerance=1e-4, cases=((1, 1), (3, 100), (37, 1000))),
+    AttentionVariant("attention-pinned-gqa-int4-f32-huge", 16, 4, 128, "f32",
+                     "online", _kernel("gqa_attention", ""), cache="int4",
+                     query_scale=2.0 ** 15,
+                     cases=((1, 1), (3, 100), (37, 1000))),
     # An f32 cache (no MMA): split_kv_attention.
     AttentionVariant("attention-gqa4-online-f32", 16, 4, 128, "f32", "online",
                      expect="attention_partial", tolerance=1e-4),
@@ -104,11 +143,11 @@ def model_ir(v: AttentionVariant) -> str:
     head = f"tensor<{width}x{width}x{t}>"
     heads = f"tensor<?x{v.hq}x{v.head_dim}x{t}>"
     cache = (f"!decode.kv_cache<layers = 1, kv_heads = {v.hkv}, "
-             f"head_dim = {v.head_dim}, {t}>")
+             f"head_dim = {v.head_dim}, {v.cache_element}>")
     logits = f"tensor<?x{width}xf32>"
     kernel = f", decode.kernel = {v.kernel}" if v.kernel else ""
     kernel += f", splits = {v.splits} : i64" if v.splits else ""
-    scale = 1.0 / math.sqrt(v.head_dim)
+    scale = v.scale
     lines = [
         f"decode.model @{v.name.replace('-', '_')} attributes "
         f"{{config = {{vocab_size = {width} : i64}}}} {{",
@@ -149,12 +188,53 @@ def reference(v: AttentionVariant, query, keys, values):
     group = v.hq // v.hkv
     keys = keys.repeat_interleave(group, 0)
     values = values.repeat_interleave(group, 0)
-    scores = torch.einsum("hd,hsd->hs", query, keys) / math.sqrt(v.head_dim)
+    scores = torch.einsum("hd,hsd->hs", query, keys) * v.scale
     out = torch.einsum("hs,hsd->hd", torch.softmax(scores, -1), values)
     storage = {"bf16": torch.bfloat16, "f16": torch.float16}.get(v.dtype)
     if storage is not None:
         out = out.to(storage).double()
     return out.reshape(-1)
+
+
+def int4_row_bytes(groups: int, head_dim: int) -> int:
+    """Bytes of an INT4 cache row: `groups` (scale, min) f16 pairs, then
+    head_dim / 2 bytes of nibbles (docs/model-library.md)."""
+    return groups * 4 + head_dim // 2
+
+
+def fill_int4_rows(rows, groups: int, head_dim: int, generator) -> None:
+    """Random INT4 rows in `rows` (uint8 [..., row bytes], on the GPU):
+    values of about unit scale, every nibble and byte pattern possible."""
+    import torch
+
+    flat = rows.view(-1, int4_row_bytes(groups, head_dim))
+    count, device = flat.shape[0], flat.device
+    scale = torch.rand((count, groups), device=device,
+                       generator=generator) * 0.1 + 0.1
+    minimum = -7.5 * scale + 0.1 * torch.randn((count, groups), device=device,
+                                               generator=generator)
+    pairs = torch.stack([scale, minimum], dim=-1).to(torch.float16)
+    flat[:, :groups * 4] = pairs.view(count, groups * 2).view(torch.uint8)
+    flat[:, groups * 4:] = torch.randint(0, 256, (count, head_dim // 2),
+                                         device=device, generator=generator,
+                                         dtype=torch.uint8)
+
+
+def int4_rows_to_float(rows, groups: int, head_dim: int):
+    """INT4 cache rows (uint8 [..., row bytes]) dequantised to float64
+    [..., head_dim]: min + scale * q per group."""
+    import torch
+
+    shape = rows.shape[:-1]
+    flat = rows.reshape(-1, rows.shape[-1])
+    pairs = flat[:, :groups * 4].contiguous().view(torch.float16).double()
+    scale, minimum = pairs[:, 0::2], pairs[:, 1::2]
+    nibbles = flat[:, groups * 4:].long()
+    q = torch.stack([nibbles & 15, nibbles >> 4], dim=-1).reshape(-1, head_dim)
+    group = head_dim // groups
+    values = (minimum.repeat_interleave(group, 1)
+              + scale.repeat_interleave(group, 1) * q.double())
+    return values.view(*shape, head_dim)
 
 
 def main() -> int:

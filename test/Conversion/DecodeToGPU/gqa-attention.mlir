@@ -17,6 +17,31 @@
 // GFX942:         gpu.barrier
 // GFX942-LABEL: gpu.func @{{attention_reduce_[0-9]+}}(
 
+// An INT4 cache (groups of 32 dims) on sm_90: a lane loads a key's 32
+// nibbles with one 16-byte load and its group's (scale, min) with one
+// 4-byte load, and a value's 16 nibbles with one 8-byte load, a step ahead
+// (the first step's before the loop, the next one's in it). A step
+// dequantises the carried loads as f16 words: mask and bias to 1024 + q,
+// subtract 1024, a contracted multiply-add with the scale and min; the
+// MMAs take f16.
+// RUN: sed 's/256/128/g; s/4096/2048/g; s/head_dim = 128, bf16>/head_dim = 128, !decode.int4<groups = 4>>/g' %s \
+// RUN:   | fdc-opt --decode-assign-weight-layout --convert-decode-to-gpu=target=sm_90 | FileCheck %s --check-prefix=INT4
+// INT4-LABEL: gpu.func @{{gqa_attention_partial_[0-9]+}}(
+// INT4:         vector.load {{.*}} : memref<?x1x2x1x?x80xi8>, vector<16xi8>
+// INT4:         vector.load {{.*}} : memref<?x1x2x1x?x80xi8>, vector<8xi8>
+// INT4:         scf.for
+// INT4:           vector.load {{.*}} : memref<?x1x2x1x?x80xi8>, vector<16xi8>
+// INT4:           vector.bitcast {{.*}} : vector<16xi8> to vector<4xi32>
+// INT4:           vector.load {{.*}} : memref<?x1x2x1x?x80xi8>, vector<4xi8>
+// INT4:           vector.bitcast {{.*}} : vector<4xi8> to vector<2xf16>
+// INT4:           vector.load {{.*}} : memref<?x1x2x1x?x80xi8>, vector<8xi8>
+// INT4:           vector.bitcast {{.*}} : vector<4xi32> to vector<8xf16>
+// INT4-NEXT:      arith.subf {{.*}} : vector<8xf16>
+// INT4-NEXT:      arith.mulf {{.*}} fastmath<contract> : vector<8xf16>
+// INT4-NEXT:      arith.addf {{.*}} fastmath<contract> : vector<8xf16>
+// INT4:           scf.yield
+// INT4:         gpu.barrier
+
 // head_dim 256 with a group of 16 needs 66048 bytes of shared memory on
 // gfx942, which has 65536: the default is the per-query-head kernel, and
 // the probe of gqa_attention reports nothing. On sm_90 its accumulators

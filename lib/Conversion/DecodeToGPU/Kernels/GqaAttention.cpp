@@ -34,6 +34,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Attention.h"
+#include "Int4Vectors.h"
 
 #include "mlir/IR/Diagnostics.h"
 
@@ -53,17 +54,24 @@ struct GqaAttentionConfig {
   AttentionSplitPolicy splits;
   /// P as a hi + lo pair of the cache's type (1) or rounded to it (0).
   bool f32Operands;
+  /// How many steps ahead each step's loads are issued (0: at the step).
+  int64_t prefetch;
 
   explicit GqaAttentionConfig(const KernelConfig &config)
       : subgroups(config.get("subgroups")),
         splits{config.get("max_splits"), config.get("waves_per_unit"),
                config.get("min_split_length"), /*wholeWaves=*/true},
-        f32Operands(config.get("f32_operands") != 0) {}
+        f32Operands(config.get("f32_operands") != 0),
+        prefetch(config.get("prefetch")) {}
 };
 
 /// The sizes that follow from the MMA layout and the head dim.
 struct GqaAttentionShape {
   MmaLayout layout;
+  /// The MMA operand type: the cache's, f16 for an INT4 cache.
+  Type operand;
+  /// An INT4 cache's row layout.
+  std::optional<Int4RowLayout> int4;
   int64_t group, headDim;
   /// Cache elements per vector load, per lane and k run (FlatGemm's super
   /// step), and the k run's MMAs and head dims.
@@ -106,6 +114,18 @@ struct GqaAttentionShape {
     constexpr int64_t kOverhead = 24;
     return query + keys + values + weights + accumulators + kOverhead;
   }
+
+  /// The 32-bit registers of one step's cache loads as they arrive (INT4:
+  /// words and (scale, min) pairs), which a prefetch holds across a step.
+  int64_t loadRegisters() const {
+    auto run = [&](int64_t dims) {
+      if (!int4)
+        return dims / 2;
+      return dims / 8 + std::max<int64_t>(1, dims / int4->groupSize);
+    };
+    int64_t runs = headDim / runDims;
+    return scoreTiles * runs * run(laneRun) + layout.kPerLane * run(valueRun);
+  }
 };
 
 /// The registers per lane the default config keeps to, below the 256 both
@@ -117,20 +137,31 @@ std::optional<GqaAttentionShape>
 GqaAttentionShape::get(decode::AttentionOp op, const GpuPrimitives &target) {
   decode::KVCacheType cache = op.getCache().getType();
   Type element = cache.getElementType();
+  bool int4 = isa<decode::Int4Type>(element);
+  Type operand = int4 ? Float16Type::get(op->getContext()) : element;
   bool unified =
       op.getSoftmax().getScheme() == decode::SoftmaxScheme::unified_max;
-  if (!element.isBF16() && !(element.isF16() && !unified))
+  if (!operand.isBF16() && !(operand.isF16() && !unified))
     return std::nullopt;
-  std::optional<MmaLayout> layout = target.getMmaLayout(element);
+  std::optional<MmaLayout> layout = target.getMmaLayout(operand);
   if (!layout)
     return std::nullopt;
   GqaAttentionShape shape;
   shape.layout = *layout;
+  shape.operand = operand;
   shape.headDim = cache.getHeadDim();
   int64_t queryHeads = op.getQuery().getType().getDimSize(1);
   shape.group = queryHeads / cache.getKvHeads();
-  shape.pieceLanes = target.vectorBytes() / 2;
+  // Elements per vector load: two per byte for INT4, where a lane's k run
+  // is at most its share of the head dims (one load per position).
+  shape.pieceLanes = int4 ? 2 * target.vectorBytes() : target.vectorBytes() / 2;
   shape.laneRun = std::max(layout->kPerLane, shape.pieceLanes);
+  if (int4) {
+    shape.int4 = Int4RowLayout::get(cache);
+    shape.laneRun =
+        std::max(layout->kPerLane,
+                 std::min(shape.pieceLanes, shape.headDim / layout->kGroups()));
+  }
   shape.mmasPerRun = shape.laneRun / layout->kPerLane;
   shape.runDims = shape.mmasPerRun * layout->k();
   shape.stepPositions = layout->k();
@@ -141,12 +172,18 @@ GqaAttentionShape::get(decode::AttentionOp op, const GpuPrimitives &target) {
   shape.scoreStride = shape.stepPositions + shape.scoreLanes;
   bool fits =
       shape.group <= layout->m() && shape.laneRun % layout->kPerLane == 0 &&
-      shape.laneRun % shape.pieceLanes == 0 &&
       shape.headDim % shape.runDims == 0 && layout->k() % layout->n() == 0 &&
       shape.headDim % layout->n() == 0 &&
-      shape.stepPositions % shape.scoreLanes == 0 &&
-      (shape.valueRun % shape.pieceLanes == 0 ||
-       shape.pieceLanes % shape.valueRun == 0);
+      shape.stepPositions % shape.scoreLanes == 0;
+  if (int4)
+    // One load per run, of whole words, within a group or of whole groups.
+    fits = fits && shape.valueRun <= shape.pieceLanes &&
+           shape.int4->supportsRun(shape.laneRun) &&
+           shape.int4->supportsRun(shape.valueRun);
+  else
+    fits = fits && shape.laneRun % shape.pieceLanes == 0 &&
+           (shape.valueRun % shape.pieceLanes == 0 ||
+            shape.pieceLanes % shape.valueRun == 0);
   if (!fits)
     return std::nullopt;
   return shape;
@@ -160,7 +197,7 @@ public:
                       const GqaAttentionShape &shape)
       : e(e), b(e.builder()), target(e.target()), problem(problem),
         config(config), shape(shape), layout(shape.layout) {
-    element = problem.cacheType.getElementType();
+    element = shape.operand;
     accType = VectorType::get({layout.accPerLane}, b.getF32Type());
   }
 
@@ -193,8 +230,12 @@ public:
     Value splitEnd = addI(b, start, chunk);
     end = arith::MinUIOp::create(b, splitEnd, length);
     Value lastValid = arith::SubIOp::create(b, end, e.index(1));
-    // Positions past the split read the last valid one (their weight is 0).
-    lastReadable = arith::MaxSIOp::create(b, lastValid, start);
+    // Positions past the split read the last valid one (their weight is 0);
+    // an empty split's (whose start may lie past the cache's capacity,
+    // which a prefetch reads before the loop) the sequence's last.
+    Value lastOfSequence = arith::SubIOp::create(b, length, e.index(1));
+    lastReadable =
+        minU(arith::MaxSIOp::create(b, lastValid, start), lastOfSequence);
     computeLaneLayout();
     loadQuery();
 
@@ -207,9 +248,25 @@ public:
     // The head row's running max (online) or flag (unified max), and sum.
     init.push_back(e.f32(problem.unified() ? 0.0 : -INFINITY));
     init.push_back(e.f32(0));
+    // With prefetch = d, the loop carries the loads of the next d steps:
+    // they are in flight while the steps before them compute.
+    int64_t stateCount = init.size();
+    SmallVector<Value> ahead = loadStepsAhead(first, stride);
+    int64_t stepLoads = config.prefetch ? ahead.size() / config.prefetch : 0;
+    llvm::append_range(init, ahead);
     SmallVector<Value> state =
         e.reduce(first, end, stride, init, [&](Value base, ValueRange carried) {
-          return step(base, carried);
+          ValueRange stepState = carried.take_front(stateCount);
+          if (!config.prefetch)
+            return step(base, loadStep(base), stepState);
+          Value distance = mulI(b, stride, e.index(config.prefetch));
+          SmallVector<Value> next = loadStep(addI(b, base, distance));
+          ValueRange queued = carried.drop_front(stateCount);
+          SmallVector<Value> current(queued.take_front(stepLoads));
+          SmallVector<Value> result = step(base, current, stepState);
+          llvm::append_range(result, queued.drop_front(stepLoads));
+          llvm::append_range(result, next);
+          return result;
         });
     e.barrier(); // every subgroup is done with its scores
     writeSubgroupResult(state);
@@ -247,11 +304,11 @@ private:
     return {addI(b, groupBase, clamped), valid};
   }
 
-  /// The dims of k slots [0, kPerLane) of MMA `s` of k run `run`.
-  Value runDim(int64_t run, int64_t s) {
+  /// The first dim of the lane's part of k run `run`: its laneRun dims
+  /// hold the k slots of the run's MMAs, in order.
+  Value runStart(int64_t run) {
     Value laneOffset = mulI(b, kGroup, e.index(shape.laneRun));
-    Value first = e.index(run * shape.runDims + s * layout.kPerLane);
-    return addI(b, laneOffset, first);
+    return addI(b, laneOffset, e.index(run * shape.runDims));
   }
 
   /// `value` (f32 vector) as the MMA operand type: hi, and lo = the rest.
@@ -267,25 +324,91 @@ private:
     return {hi, lo};
   }
 
-  /// Q as A operands (the query has the cache's type): per k run and MMA,
-  /// per A row; rows past the group are zeros.
+  /// Q as A operands: per k run and MMA, per A row; rows past the group
+  /// are zeros. A lane loads its run of each row at once; with an INT4
+  /// cache the run is permuted to the keys' decoded order. A query of
+  /// another type than the operands' is scaled by a power of two, 2^-k,
+  /// that keeps the largest |q| of the group within f16's range (k = 0 but
+  /// for huge queries), and scoreScale undoes it.
   void loadQuery() {
-    auto slotType = VectorType::get({layout.kPerLane}, element);
-    Value zero =
-        arith::ConstantOp::create(b, slotType, b.getZeroAttr(slotType));
+    Type queryType = problem.query.type.getElementType();
+    auto runType = VectorType::get({shape.laneRun}, queryType);
+    Value zero = arith::ConstantOp::create(b, runType, b.getZeroAttr(runType));
     int64_t runs = shape.headDim / shape.runDims;
-    for (int64_t run = 0; run < runs; ++run)
-      for (int64_t s = 0; s < shape.mmasPerRun; ++s) {
-        SmallVector<Value> rows;
-        Value d = runDim(run, s);
-        for (Value row : aRows) {
-          auto [head, valid] = queryHead(row);
-          Value q = vector::LoadOp::create(b, slotType, args[Query],
-                                           ValueRange{sequence, head, d});
-          rows.push_back(e.select(valid, q, zero));
+    SmallVector<SmallVector<Value>> queryRuns; // [k run][A row]
+    for (int64_t run = 0; run < runs; ++run) {
+      Value d = runStart(run);
+      SmallVector<Value> rows;
+      for (Value row : aRows) {
+        auto [head, valid] = queryHead(row);
+        Value q = vector::LoadOp::create(b, runType, args[Query],
+                                         ValueRange{sequence, head, d});
+        Value masked = e.select(valid, q, zero);
+        if (shape.int4) {
+          SmallVector<int64_t> order;
+          for (int64_t i = 0; i < shape.laneRun; ++i)
+            order.push_back(int4DecodedDim(i, shape.laneRun / 8));
+          masked = vector::ShuffleOp::create(b, masked, masked, order);
         }
-        query.push_back(std::move(rows));
+        rows.push_back(masked);
       }
+      queryRuns.push_back(std::move(rows));
+    }
+    scoreScale = e.f32(problem.scale);
+    if (queryType != element)
+      rescaleQuery(queryRuns);
+    auto operandRunType = VectorType::get({shape.laneRun}, element);
+    for (SmallVector<Value> &rows : queryRuns) {
+      for (Value &run : rows)
+        if (run.getType() != operandRunType)
+          run = arith::TruncFOp::create(b, operandRunType, run);
+      for (int64_t s = 0; s < shape.mmasPerRun; ++s) {
+        SmallVector<Value> slices;
+        for (Value run : rows)
+          slices.push_back(e.mmaSlice(run, layout, s));
+        query.push_back(std::move(slices));
+      }
+    }
+  }
+
+  /// Scales the query runs (widened to f32) by 2^-k, k = max(0, e - 14) for
+  /// the largest |q| of the group in [2^e, 2^(e+1)), and sets scoreScale
+  /// to scale * 2^k. Every subgroup holds the whole group's query.
+  void rescaleQuery(SmallVector<SmallVector<Value>> &queryRuns) {
+    auto wideType = VectorType::get({shape.laneRun}, b.getF32Type());
+    Value largest = e.f32(0);
+    for (SmallVector<Value> &rows : queryRuns)
+      for (Value &run : rows) {
+        if (run.getType() != wideType)
+          run = arith::ExtFOp::create(b, wideType, run);
+        Value magnitude = math::AbsFOp::create(b, run);
+        Value runMax = vector::ReductionOp::create(
+            b, vector::CombiningKind::MAXIMUMF, magnitude);
+        largest = arith::MaximumFOp::create(b, largest, runMax);
+      }
+    largest = e.subgroupMax(largest);
+    Type i32 = b.getI32Type();
+    auto constant = [&](int64_t value) {
+      return arith::ConstantIntOp::create(b, i32, value);
+    };
+    Value bits = arith::BitcastOp::create(b, i32, largest);
+    Value biased = arith::AndIOp::create(
+        b, arith::ShRUIOp::create(b, bits, constant(23)), constant(255));
+    // k = max(0, (biased - 127) - 14), at most 114: 2^-k stays normal.
+    Value excess = arith::SubIOp::create(b, biased, constant(127 + 14));
+    Value k = arith::MaxSIOp::create(b, excess, constant(0));
+    auto powerOfTwo = [&](Value exponent) {
+      Value field = arith::AddIOp::create(b, exponent, constant(127));
+      Value shifted = arith::ShLIOp::create(b, field, constant(23));
+      return arith::BitcastOp::create(b, b.getF32Type(), shifted);
+    };
+    Value down = powerOfTwo(arith::SubIOp::create(b, constant(0), k));
+    Value up = powerOfTwo(k);
+    Value factor = vector::BroadcastOp::create(b, wideType, down);
+    for (SmallVector<Value> &rows : queryRuns)
+      for (Value &run : rows)
+        run = arith::MulFOp::create(b, run, factor);
+    scoreScale = e.mul(scoreScale, up);
   }
 
   /// The cache row of `position` of K (kv = 0) or V (kv = 1).
@@ -311,6 +434,62 @@ private:
     return e.concatVectors(pieces);
   }
 
+  /// The loads of `count` dims from `dim` of `row`, appended to `loads`:
+  /// one vector of cache elements, or an INT4 run's words and pairs.
+  void loadRun(ArrayRef<Value> row, Value dim, int64_t count,
+               SmallVectorImpl<Value> &loads) {
+    if (shape.int4)
+      loadInt4Run(e, args[Cache], *shape.int4, row, dim, count)
+          .appendValues(loads);
+    else
+      loads.push_back(loadCacheRun(row, dim, count));
+  }
+
+  /// The values loadRun appends for `count` dims.
+  int64_t runValues(int64_t count) const {
+    return shape.int4 ? Int4Run::valueCount(*shape.int4, count) : 1;
+  }
+
+  /// Every cache load of the step from `base`, in a fixed order: per score
+  /// tile and k run a lane's key run, then per k slot its value run.
+  /// Positions past the split read the last readable one.
+  SmallVector<Value> loadStep(Value base) {
+    SmallVector<Value> loads;
+    int64_t runs = shape.headDim / shape.runDims;
+    for (int64_t t = 0; t < shape.scoreTiles; ++t) {
+      Value tileColumn = addI(b, column, e.index(t * layout.n()));
+      Value position = minU(addI(b, base, tileColumn), lastReadable);
+      SmallVector<Value> row = cacheRow(0, position);
+      for (int64_t run = 0; run < runs; ++run)
+        loadRun(row, runStart(run), shape.laneRun, loads);
+    }
+    Value valueDim = mulI(b, column, e.index(shape.valueRun));
+    Value slotBase = mulI(b, kGroup, e.index(layout.kPerLane));
+    for (int64_t s = 0; s < layout.kPerLane; ++s) {
+      Value offset = addI(b, slotBase, e.index(s));
+      Value position = minU(addI(b, base, offset), lastReadable);
+      loadRun(cacheRow(1, position), valueDim, shape.valueRun, loads);
+    }
+    return loads;
+  }
+
+  /// The loads of the first `prefetch` steps from `first`, in order.
+  SmallVector<Value> loadStepsAhead(Value first, Value stride) {
+    SmallVector<Value> loads;
+    for (int64_t i = 0; i < config.prefetch; ++i)
+      llvm::append_range(loads,
+                         loadStep(addI(b, first, mulI(b, stride, e.index(i)))));
+    return loads;
+  }
+
+  /// The MMA operand run of the loads `values` (one run's): the cache
+  /// elements, or the INT4 run dequantised in decoded order.
+  Value operandRun(ArrayRef<Value> values) {
+    if (shape.int4)
+      return dequantizeInt4Run(e, *shape.int4, Int4Run::fromValues(values));
+    return values.front();
+  }
+
   Value slice(Value run, int64_t s) { return e.mmaSlice(run, layout, s); }
 
   Value sharedAt(Value base, Value offset) {
@@ -318,45 +497,53 @@ private:
     return memref::LoadOp::create(b, shared, ValueRange{at});
   }
 
-  /// One step of T positions from `base`: scores, softmax, P V.
-  SmallVector<Value> step(Value base, ValueRange carried) {
-    // Issue every load of the step first.
+  /// One step of T positions from `base` on the step's cache loads
+  /// `loads` (loadStep's): scores, softmax, P V. `carried`: the output
+  /// tiles, then the head row's (max or flag, sum).
+  SmallVector<Value> step(Value base, ArrayRef<Value> loads,
+                          ValueRange carried) {
     int64_t runs = shape.headDim / shape.runDims;
+    ArrayRef<Value> rest = loads;
+    auto nextRun = [&](int64_t count) {
+      int64_t n = runValues(count);
+      Value run = operandRun(rest.take_front(n));
+      rest = rest.drop_front(n);
+      return run;
+    };
     SmallVector<SmallVector<Value>> keys; // [score tile][k run]
     for (int64_t t = 0; t < shape.scoreTiles; ++t) {
-      Value tileColumn = addI(b, column, e.index(t * layout.n()));
-      Value position = minU(addI(b, base, tileColumn), lastReadable);
-      SmallVector<Value> row = cacheRow(0, position);
       SmallVector<Value> tileKeys;
       for (int64_t run = 0; run < runs; ++run)
-        tileKeys.push_back(loadCacheRun(row, runDim(run, 0), shape.laneRun));
+        tileKeys.push_back(nextRun(shape.laneRun));
       keys.push_back(std::move(tileKeys));
     }
     SmallVector<Value> values; // [k slot]: this lane's dims of a position
-    Value valueDim = mulI(b, column, e.index(shape.valueRun));
-    Value slotBase = mulI(b, kGroup, e.index(layout.kPerLane));
-    for (int64_t s = 0; s < layout.kPerLane; ++s) {
-      Value offset = addI(b, slotBase, e.index(s));
-      Value position = minU(addI(b, base, offset), lastReadable);
-      values.push_back(
-          loadCacheRun(cacheRow(1, position), valueDim, shape.valueRun));
-    }
+    for (int64_t s = 0; s < layout.kPerLane; ++s)
+      values.push_back(nextRun(shape.valueRun));
 
     // S = Q Kᵀ, to shared memory (positions past the split as -inf).
     for (int64_t t = 0; t < shape.scoreTiles; ++t) {
-      Value acc = arith::ConstantOp::create(b, accType, b.getZeroAttr(accType));
+      // Two chains of MMAs over alternate k slices, added at the end: half
+      // the dependent MMA latency on the step's critical path.
+      Value zero =
+          arith::ConstantOp::create(b, accType, b.getZeroAttr(accType));
+      Value chains[2] = {zero, zero};
+      int64_t slices = 0;
       for (int64_t run = 0; run < runs; ++run)
-        for (int64_t s = 0; s < shape.mmasPerRun; ++s) {
+        for (int64_t s = 0; s < shape.mmasPerRun; ++s, ++slices) {
           Value key = slice(keys[t][run], s);
-          acc = target.mma(b, layout, query[run * shape.mmasPerRun + s], key,
-                           acc);
+          Value &chain = chains[slices % 2];
+          chain = target.mma(b, layout, query[run * shape.mmasPerRun + s], key,
+                             chain);
         }
+      Value acc = slices > 1 ? arith::AddFOp::create(b, chains[0], chains[1])
+                             : chains[0];
       for (int64_t j = 0; j < layout.accPerLane; ++j) {
         Value tileColumn = addI(b, accColumns[j], e.index(t * layout.n()));
         Value position = addI(b, base, tileColumn);
         Value valid = e.cmpi(CmpIPredicate::ult, position, end);
         Value dot = e.extract(acc, j);
-        Value score = e.mul(dot, e.f32(problem.scale));
+        Value score = e.mul(dot, scoreScale);
         Value masked = e.select(valid, score, e.f32(-INFINITY));
         Value rowBase = mulI(b, accRows[j], e.index(shape.scoreStride));
         Value at = addI(b, scores, addI(b, rowBase, tileColumn));
@@ -375,9 +562,7 @@ private:
       SmallVector<Value> factors;
       for (Value row : accRows)
         factors.push_back(sharedAt(corrections, row));
-      Value correction = vector::FromElementsOp::create(b, accType, factors);
-      for (Value &tile : acc)
-        tile = arith::MulFOp::create(b, tile, correction);
+      acc = rescale(acc, factors);
     }
     auto weightType = VectorType::get({layout.kPerLane}, b.getF32Type());
     SmallVector<Value> weightsHi, weightsLo;
@@ -397,8 +582,10 @@ private:
     auto valueType = VectorType::get({layout.kPerLane}, element);
     for (int64_t t = 0; t < shape.outputTiles; ++t) {
       SmallVector<Value> slotValues;
+      int64_t slotIndex =
+          shape.int4 ? int4DecodedIndex(t, shape.valueRun / 8) : t;
       for (Value run : values)
-        slotValues.push_back(e.extract(run, t));
+        slotValues.push_back(e.extract(run, slotIndex));
       Value value = vector::FromElementsOp::create(b, valueType, slotValues);
       acc[t] = target.mma(b, layout, weightsHi, value, acc[t]);
       if (config.f32Operands)
@@ -407,6 +594,49 @@ private:
     target.subgroupBarrier(b); // the scores are rewritten by the next step
     acc.append(rowState);
     return acc;
+  }
+
+  /// `values` combined pairwise, in a tree of log2(size) levels (the
+  /// softmax's chains are on the step's critical path).
+  Value treeReduce(ArrayRef<Value> values,
+                   function_ref<Value(Value, Value)> combine) {
+    SmallVector<Value> level(values);
+    while (level.size() > 1) {
+      SmallVector<Value> next;
+      for (size_t i = 0; i + 1 < level.size(); i += 2)
+        next.push_back(combine(level[i], level[i + 1]));
+      if (level.size() % 2)
+        next.push_back(level.back());
+      level = std::move(next);
+    }
+    return level.front();
+  }
+
+  /// The output tiles `acc` times the corrections `factors` of their rows,
+  /// where some row's max moved this step: the subgroup agrees to skip the
+  /// multiplies when none did (most steps, once the maxima settle).
+  SmallVector<Value> rescale(ArrayRef<Value> acc, ArrayRef<Value> factors) {
+    Value moved = e.f32(0);
+    for (Value factor : factors) {
+      Value changed = e.cmpf(CmpFPredicate::UNE, factor, e.f32(1));
+      moved = arith::MaximumFOp::create(b, moved,
+                                        e.select(changed, e.f32(1), e.f32(0)));
+    }
+    Value any = e.cmpf(CmpFPredicate::OGT, e.subgroupMax(moved), e.f32(0.5));
+    SmallVector<Type> types(acc.size(), accType);
+    auto branch = scf::IfOp::create(b, types, any, /*withElseRegion=*/true);
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(branch.thenBlock());
+      Value correction = vector::FromElementsOp::create(b, accType, factors);
+      SmallVector<Value> scaled;
+      for (Value tile : acc)
+        scaled.push_back(arith::MulFOp::create(b, tile, correction));
+      scf::YieldOp::create(b, scaled);
+      b.setInsertionPointToStart(branch.elseBlock());
+      scf::YieldOp::create(b, acc);
+    }
+    return SmallVector<Value>(branch.getResults());
   }
 
   /// The owner lane of each head row turns the row's T scores into weights
@@ -434,31 +664,35 @@ private:
       Value phi = e.f32(softmax.getPhi().getValueAsDouble());
       Value lo = e.f32(softmax.getLo().getValueAsDouble());
       Value hi = e.f32(softmax.getHi().getValueAsDouble());
+      SmallVector<Value> flags;
       for (Value score : row) {
         Value valid = e.cmpf(CmpFPredicate::ONE, score, e.f32(-INFINITY));
         Value x = e.sub(score, phi);
         Value below = e.cmpf(CmpFPredicate::OLT, x, lo);
         Value above = e.cmpf(CmpFPredicate::OGT, x, hi);
         Value outside = arith::OrIOp::create(b, below, above);
-        Value flagged = arith::AndIOp::create(b, valid, outside);
-        max = e.select(flagged, e.f32(1), max);
+        flags.push_back(arith::AndIOp::create(b, valid, outside));
         Value weight = e.exp(x);
-        Value p = e.select(valid, weight, e.f32(0));
-        weights.push_back(p);
-        sum = e.add(sum, p);
+        weights.push_back(e.select(valid, weight, e.f32(0)));
       }
+      Value flagged = treeReduce(flags, [&](Value x, Value y) {
+        return arith::OrIOp::create(b, x, y);
+      });
+      max = e.select(flagged, e.f32(1), max);
+      sum = e.add(sum, treeReduce(weights, [&](Value x, Value y) {
+                    return e.add(x, y);
+                  }));
     } else {
-      Value tileMax = row.front();
-      for (Value score : ArrayRef<Value>(row).drop_front())
-        tileMax = arith::MaximumFOp::create(b, tileMax, score);
+      Value tileMax = treeReduce(row, [&](Value x, Value y) {
+        return arith::MaximumFOp::create(b, x, y);
+      });
       Value newMax = arith::MaximumFOp::create(b, runningMax, tileMax);
       correction = attentionScaleFactor(e, runningMax, newMax);
-      sum = e.mul(runningSum, correction);
-      for (Value score : row) {
-        Value p = attentionScaleFactor(e, score, newMax);
-        weights.push_back(p);
-        sum = e.add(sum, p);
-      }
+      for (Value score : row)
+        weights.push_back(attentionScaleFactor(e, score, newMax));
+      Value stepSum =
+          treeReduce(weights, [&](Value x, Value y) { return e.add(x, y); });
+      sum = e.add(e.mul(runningSum, correction), stepSum);
       max = newMax;
     }
     e.ifThenElse(isOwner, [&] {
@@ -568,6 +802,8 @@ private:
   ArrayRef<Value> args;
   Value shared, layerIndex, split, kvHead, sequence, lane, subgroup, slot;
   Value start, end, lastReadable;
+  /// The scores' factor: the op's scale, times 2^k for a rescaled query.
+  Value scoreScale;
   Value column, kGroup, scores, corrections, ownerRow, isOwner;
   SmallVector<Value> aRows, accRows, accColumns;
   /// Q's A operands: [k run * mmasPerRun + mma][A row].
@@ -601,15 +837,25 @@ public:
     if (!attention)
       return false;
     Type element = attention.getCache().getType().getElementType();
-    return element.isBF16() || element.isF16();
+    return element.isBF16() || element.isF16() ||
+           isa<decode::Int4Type>(element);
   }
   DictionaryAttr getDefaultConfig(Operation *op,
                                   const GpuPrimitives &target) const override {
     // P as a hi + lo pair where the registers allow.
     std::optional<GqaAttentionShape> shape =
         GqaAttentionShape::get(cast<decode::AttentionOp>(op), target);
-    bool f32Operands =
-        shape && shape->registersPerLane(true) <= kRegisterBudget;
+    // (INT4: the dequantised values are rounded to f16 already, so lo
+    // would add no accuracy.)
+    bool f32Operands = shape && !shape->int4 &&
+                       shape->registersPerLane(true) <= kRegisterBudget;
+    // A step's loads issued one step ahead where their registers fit:
+    // INT4's (a fifth of a bf16 step's bytes, so that the loads at the
+    // step would not keep enough bytes in flight; H100: 1.27x at B = 32),
+    // not bf16's. Two or more steps ahead measured no faster.
+    bool prefetch = shape && shape->registersPerLane(f32Operands) +
+                                     shape->loadRegisters() <=
+                                 kRegisterBudget;
     // Splits for whole waves of two blocks per unit (as many as the
     // registers of a 4-subgroup block let a unit hold): a block per
     // (sequence, KV head, split) leaves few blocks per split.
@@ -617,7 +863,8 @@ public:
                                          {"max_splits", 64},
                                          {"waves_per_unit", 2},
                                          {"min_split_length", 64},
-                                         {"f32_operands", f32Operands}});
+                                         {"f32_operands", f32Operands},
+                                         {"prefetch", prefetch}});
   }
   LogicalResult verifyConfig(Operation *op, const KernelConfig &config,
                              const GpuPrimitives &target) const override {
@@ -627,7 +874,8 @@ public:
         failed(checkRange(op, config, "max_splits", 1, 1024)) ||
         failed(checkRange(op, config, "waves_per_unit", 1, 64)) ||
         failed(checkRange(op, config, "min_split_length", 1, 1 << 20)) ||
-        failed(checkRange(op, config, "f32_operands", 0, 1)))
+        failed(checkRange(op, config, "f32_operands", 0, 1)) ||
+        failed(checkRange(op, config, "prefetch", 0, 4)))
       return failure();
     auto attention = cast<decode::AttentionOp>(op);
     std::optional<GqaAttentionShape> shape =
@@ -638,7 +886,8 @@ public:
              << "kernel family 'gqa_attention' needs an MMA of "
              << target.target().getArch().getValue() << " on the cache's "
              << cache.getElementType()
-             << " (f16: online softmax only) with at least the group's "
+             << " (f16 and INT4, on f16 MMAs: online softmax only) with at "
+                "least the group's "
              << attention.getQuery().getType().getDimSize(1) /
                     cache.getKvHeads()
              << " query heads as rows, and head_dim " << cache.getHeadDim()
@@ -702,6 +951,10 @@ fdc::gpu::getDefaultAttentionKernel(decode::AttentionOp op,
                                     const GpuPrimitives &target) {
   std::optional<GqaAttentionShape> shape = GqaAttentionShape::get(op, target);
   if (!shape || shape->registersPerLane(false) > kRegisterBudget)
+    return std::nullopt;
+  // An f32 query on an INT4 cache stays exact with split_kv_attention; the
+  // f16 MMAs would round it.
+  if (shape->int4 && op.getQuery().getType().getElementType().isF32())
     return std::nullopt;
   MLIRContext *context = op->getContext();
   // A probe: a config the target refuses (shared memory) means no default,

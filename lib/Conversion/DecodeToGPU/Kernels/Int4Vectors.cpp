@@ -1,0 +1,149 @@
+//===- Int4Vectors.cpp - INT4 cache rows in vector registers --------------===//
+
+#include "Int4Vectors.h"
+
+#include <numeric>
+
+using namespace mlir;
+using namespace fdc;
+using namespace fdc::gpu;
+
+Int4RowLayout Int4RowLayout::get(decode::KVCacheType type) {
+  auto int4 = cast<decode::Int4Type>(type.getElementType());
+  Int4RowLayout layout;
+  layout.groups = int4.getGroups();
+  layout.groupSize = type.getHeadDim() / layout.groups;
+  layout.headerBytes = 4 * layout.groups;
+  layout.rowBytes = type.getRowBytes();
+  return layout;
+}
+
+bool Int4RowLayout::supportsRun(int64_t dims) const {
+  if (dims <= 0 || dims % 8 != 0 || groupSize % 8 != 0)
+    return false;
+  return groupSize % dims == 0 || dims % groupSize == 0;
+}
+
+int64_t Int4RowLayout::runAlignment(int64_t dims) const {
+  int64_t common = std::gcd(std::gcd(rowBytes, headerBytes), dims / 2);
+  int64_t alignment = 1;
+  while (alignment < 16 && common % (2 * alignment) == 0)
+    alignment *= 2;
+  return alignment;
+}
+
+int64_t fdc::gpu::int4DecodedDim(int64_t i, int64_t words) {
+  int64_t j = i / (2 * words), w = (i % (2 * words)) / 2, h = i % 2;
+  return 8 * w + j + 4 * h;
+}
+
+int64_t fdc::gpu::int4DecodedIndex(int64_t d, int64_t words) {
+  int64_t w = d / 8, j = d % 4, h = (d % 8) / 4;
+  return j * 2 * words + 2 * w + h;
+}
+
+namespace {
+/// The (scale, min) pair (vector<2xf16>) of group `group` (an index).
+Value loadGroupPair(GpuEmitter &e, Value cache, const Int4RowLayout &layout,
+                    ValueRange row, Value group) {
+  ImplicitLocOpBuilder &b = e.builder();
+  SmallVector<Value> indices(row);
+  indices.push_back(arith::MulIOp::create(b, group, e.index(4)));
+  auto bytesType = VectorType::get({4}, b.getI8Type());
+  int64_t alignment = layout.rowBytes % 4 == 0 ? 4 : 2;
+  Value bytes = vector::LoadOp::create(b, bytesType, cache, indices,
+                                       /*nontemporal=*/false,
+                                       llvm::MaybeAlign(alignment));
+  auto pairType = VectorType::get({2}, b.getF16Type());
+  return vector::BitCastOp::create(b, pairType, bytes);
+}
+
+/// The groups a run of `dims` dims spans.
+int64_t runGroups(const Int4RowLayout &layout, int64_t dims) {
+  return std::max<int64_t>(1, dims / layout.groupSize);
+}
+} // namespace
+
+int64_t Int4Run::valueCount(const Int4RowLayout &layout, int64_t dims) {
+  return 1 + runGroups(layout, dims);
+}
+
+void Int4Run::appendValues(SmallVectorImpl<Value> &values) const {
+  values.push_back(words);
+  values.append(pairs.begin(), pairs.end());
+}
+
+Int4Run Int4Run::fromValues(ArrayRef<Value> values) {
+  Int4Run run;
+  run.words = values.front();
+  run.pairs.assign(values.begin() + 1, values.end());
+  return run;
+}
+
+Int4Run fdc::gpu::loadInt4Run(GpuEmitter &e, Value cache,
+                              const Int4RowLayout &layout, ValueRange row,
+                              Value dim0, int64_t dims) {
+  ImplicitLocOpBuilder &b = e.builder();
+  int64_t bytes = dims / 2;
+  SmallVector<Value> indices(row);
+  Value byteOffset = arith::DivUIOp::create(b, dim0, e.index(2));
+  indices.push_back(
+      arith::AddIOp::create(b, byteOffset, e.index(layout.headerBytes)));
+  Value raw = vector::LoadOp::create(
+      b, VectorType::get({bytes}, b.getI8Type()), cache, indices,
+      /*nontemporal=*/false, llvm::MaybeAlign(layout.runAlignment(dims)));
+  Int4Run run;
+  run.words = vector::BitCastOp::create(
+      b, VectorType::get({dims / 8}, b.getI32Type()), raw);
+  Value firstGroup = arith::DivUIOp::create(b, dim0, e.index(layout.groupSize));
+  for (int64_t g = 0; g < runGroups(layout, dims); ++g) {
+    Value group = arith::AddIOp::create(b, firstGroup, e.index(g));
+    run.pairs.push_back(loadGroupPair(e, cache, layout, row, group));
+  }
+  return run;
+}
+
+Value fdc::gpu::dequantizeInt4Run(GpuEmitter &e, const Int4RowLayout &layout,
+                                  const Int4Run &run) {
+  ImplicitLocOpBuilder &b = e.builder();
+  int64_t count = cast<VectorType>(run.words.getType()).getNumElements();
+  auto wordsType = VectorType::get({count}, b.getI32Type());
+  auto halvesType = VectorType::get({2 * count}, b.getF16Type());
+  // Word w's two halves are elements 2w and 2w + 1 of each piece; a run
+  // inside one group has one pair, a run of whole groups one per group
+  // (word w's being group 8w / groupSize of the run).
+  SmallVector<Value> scales, mins;
+  for (int64_t w = 0; w < count; ++w) {
+    int64_t g = run.pairs.size() == 1 ? 0 : 8 * w / layout.groupSize;
+    Value scale = e.extract(run.pairs[g], 0), min = e.extract(run.pairs[g], 1);
+    scales.append({scale, scale});
+    mins.append({min, min});
+  }
+  Value scale = vector::FromElementsOp::create(b, halvesType, scales);
+  Value min = vector::FromElementsOp::create(b, halvesType, mins);
+  auto splat = [&](int64_t bits) {
+    return arith::ConstantOp::create(
+        b, wordsType,
+        DenseElementsAttr::get(wordsType, b.getI32IntegerAttr(bits)));
+  };
+  Value mask = splat(0x000F000F);
+  Value magic = splat(0x64006400);
+  Value bias = arith::ConstantOp::create(
+      b, halvesType,
+      DenseElementsAttr::get(halvesType, b.getF16FloatAttr(1024.0)));
+  SmallVector<Value> pieces;
+  for (int64_t j = 0; j < 4; ++j) {
+    Value shifted =
+        j == 0 ? run.words : arith::ShRUIOp::create(b, run.words, splat(4 * j));
+    Value masked = arith::AndIOp::create(b, shifted, mask);
+    Value biased = arith::OrIOp::create(b, masked, magic);
+    Value halves = vector::BitCastOp::create(b, halvesType, biased);
+    Value q = arith::SubFOp::create(b, halves, bias);
+    // q * scale + min, contracted to one fma (math.fma would be widened
+    // to f32 on the way to a libdevice call).
+    auto contract = arith::FastMathFlags::contract;
+    Value scaled = arith::MulFOp::create(b, q, scale, contract);
+    pieces.push_back(arith::AddFOp::create(b, scaled, min, contract));
+  }
+  return e.concatVectors(pieces);
+}
