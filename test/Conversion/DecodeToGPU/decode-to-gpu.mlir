@@ -36,10 +36,11 @@
 
 // RoPE, the cache append, then split-KV attention on MMA units (2 query
 // heads per KV head): the partial kernel takes the split count and split
-// length; each subgroup loads K and V 16 bytes per lane, computes Q Kᵀ with
-// mma.sync, applies the softmax to its scores in shared memory between
-// subgroup barriers, and accumulates P V with mma.sync (P as hi + lo). The
-// reduction combines the splits.
+// length; each subgroup loads K and V 16 bytes per lane a step ahead,
+// computes K Qᵀ with mma.sync (the group's heads as B columns: 8 MMAs for
+// 16 positions of 128 dims), applies the softmax to its scores in shared
+// memory between subgroup barriers, and accumulates Vᵀ Pᵀ with mma.sync
+// (8 tiles of 16 dims, P as hi + lo). The reduction combines the splits.
 // CHECK: gpu.func @rope_{{[0-9]+}}(
 // CHECK:   math.cos
 // CHECK:   math.sin
@@ -47,12 +48,12 @@
 // CHECK: gpu.func @[[PARTIAL:gqa_attention_partial_[0-9]+]]({{.*}}, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64) workgroup(%{{.*}} : memref<1344xf32, #gpu.address_space<workgroup>> {llvm.align = 16 : i64}) kernel
 // CHECK:   scf.for
 // CHECK:     vector.load %{{.*}} {alignment = 16 : i64} : memref<?x2x2x2x?x128xbf16>, vector<8xbf16>
-// CHECK-COUNT-16: nvvm.mma.sync
+// CHECK-COUNT-8: nvvm.mma.sync
 // CHECK:     nvvm.bar.warp.sync
 // CHECK:     arith.maximumf
 // CHECK:     math.exp
 // CHECK:     nvvm.bar.warp.sync
-// CHECK-COUNT-32: nvvm.mma.sync
+// CHECK-COUNT-16: nvvm.mma.sync
 // CHECK:     nvvm.bar.warp.sync
 // CHECK:   gpu.barrier
 // CHECK: gpu.func @attention_reduce_{{[0-9]+}}(

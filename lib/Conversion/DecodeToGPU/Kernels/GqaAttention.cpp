@@ -3,31 +3,35 @@
 // Split-KV decode attention on MMA units, one block per (split, KV head,
 // sequence): each K and V element is read from memory once for all G query
 // heads of the group, where split_kv_attention reads it G times. MHA (G = 1)
-// runs the same way: the MMA rows past the group are padding, but the
+// runs the same way: the MMA columns past the group are padding, but the
 // kernel is bound by its loads, not by the MMAs.
 //
-// Each subgroup takes steps of T = mma k positions; the heads of the group
-// (padded to the MMA's m rows) are the MMA's A operand:
+// Each subgroup takes steps of T = mma k positions. Where the group fits
+// the MMA's narrow side (n; `heads_as_b`, the default) the heads are B
+// columns and K and V the A operand, else the heads (padded to m) are A
+// rows and K and V the B operand:
 //
-// - S = Q Kᵀ: Q is A (rows: heads, k: head dims) and stays in registers; K is
-//   B, one position per MMA column. A lane loads its column's head dims
-//   straight from global memory in 16-byte runs: a generator may map k
-//   indices to a lane's k slots in any order, if A and B use the same map
-//   (MmaLayout), so Q's slots are loaded in the order K's runs arrive.
+// - S = Q Kᵀ (or Sᵀ = K Qᵀ): Q stays in registers; K has one position per
+//   MMA column (A row). A lane loads its positions' head dims straight from
+//   global memory in 16-byte runs: a generator may map k indices to a
+//   lane's k slots in any order, if A and B use the same map (MmaLayout),
+//   so Q's slots are loaded in the order K's runs arrive (an INT4 cache's
+//   runs are dequantised in registers, Int4Vectors.h).
 // - The scores go to shared memory; one lane per head row applies the
 //   softmax scheme to the step's T scores: online (running max, sum, and a
 //   correction of the accumulators) or unified max (exp(x - phi), sum and
 //   the out-of-range flag, no correction), and writes the weights P back.
-// - O += P V: P is A (rows: heads, k: positions), V is B (k: positions, n:
-//   head dims). The k slots of a lane are consecutive positions and its MMA
-//   column c of output tile t is head dim c * D/n + t, so a lane loads the
-//   D/n consecutive dims of each of its positions in 16-byte runs as well.
+// - O += P V (or Oᵀ += Vᵀ Pᵀ): the k slots of a lane are consecutive
+//   positions, and its MMA column c (A row r) of output tile t is head dim
+//   c * D/n + t (r * D/m + t), so a lane loads the consecutive dims of each
+//   of its positions in runs as well.
 //
 // Q and K have the cache's type, so S is exact up to f32 accumulation. With
 // f32_operands, P is carried as a pair hi + lo of that type (two MMAs),
 // which keeps the weighted sum as accurate as f32 arithmetic on the cache's
 // values. An f16 cache takes the online scheme only: unified max's weights
-// exp(x - phi) may leave f16's range. The subgroups then combine through
+// exp(x - phi) may leave f16's range; so does an INT4 cache, whose MMAs
+// take f16 (its dequantised values are rounded to f16, so P is too). The subgroups then combine through
 // shared memory and the block writes the split's partial rows, the same as
 // split_kv_attention's, which attention_reduce combines.
 //
@@ -56,13 +60,17 @@ struct GqaAttentionConfig {
   bool f32Operands;
   /// How many steps ahead each step's loads are issued (0: at the step).
   int64_t prefetch;
+  /// The group's heads as the MMA's B columns, keys and values as A (1),
+  /// or the heads as A rows, keys and values as B (0).
+  bool headsAsB;
 
   explicit GqaAttentionConfig(const KernelConfig &config)
       : subgroups(config.get("subgroups")),
         splits{config.get("max_splits"), config.get("waves_per_unit"),
                config.get("min_split_length"), /*wholeWaves=*/true},
         f32Operands(config.get("f32_operands") != 0),
-        prefetch(config.get("prefetch")) {}
+        prefetch(config.get("prefetch")),
+        headsAsB(config.get("heads_as_b") != 0) {}
 };
 
 /// The sizes that follow from the MMA layout and the head dim.
@@ -72,21 +80,35 @@ struct GqaAttentionShape {
   Type operand;
   /// An INT4 cache's row layout.
   std::optional<Int4RowLayout> int4;
+  /// The heads as B columns (K and V as A; a group of at most n) or as A
+  /// rows (K and V as B; a group of at most m).
+  bool headsAsB;
   int64_t group, headDim;
   /// Cache elements per vector load, per lane and k run (FlatGemm's super
   /// step), and the k run's MMAs and head dims.
   int64_t pieceLanes, laneRun, mmasPerRun, runDims;
   /// Positions per subgroup step (the MMA's k) and score tiles per step.
   int64_t stepPositions, scoreTiles;
-  /// Output tiles (n head dims each) and the dims of a lane's V run.
+  /// Output tiles (n head dims each, m with headsAsB) and the dims of a
+  /// lane's V run (per A row with headsAsB).
   int64_t outputTiles, valueRun;
   /// f32s per vector access of the scores in shared memory (the target's
   /// vector width), and the f32 stride of a head row of them (one vector
   /// of padding).
   int64_t scoreLanes, scoreStride;
 
-  static std::optional<GqaAttentionShape> get(decode::AttentionOp op,
-                                              const GpuPrimitives &target);
+  static std::optional<GqaAttentionShape>
+  get(decode::AttentionOp op, const GpuPrimitives &target, bool headsAsB);
+
+  /// Rows of the query (and of P) a lane holds: its B column with
+  /// headsAsB, else its A rows; and the cache positions a lane loads keys
+  /// for per step: its A rows, else one per score tile.
+  int64_t laneHeads() const { return headsAsB ? 1 : layout.aRowsPerLane; }
+  int64_t laneKeys() const {
+    return headsAsB ? layout.aRowsPerLane : scoreTiles;
+  }
+  /// V runs a lane loads per k slot (position).
+  int64_t laneValueRuns() const { return headsAsB ? layout.aRowsPerLane : 1; }
 
   /// f32s of shared memory: the scores and corrections of every subgroup
   /// during the loop, then every subgroup's partial rows.
@@ -105,11 +127,12 @@ struct GqaAttentionShape {
   int64_t registersPerLane(bool f32Operands) const {
     int64_t elementsPerRegister = 2;
     int64_t queryDims = headDim / layout.kGroups();
-    int64_t query = queryDims * layout.aRowsPerLane / elementsPerRegister;
-    int64_t weights = layout.kPerLane * layout.aRowsPerLane *
-                      (f32Operands ? 2 : 1) / elementsPerRegister;
-    int64_t keys = scoreTiles * queryDims / elementsPerRegister;
-    int64_t values = layout.kPerLane * valueRun / elementsPerRegister;
+    int64_t query = queryDims * laneHeads() / elementsPerRegister;
+    int64_t weights = layout.kPerLane * laneHeads() * (f32Operands ? 2 : 1) /
+                      elementsPerRegister;
+    int64_t keys = laneKeys() * queryDims / elementsPerRegister;
+    int64_t values =
+        layout.kPerLane * laneValueRuns() * valueRun / elementsPerRegister;
     int64_t accumulators = outputTiles * layout.accPerLane;
     constexpr int64_t kOverhead = 24;
     return query + keys + values + weights + accumulators + kOverhead;
@@ -124,7 +147,8 @@ struct GqaAttentionShape {
       return dims / 8 + std::max<int64_t>(1, dims / int4->groupSize);
     };
     int64_t runs = headDim / runDims;
-    return scoreTiles * runs * run(laneRun) + layout.kPerLane * run(valueRun);
+    return laneKeys() * runs * run(laneRun) +
+           layout.kPerLane * laneValueRuns() * run(valueRun);
   }
 };
 
@@ -134,7 +158,8 @@ struct GqaAttentionShape {
 constexpr int64_t kRegisterBudget = 224;
 
 std::optional<GqaAttentionShape>
-GqaAttentionShape::get(decode::AttentionOp op, const GpuPrimitives &target) {
+GqaAttentionShape::get(decode::AttentionOp op, const GpuPrimitives &target,
+                       bool headsAsB) {
   decode::KVCacheType cache = op.getCache().getType();
   Type element = cache.getElementType();
   bool int4 = isa<decode::Int4Type>(element);
@@ -149,6 +174,7 @@ GqaAttentionShape::get(decode::AttentionOp op, const GpuPrimitives &target) {
   GqaAttentionShape shape;
   shape.layout = *layout;
   shape.operand = operand;
+  shape.headsAsB = headsAsB;
   shape.headDim = cache.getHeadDim();
   int64_t queryHeads = op.getQuery().getType().getDimSize(1);
   shape.group = queryHeads / cache.getKvHeads();
@@ -165,16 +191,20 @@ GqaAttentionShape::get(decode::AttentionOp op, const GpuPrimitives &target) {
   shape.mmasPerRun = shape.laneRun / layout->kPerLane;
   shape.runDims = shape.mmasPerRun * layout->k();
   shape.stepPositions = layout->k();
-  shape.scoreTiles = layout->k() / layout->n();
-  shape.outputTiles = shape.headDim / layout->n();
+  // Heads as B: a step's k positions are one tile of A rows (m = k).
+  shape.scoreTiles = headsAsB ? 1 : layout->k() / layout->n();
+  shape.outputTiles = shape.headDim / (headsAsB ? layout->m() : layout->n());
   shape.valueRun = shape.outputTiles;
   shape.scoreLanes = target.vectorBytes() / 4;
   shape.scoreStride = shape.stepPositions + shape.scoreLanes;
-  bool fits =
-      shape.group <= layout->m() && shape.laneRun % layout->kPerLane == 0 &&
-      shape.headDim % shape.runDims == 0 && layout->k() % layout->n() == 0 &&
-      shape.headDim % layout->n() == 0 &&
-      shape.stepPositions % shape.scoreLanes == 0;
+  bool groupFits =
+      headsAsB ? shape.group <= layout->n() && layout->m() == layout->k()
+               : shape.group <= layout->m();
+  bool fits = groupFits && shape.laneRun % layout->kPerLane == 0 &&
+              shape.headDim % shape.runDims == 0 &&
+              layout->k() % layout->n() == 0 &&
+              shape.headDim % (headsAsB ? layout->m() : layout->n()) == 0 &&
+              shape.stepPositions % shape.scoreLanes == 0;
   if (int4)
     // One load per run, of whole words, within a group or of whole groups.
     fits = fits && shape.valueRun <= shape.pieceLanes &&
@@ -187,6 +217,17 @@ GqaAttentionShape::get(decode::AttentionOp op, const GpuPrimitives &target) {
   if (!fits)
     return std::nullopt;
   return shape;
+}
+
+/// The default config's shape: the heads as B columns where the group
+/// fits them (half the MMAs and accumulators of heads as A rows padded to
+/// m), else as A rows.
+std::optional<GqaAttentionShape> getDefaultShape(decode::AttentionOp op,
+                                                 const GpuPrimitives &target) {
+  if (std::optional<GqaAttentionShape> shape =
+          GqaAttentionShape::get(op, target, /*headsAsB=*/true))
+    return shape;
+  return GqaAttentionShape::get(op, target, /*headsAsB=*/false);
 }
 
 /// Builds the body of gqa_attention_partial; one instance per kernel.
@@ -286,9 +327,13 @@ private:
     for (int64_t j = 0; j < layout.accPerLane; ++j) {
       Value jIndex = e.index(j);
       auto [row, col] = target.getMmaAccumulator(b, layout, lane, jIndex);
-      accRows.push_back(row);
-      accColumns.push_back(col);
+      accHeads.push_back(shape.headsAsB ? col : row);
+      accOthers.push_back(shape.headsAsB ? row : col);
     }
+    if (shape.headsAsB)
+      laneHeads.push_back(column);
+    else
+      laneHeads = aRows;
     Value scoresBase = mulI(b, subgroup, e.index(shape.subgroupFloats()));
     scores = scoresBase;
     corrections = addI(b, scoresBase, e.index(layout.m() * shape.scoreStride));
@@ -324,12 +369,13 @@ private:
     return {hi, lo};
   }
 
-  /// Q as A operands: per k run and MMA, per A row; rows past the group
-  /// are zeros. A lane loads its run of each row at once; with an INT4
-  /// cache the run is permuted to the keys' decoded order. A query of
-  /// another type than the operands' is scaled by a power of two, 2^-k,
-  /// that keeps the largest |q| of the group within f16's range (k = 0 but
-  /// for huge queries), and scoreScale undoes it.
+  /// Q as MMA operands: per k run and MMA, per head the lane holds (its A
+  /// rows, or with headsAsB its B column); heads past the group are zeros. A
+  /// lane loads its run of each row at once; with an INT4 cache the run is
+  /// permuted to the keys' decoded order. A query of another type than the
+  /// operands' is scaled by a power of two, 2^-k, that keeps the largest |q| of
+  /// the group within f16's range (k = 0 but for huge queries), and scoreScale
+  /// undoes it.
   void loadQuery() {
     Type queryType = problem.query.type.getElementType();
     auto runType = VectorType::get({shape.laneRun}, queryType);
@@ -339,7 +385,7 @@ private:
     for (int64_t run = 0; run < runs; ++run) {
       Value d = runStart(run);
       SmallVector<Value> rows;
-      for (Value row : aRows) {
+      for (Value row : laneHeads) {
         auto [head, valid] = queryHead(row);
         Value q = vector::LoadOp::create(b, runType, args[Query],
                                          ValueRange{sequence, head, d});
@@ -456,21 +502,36 @@ private:
   SmallVector<Value> loadStep(Value base) {
     SmallVector<Value> loads;
     int64_t runs = shape.headDim / shape.runDims;
-    for (int64_t t = 0; t < shape.scoreTiles; ++t) {
-      Value tileColumn = addI(b, column, e.index(t * layout.n()));
-      Value position = minU(addI(b, base, tileColumn), lastReadable);
+    for (Value keyOffset : keyOffsets()) {
+      Value position = minU(addI(b, base, keyOffset), lastReadable);
       SmallVector<Value> row = cacheRow(0, position);
       for (int64_t run = 0; run < runs; ++run)
         loadRun(row, runStart(run), shape.laneRun, loads);
     }
-    Value valueDim = mulI(b, column, e.index(shape.valueRun));
+    // A lane's V dims: its B column's (heads as A rows) or its A rows'.
+    SmallVector<Value> valueDims;
+    for (Value valueRow :
+         shape.headsAsB ? ArrayRef<Value>(aRows) : ArrayRef<Value>(column))
+      valueDims.push_back(mulI(b, valueRow, e.index(shape.valueRun)));
     Value slotBase = mulI(b, kGroup, e.index(layout.kPerLane));
     for (int64_t s = 0; s < layout.kPerLane; ++s) {
       Value offset = addI(b, slotBase, e.index(s));
       Value position = minU(addI(b, base, offset), lastReadable);
-      loadRun(cacheRow(1, position), valueDim, shape.valueRun, loads);
+      for (Value valueDim : valueDims)
+        loadRun(cacheRow(1, position), valueDim, shape.valueRun, loads);
     }
     return loads;
+  }
+
+  /// The offsets in a step of the positions a lane loads keys for: one
+  /// per score tile at its B column, or with headsAsB its A rows.
+  SmallVector<Value> keyOffsets() {
+    if (shape.headsAsB)
+      return aRows;
+    SmallVector<Value> offsets;
+    for (int64_t t = 0; t < shape.scoreTiles; ++t)
+      offsets.push_back(addI(b, column, e.index(t * layout.n())));
+    return offsets;
   }
 
   /// The loads of the first `prefetch` steps from `first`, in order.
@@ -510,16 +571,21 @@ private:
       rest = rest.drop_front(n);
       return run;
     };
-    SmallVector<SmallVector<Value>> keys; // [score tile][k run]
-    for (int64_t t = 0; t < shape.scoreTiles; ++t) {
-      SmallVector<Value> tileKeys;
+    SmallVector<SmallVector<Value>> keys; // [key position][k run]
+    for (int64_t i = 0; i < shape.laneKeys(); ++i) {
+      SmallVector<Value> positionKeys;
       for (int64_t run = 0; run < runs; ++run)
-        tileKeys.push_back(nextRun(shape.laneRun));
-      keys.push_back(std::move(tileKeys));
+        positionKeys.push_back(nextRun(shape.laneRun));
+      keys.push_back(std::move(positionKeys));
     }
-    SmallVector<Value> values; // [k slot]: this lane's dims of a position
-    for (int64_t s = 0; s < layout.kPerLane; ++s)
-      values.push_back(nextRun(shape.valueRun));
+    // [k slot][V run]: this lane's dims of a position.
+    SmallVector<SmallVector<Value>> values;
+    for (int64_t s = 0; s < layout.kPerLane; ++s) {
+      SmallVector<Value> runsOfSlot;
+      for (int64_t i = 0; i < shape.laneValueRuns(); ++i)
+        runsOfSlot.push_back(nextRun(shape.valueRun));
+      values.push_back(std::move(runsOfSlot));
+    }
 
     // S = Q Kᵀ, to shared memory (positions past the split as -inf).
     for (int64_t t = 0; t < shape.scoreTiles; ++t) {
@@ -531,22 +597,30 @@ private:
       int64_t slices = 0;
       for (int64_t run = 0; run < runs; ++run)
         for (int64_t s = 0; s < shape.mmasPerRun; ++s, ++slices) {
-          Value key = slice(keys[t][run], s);
+          ArrayRef<Value> q = query[run * shape.mmasPerRun + s];
           Value &chain = chains[slices % 2];
-          chain = target.mma(b, layout, query[run * shape.mmasPerRun + s], key,
-                             chain);
+          if (shape.headsAsB) {
+            // A: the keys of the lane's A rows (positions); B: Q.
+            SmallVector<Value> keyRows;
+            for (ArrayRef<Value> positionKeys : keys)
+              keyRows.push_back(slice(positionKeys[run], s));
+            chain = target.mma(b, layout, keyRows, q.front(), chain);
+          } else {
+            chain = target.mma(b, layout, q, slice(keys[t][run], s), chain);
+          }
         }
       Value acc = slices > 1 ? arith::AddFOp::create(b, chains[0], chains[1])
                              : chains[0];
       for (int64_t j = 0; j < layout.accPerLane; ++j) {
-        Value tileColumn = addI(b, accColumns[j], e.index(t * layout.n()));
-        Value position = addI(b, base, tileColumn);
+        // Accumulator j: (head, position offset in the tile).
+        Value offset = addI(b, accOthers[j], e.index(t * layout.n()));
+        Value position = addI(b, base, offset);
         Value valid = e.cmpi(CmpIPredicate::ult, position, end);
         Value dot = e.extract(acc, j);
         Value score = e.mul(dot, scoreScale);
         Value masked = e.select(valid, score, e.f32(-INFINITY));
-        Value rowBase = mulI(b, accRows[j], e.index(shape.scoreStride));
-        Value at = addI(b, scores, addI(b, rowBase, tileColumn));
+        Value rowBase = mulI(b, accHeads[j], e.index(shape.scoreStride));
+        Value at = addI(b, scores, addI(b, rowBase, offset));
         memref::StoreOp::create(b, masked, shared, ValueRange{at});
       }
     }
@@ -560,8 +634,8 @@ private:
                            carried.begin() + shape.outputTiles);
     if (!problem.unified()) {
       SmallVector<Value> factors;
-      for (Value row : accRows)
-        factors.push_back(sharedAt(corrections, row));
+      for (Value head : accHeads)
+        factors.push_back(sharedAt(corrections, head));
       acc = rescale(acc, factors);
     }
     auto weightType = VectorType::get({layout.kPerLane}, b.getF32Type());
@@ -569,7 +643,7 @@ private:
     int64_t weightAlignment =
         std::min(target.vectorBytes(), layout.kPerLane * 4);
     Value slotColumn = mulI(b, kGroup, e.index(layout.kPerLane));
-    for (Value row : aRows) {
+    for (Value row : laneHeads) {
       Value rowBase = mulI(b, row, e.index(shape.scoreStride));
       Value at = addI(b, scores, addI(b, rowBase, slotColumn));
       Value weights = vector::LoadOp::create(
@@ -581,15 +655,26 @@ private:
     }
     auto valueType = VectorType::get({layout.kPerLane}, element);
     for (int64_t t = 0; t < shape.outputTiles; ++t) {
-      SmallVector<Value> slotValues;
+      // Dim t of each V run, over the lane's k slots: B (heads as A rows)
+      // or the A rows (heads as B).
       int64_t slotIndex =
           shape.int4 ? int4DecodedIndex(t, shape.valueRun / 8) : t;
-      for (Value run : values)
-        slotValues.push_back(e.extract(run, slotIndex));
-      Value value = vector::FromElementsOp::create(b, valueType, slotValues);
-      acc[t] = target.mma(b, layout, weightsHi, value, acc[t]);
+      SmallVector<Value> valueSlots;
+      for (int64_t i = 0; i < shape.laneValueRuns(); ++i) {
+        SmallVector<Value> slotValues;
+        for (ArrayRef<Value> runsOfSlot : values)
+          slotValues.push_back(e.extract(runsOfSlot[i], slotIndex));
+        valueSlots.push_back(
+            vector::FromElementsOp::create(b, valueType, slotValues));
+      }
+      auto update = [&](ArrayRef<Value> weights, Value tile) {
+        if (shape.headsAsB)
+          return target.mma(b, layout, valueSlots, weights.front(), tile);
+        return target.mma(b, layout, weights, valueSlots.front(), tile);
+      };
+      acc[t] = update(weightsHi, acc[t]);
       if (config.f32Operands)
-        acc[t] = target.mma(b, layout, weightsLo, value, acc[t]);
+        acc[t] = update(weightsLo, acc[t]);
     }
     target.subgroupBarrier(b); // the scores are rewritten by the next step
     acc.append(rowState);
@@ -719,11 +804,11 @@ private:
     Value subgroupRows = mulI(b, subgroup, e.index(shape.group));
     for (int64_t j = 0; j < layout.accPerLane; ++j) {
       Value isHead =
-          e.cmpi(CmpIPredicate::ult, accRows[j], e.index(shape.group));
+          e.cmpi(CmpIPredicate::ult, accHeads[j], e.index(shape.group));
       e.ifThenElse(isHead, [&] {
-        Value headRow = addI(b, subgroupRows, accRows[j]);
+        Value headRow = addI(b, subgroupRows, accHeads[j]);
         Value rowBase = mulI(b, headRow, e.index(rowFloats));
-        Value dimBase = mulI(b, accColumns[j], e.index(shape.valueRun));
+        Value dimBase = mulI(b, accOthers[j], e.index(shape.valueRun));
         Value at = addI(b, rowBase, dimBase);
         for (int64_t t = 0; t < shape.outputTiles; ++t) {
           Value element = e.extract(state[t], j);
@@ -805,7 +890,12 @@ private:
   /// The scores' factor: the op's scale, times 2^k for a rescaled query.
   Value scoreScale;
   Value column, kGroup, scores, corrections, ownerRow, isOwner;
-  SmallVector<Value> aRows, accRows, accColumns;
+  SmallVector<Value> aRows;
+  /// The heads whose query (and weights) the lane holds as MMA operands.
+  SmallVector<Value> laneHeads;
+  /// Per accumulator: its head, and its position offset (scores) or V run
+  /// (output tiles).
+  SmallVector<Value> accHeads, accOthers;
   /// Q's A operands: [k run * mmasPerRun + mma][A row].
   SmallVector<SmallVector<Value>> query;
 };
@@ -844,7 +934,7 @@ public:
                                   const GpuPrimitives &target) const override {
     // P as a hi + lo pair where the registers allow.
     std::optional<GqaAttentionShape> shape =
-        GqaAttentionShape::get(cast<decode::AttentionOp>(op), target);
+        getDefaultShape(cast<decode::AttentionOp>(op), target);
     // (INT4: the dequantised values are rounded to f16 already, so lo
     // would add no accuracy.)
     bool f32Operands = shape && !shape->int4 &&
@@ -859,12 +949,14 @@ public:
     // Splits for whole waves of two blocks per unit (as many as the
     // registers of a 4-subgroup block let a unit hold): a block per
     // (sequence, KV head, split) leaves few blocks per split.
-    return makeConfig(op->getContext(), {{"subgroups", 4},
-                                         {"max_splits", 64},
-                                         {"waves_per_unit", 2},
-                                         {"min_split_length", 64},
-                                         {"f32_operands", f32Operands},
-                                         {"prefetch", prefetch}});
+    return makeConfig(op->getContext(),
+                      {{"subgroups", 4},
+                       {"max_splits", 64},
+                       {"waves_per_unit", 2},
+                       {"min_split_length", 64},
+                       {"f32_operands", f32Operands},
+                       {"prefetch", prefetch},
+                       {"heads_as_b", shape && shape->headsAsB}});
   }
   LogicalResult verifyConfig(Operation *op, const KernelConfig &config,
                              const GpuPrimitives &target) const override {
@@ -875,11 +967,13 @@ public:
         failed(checkRange(op, config, "waves_per_unit", 1, 64)) ||
         failed(checkRange(op, config, "min_split_length", 1, 1 << 20)) ||
         failed(checkRange(op, config, "f32_operands", 0, 1)) ||
-        failed(checkRange(op, config, "prefetch", 0, 4)))
+        failed(checkRange(op, config, "prefetch", 0, 4)) ||
+        failed(checkRange(op, config, "heads_as_b", 0, 1)))
       return failure();
     auto attention = cast<decode::AttentionOp>(op);
+    bool headsAsB = config.get("heads_as_b") != 0;
     std::optional<GqaAttentionShape> shape =
-        GqaAttentionShape::get(attention, target);
+        GqaAttentionShape::get(attention, target, headsAsB);
     if (!shape) {
       decode::KVCacheType cache = attention.getCache().getType();
       return op->emitOpError()
@@ -907,7 +1001,7 @@ public:
     auto attention = cast<decode::AttentionOp>(op);
     GqaAttentionConfig config(kernelConfig);
     GqaAttentionShape shape =
-        *GqaAttentionShape::get(attention, ctx.primitives);
+        *GqaAttentionShape::get(attention, ctx.primitives, config.headsAsB);
     AttentionProblem problem = AttentionProblem::get(attention, buffers);
     Builder builder(op->getContext());
     auto [perSequence, fixed] =
@@ -949,7 +1043,7 @@ public:
 std::optional<decode::KernelAttr>
 fdc::gpu::getDefaultAttentionKernel(decode::AttentionOp op,
                                     const GpuPrimitives &target) {
-  std::optional<GqaAttentionShape> shape = GqaAttentionShape::get(op, target);
+  std::optional<GqaAttentionShape> shape = getDefaultShape(op, target);
   if (!shape || shape->registersPerLane(false) > kRegisterBudget)
     return std::nullopt;
   // An f32 query on an INT4 cache stays exact with split_kv_attention; the
