@@ -438,8 +438,8 @@ private:
       return arith::ConstantIntOp::create(b, i32, value);
     };
     Value bits = arith::BitcastOp::create(b, i32, largest);
-    Value biased = arith::AndIOp::create(
-        b, arith::ShRUIOp::create(b, bits, constant(23)), constant(255));
+    Value exponentField = arith::ShRUIOp::create(b, bits, constant(23));
+    Value biased = arith::AndIOp::create(b, exponentField, constant(255));
     // k = max(0, (biased - 127) - 14), at most 114: 2^-k stays normal.
     Value excess = arith::SubIOp::create(b, biased, constant(127 + 14));
     Value k = arith::MaxSIOp::create(b, excess, constant(0));
@@ -701,13 +701,17 @@ private:
   /// where some row's max moved this step: the subgroup agrees to skip the
   /// multiplies when none did (most steps, once the maxima settle).
   SmallVector<Value> rescale(ArrayRef<Value> acc, ArrayRef<Value> factors) {
-    Value moved = e.f32(0);
+    // (One op-creating call per argument list: the IR must not depend on
+    // the C++ compiler's order of evaluation.)
+    Value zero = e.f32(0), one = e.f32(1);
+    Value moved = zero;
     for (Value factor : factors) {
-      Value changed = e.cmpf(CmpFPredicate::UNE, factor, e.f32(1));
-      moved = arith::MaximumFOp::create(b, moved,
-                                        e.select(changed, e.f32(1), e.f32(0)));
+      Value changed = e.cmpf(CmpFPredicate::UNE, factor, one);
+      Value flag = e.select(changed, one, zero);
+      moved = arith::MaximumFOp::create(b, moved, flag);
     }
-    Value any = e.cmpf(CmpFPredicate::OGT, e.subgroupMax(moved), e.f32(0.5));
+    Value anyMoved = e.subgroupMax(moved);
+    Value any = e.cmpf(CmpFPredicate::OGT, anyMoved, e.f32(0.5));
     SmallVector<Type> types(acc.size(), accType);
     auto branch = scf::IfOp::create(b, types, any, /*withElseRegion=*/true);
     {

@@ -115,7 +115,8 @@ Value fdc::gpu::dequantizeInt4Run(GpuEmitter &e, const Int4RowLayout &layout,
   SmallVector<Value> scales, mins;
   for (int64_t w = 0; w < count; ++w) {
     int64_t g = run.pairs.size() == 1 ? 0 : 8 * w / layout.groupSize;
-    Value scale = e.extract(run.pairs[g], 0), min = e.extract(run.pairs[g], 1);
+    Value scale = e.extract(run.pairs[g], 0);
+    Value min = e.extract(run.pairs[g], 1);
     scales.append({scale, scale});
     mins.append({min, min});
   }
