@@ -31,9 +31,10 @@
 // which keeps the weighted sum as accurate as f32 arithmetic on the cache's
 // values. An f16 cache takes the online scheme only: unified max's weights
 // exp(x - phi) may leave f16's range; so does an INT4 cache, whose MMAs
-// take f16 (its dequantised values are rounded to f16, so P is too). The subgroups then combine through
-// shared memory and the block writes the split's partial rows, the same as
-// split_kv_attention's, which attention_reduce combines.
+// take f16 (its dequantised values are rounded to f16, so P is too).
+// The subgroups then combine through shared memory and the block writes the
+// split's partial rows, the same as split_kv_attention's, which
+// attention_reduce combines.
 //
 //===----------------------------------------------------------------------===//
 
