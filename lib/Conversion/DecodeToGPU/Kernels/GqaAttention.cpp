@@ -497,9 +497,9 @@ private:
     return shape.int4 ? Int4Run::valueCount(*shape.int4, count) : 1;
   }
 
-  /// Every cache load of the step from `base`, in a fixed order: per score
-  /// tile and k run a lane's key run, then per k slot its value run.
-  /// Positions past the split read the last readable one.
+  /// Every cache load of the step from `base`, in a fixed order: per key
+  /// position (keyOffsets) and k run a lane's key run, then per k slot its
+  /// value runs. Positions past the split read the last readable one.
   SmallVector<Value> loadStep(Value base) {
     SmallVector<Value> loads;
     int64_t runs = shape.headDim / shape.runDims;
