@@ -82,7 +82,7 @@ Value fdc::loadInt4CacheElement(Emitter &e, Value cache, decode::Int4Type int4,
   Value scale = loadScalarFromBytes(e, cache, row, pair, f16);
   Value min =
       loadScalarFromBytes(e, cache, row, addIndex(e, pair, e.index(2)), f16);
-  Value q = loadNibble(e, cache, row, e.index(4 * int4.getGroups()), d);
+  Value q = loadNibble(e, cache, row, e.index(int4.getHeaderBytes()), d);
   return e.add(min, e.mul(scale, q));
 }
 
@@ -91,7 +91,7 @@ void fdc::storeInt4CacheRow(Emitter &e, Value source, Value i, Value h,
                             ValueRange row) {
   ImplicitLocOpBuilder &b = e.builder();
   int64_t groups = int4.getGroups(), groupSize = headDim / groups;
-  Value nibbleBase = e.index(4 * groups);
+  Value nibbleBase = e.index(int4.getHeaderBytes());
   e.loop(groups, [&](Value g) {
     Value first = mulIndex(e, g, groupSize);
     auto element = [&](Value offset) {

@@ -308,12 +308,6 @@ def linear(bench: Bench) -> list[dict]:
     return rows
 
 
-def fill_int4_cache(bench: Bench, cache: torch.Tensor, groups: int,
-                    head_dim: int) -> None:
-    """Random INT4 rows (fdc.testing.attention_models.fill_int4_rows)."""
-    attention_models.fill_int4_rows(cache, groups, head_dim, bench.gen)
-
-
 def attention_reference(q, keys, values, scale):
     """q [Hq, D], keys/values [Hkv, S, D] (float64) -> ([Hq, D], the number
     of heads whose scores leave unified max's window: rows that the
@@ -369,7 +363,7 @@ def run_attention_case(bench: Bench, libraries: dict, hq: int, hkv: int,
             caches.append(bench.randn((b, 1, 2, hkv, s, d)))
         else:
             raw = torch.empty(cache_bytes, dtype=torch.uint8, device="cuda")
-            fill_int4_cache(bench, raw, groups, d)
+            attention_models.fill_int4_rows(raw, groups, d, bench.gen)
             caches.append(raw.view(b, 1, 2, hkv, s, -1))
     tokens = torch.randint(0, models.TABLE_ROWS, (b,), device="cuda",
                            generator=bench.gen)

@@ -59,8 +59,8 @@ struct GqaAttentionConfig {
   AttentionSplitPolicy splits;
   /// P as a hi + lo pair of the cache's type (1) or rounded to it (0).
   bool f32Operands;
-  /// How many steps ahead each step's loads are issued (0: at the step).
-  int64_t prefetch;
+  /// Each step's loads are issued a step ahead (1) or at the step (0).
+  bool prefetch;
   /// The group's heads as the MMA's B columns, keys and values as A (1),
   /// or the heads as A rows, keys and values as B (0).
   bool headsAsB;
@@ -70,7 +70,7 @@ struct GqaAttentionConfig {
         splits{config.get("max_splits"), config.get("waves_per_unit"),
                config.get("min_split_length"), /*wholeWaves=*/true},
         f32Operands(config.get("f32_operands") != 0),
-        prefetch(config.get("prefetch")),
+        prefetch(config.get("prefetch") != 0),
         headsAsB(config.get("heads_as_b") != 0) {}
 };
 
@@ -274,7 +274,8 @@ public:
     Value lastValid = arith::SubIOp::create(b, end, e.index(1));
     // Positions past the split read the last valid one (their weight is 0);
     // an empty split's (whose start may lie past the cache's capacity,
-    // which a prefetch reads before the loop) the sequence's last.
+    // which a prefetch reads before the loop) the sequence's last (the
+    // runtime rejects a position outside [0, max_context) before a step).
     Value lastOfSequence = arith::SubIOp::create(b, length, e.index(1));
     lastReadable =
         minU(arith::MaxSIOp::create(b, lastValid, start), lastOfSequence);
@@ -290,23 +291,19 @@ public:
     // The head row's running max (online) or flag (unified max), and sum.
     init.push_back(e.f32(problem.unified() ? 0.0 : -INFINITY));
     init.push_back(e.f32(0));
-    // With prefetch = d, the loop carries the loads of the next d steps:
-    // they are in flight while the steps before them compute.
+    // With prefetch, the loop carries the next step's loads: they are in
+    // flight while the step before them computes.
     int64_t stateCount = init.size();
-    SmallVector<Value> ahead = loadStepsAhead(first, stride);
-    int64_t stepLoads = config.prefetch ? ahead.size() / config.prefetch : 0;
-    llvm::append_range(init, ahead);
+    if (config.prefetch)
+      llvm::append_range(init, loadStep(first));
     SmallVector<Value> state =
         e.reduce(first, end, stride, init, [&](Value base, ValueRange carried) {
           ValueRange stepState = carried.take_front(stateCount);
           if (!config.prefetch)
             return step(base, loadStep(base), stepState);
-          Value distance = mulI(b, stride, e.index(config.prefetch));
-          SmallVector<Value> next = loadStep(addI(b, base, distance));
-          ValueRange queued = carried.drop_front(stateCount);
-          SmallVector<Value> current(queued.take_front(stepLoads));
+          SmallVector<Value> next = loadStep(addI(b, base, stride));
+          SmallVector<Value> current(carried.drop_front(stateCount));
           SmallVector<Value> result = step(base, current, stepState);
-          llvm::append_range(result, queued.drop_front(stepLoads));
           llvm::append_range(result, next);
           return result;
         });
@@ -533,15 +530,6 @@ private:
     for (int64_t t = 0; t < shape.scoreTiles; ++t)
       offsets.push_back(addI(b, column, e.index(t * layout.n())));
     return offsets;
-  }
-
-  /// The loads of the first `prefetch` steps from `first`, in order.
-  SmallVector<Value> loadStepsAhead(Value first, Value stride) {
-    SmallVector<Value> loads;
-    for (int64_t i = 0; i < config.prefetch; ++i)
-      llvm::append_range(loads,
-                         loadStep(addI(b, first, mulI(b, stride, e.index(i)))));
-    return loads;
   }
 
   /// The MMA operand run of the loads `values` (one run's): the cache
@@ -944,10 +932,11 @@ public:
     // would add no accuracy.)
     bool f32Operands = shape && !shape->int4 &&
                        shape->registersPerLane(true) <= kRegisterBudget;
-    // A step's loads issued one step ahead where their registers fit:
-    // INT4's (a fifth of a bf16 step's bytes, so that the loads at the
-    // step would not keep enough bytes in flight; H100: 1.27x at B = 32),
-    // not bf16's. Two or more steps ahead measured no faster.
+    // A step's loads issued one step ahead where their registers fit (INT4,
+    // and bf16 with the heads as B columns): an INT4 step reads a fifth of
+    // a bf16 step's bytes, so that loads at the step would not keep enough
+    // bytes in flight (H100: 1.27x at B = 32). Two or three steps ahead
+    // measured no faster.
     bool prefetch = shape && shape->registersPerLane(f32Operands) +
                                      shape->loadRegisters() <=
                                  kRegisterBudget;
@@ -972,7 +961,7 @@ public:
         failed(checkRange(op, config, "waves_per_unit", 1, 64)) ||
         failed(checkRange(op, config, "min_split_length", 1, 1 << 20)) ||
         failed(checkRange(op, config, "f32_operands", 0, 1)) ||
-        failed(checkRange(op, config, "prefetch", 0, 4)) ||
+        failed(checkRange(op, config, "prefetch", 0, 1)) ||
         failed(checkRange(op, config, "heads_as_b", 0, 1)))
       return failure();
     auto attention = cast<decode::AttentionOp>(op);

@@ -13,7 +13,7 @@ Int4RowLayout Int4RowLayout::get(decode::KVCacheType type) {
   Int4RowLayout layout;
   layout.groups = int4.getGroups();
   layout.groupSize = type.getHeadDim() / layout.groups;
-  layout.headerBytes = 4 * layout.groups;
+  layout.headerBytes = int4.getHeaderBytes();
   layout.rowBytes = type.getRowBytes();
   return layout;
 }

@@ -135,7 +135,7 @@ LogicalResult KVCacheType::verify(function_ref<InFlightDiagnostic()> emitError,
 
 int64_t KVCacheType::getRowBytes() const {
   if (auto int4 = dyn_cast<Int4Type>(getElementType()))
-    return int4.getGroups() * 4 + getHeadDim() / 2;
+    return int4.getHeaderBytes() + getHeadDim() / 2;
   return getHeadDim() * (getElementType().getIntOrFloatBitWidth() / 8);
 }
 

@@ -26,6 +26,10 @@ def Decode_Int4Type : Decode_Type<"Int4", "int4"> {
   let parameters = (ins "int64_t":$groups);
   let assemblyFormat = "`<` `groups` `=` $groups `>`";
   let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    /// Bytes of a row's (scale, min) f16 pairs, before its nibbles.
+    int64_t getHeaderBytes() const { return getGroups() * 4; }
+  }];
 }
 
 def Decode_KVCacheType : Decode_Type<"KVCache", "kv_cache"> {
