@@ -94,8 +94,9 @@ VARIANTS = [
     # INT4 caches: gqa_attention on f16 MMAs, keys and values dequantised in
     # registers, with a bf16 or f16 query (a group of 8, MQA, MHA; head_dim
     # 64 with groups of 16 dims, 2 groups of 64 whose runs are only 8-byte
-    # aligned); an f32 query keeps split_kv_attention by default, and
-    # pinned, a query beyond f16's range is scaled into it.
+    # aligned); the heads as A rows pinned where they would be B columns;
+    # an f32 query keeps split_kv_attention by default, and pinned, a query
+    # beyond f16's range is scaled into it.
     AttentionVariant("attention-mqa-online-int4", 8, 1, 128, "bf16", "online",
                      cache="int4", cases=((1, 1), (3, 8192), (64, 300),
                                           (2, 32768))),
@@ -109,6 +110,9 @@ VARIANTS = [
     AttentionVariant("attention-gqa4-online-int4-f32", 16, 4, 128, "f32",
                      "online", cache="int4", expect="attention_partial",
                      tolerance=1e-4, cases=((1, 1), (3, 100), (37, 1000))),
+    AttentionVariant("attention-pinned-int4-heads-as-a", 8, 1, 128, "bf16",
+                     "online", _kernel("gqa_attention", "heads_as_b = 0"),
+                     cache="int4", cases=((1, 1), (3, 1000), (37, 300))),
     AttentionVariant("attention-pinned-gqa-int4-f32-huge", 16, 4, 128, "f32",
                      "online", _kernel("gqa_attention", ""), cache="int4",
                      query_scale=2.0 ** 15,
