@@ -53,6 +53,11 @@
 // RUN: sed 's/softmax = #decode.softmax<online>/softmax = #decode.softmax<online>, decode.kernel = #decode.kernel<"gqa_attention", {}>/' %s \
 // RUN:   | not fdc-opt --decode-select-kernels=target=gfx942 2>&1 | FileCheck %s --check-prefix=PINNED
 // PINNED: error: 'decode.attention' op kernel config subgroups = 4 needs 66048 bytes of shared memory, more than the 65536 of gfx942
+// A group of 16 with D = 128 on sm_90: the heads as B columns pinned
+// where mma.sync's n is 8 are refused by name.
+// RUN: sed 's/256/128/g; s/4096/2048/g; s/softmax = #decode.softmax<online>/softmax = #decode.softmax<online>, decode.kernel = #decode.kernel<"gqa_attention", {heads_as_b = 1}>/' %s \
+// RUN:   | not fdc-opt --decode-select-kernels=target=sm_90 2>&1 | FileCheck %s --check-prefix=WIDEGROUP
+// WIDEGROUP: error: 'decode.attention' op kernel family 'gqa_attention' needs an MMA of sm_90 on the cache's 'bf16' (f16 and INT4, on f16 MMAs: online softmax only) with at least the group's 16 query heads as columns (heads_as_b = 1), and head_dim 128 a multiple of its k runs and columns
 
 decode.model @gqa16_d256 attributes {config = {vocab_size = 4096 : i64}} {
   decode.weight @"table" : tensor<4096x4096xbf16>

@@ -39,7 +39,7 @@
 // GFX90A: decode.attention {{.*}}decode.kernel = #decode.kernel<"gqa_attention", {f32_operands = 1 : i64,
 // RUN: sed 's/softmax = #decode.softmax<online>/softmax = #decode.softmax<unified_max, phi = 0.0, lo = -20.0, hi = 20.0>, decode.kernel = #decode.kernel<"gqa_attention", {}>/; s/bf16/f16/g' %S/Inputs/head128-bf16.mlir \
 // RUN:   | not fdc-opt --decode-select-kernels=target=sm_90 2>&1 | FileCheck %s --check-prefix=GQAF16
-// GQAF16: error: 'decode.attention' op kernel family 'gqa_attention' needs an MMA of sm_90 on the cache's 'f16' (f16 and INT4, on f16 MMAs: online softmax only) with at least the group's 2 query heads as rows, and head_dim 128 a multiple of its k runs and columns
+// GQAF16: error: 'decode.attention' op kernel family 'gqa_attention' needs an MMA of sm_90 on the cache's 'f16' (f16 and INT4, on f16 MMAs: online softmax only) with at least the group's 2 query heads as rows (heads_as_b = 0), and head_dim 128 a multiple of its k runs and columns
 // RUN: sed 's/softmax = #decode.softmax<online>/softmax = #decode.softmax<online>, decode.kernel = #decode.kernel<"gqa_attention", {f32_operands = 2}>/' %S/Inputs/head128-bf16.mlir \
 // RUN:   | not fdc-opt --decode-select-kernels=target=sm_90 2>&1 | FileCheck %s --check-prefix=GQARANGE
 // GQARANGE: error: 'decode.attention' op kernel config f32_operands = 2 is outside [0, 1]

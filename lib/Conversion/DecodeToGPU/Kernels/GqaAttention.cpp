@@ -978,7 +978,10 @@ public:
                 "least the group's "
              << attention.getQuery().getType().getDimSize(1) /
                     cache.getKvHeads()
-             << " query heads as rows, and head_dim " << cache.getHeadDim()
+             << " query heads as "
+             << (headsAsB ? "columns (heads_as_b = 1)"
+                          : "rows (heads_as_b = 0)")
+             << ", and head_dim " << cache.getHeadDim()
              << " a multiple of its k runs and columns";
     }
     int64_t bytes = shape->sharedFloats(config.get("subgroups")) * 4;
