@@ -1,14 +1,16 @@
 """Packed weight layouts of docs/model-library.md ("Packed weight layouts").
 
 The same packing as the runtime's loader (runtime/lib/Packing.cpp), byte for
-byte: group-wise INT4 with (scale, min) pairs, and Flash-LLM's Tiled-CSL.
+byte: group-wise INT4 with (scale, min) pairs, and Flash-LLM's Tiled-CSL
+(version 2: partial tiles, 16-byte aligned runs, bank-spreading word order).
 All arithmetic is float32, as in the runtime and the compiled INT4 KV-cache
 append, so ``quantise_groups`` also emulates the INT4 KV cache exactly.
 
 - ``pack_int4(w, group_size, scale_dtype)`` -> bytes (``int4_packed_bytes``)
 - ``pack_tiled_csl(w, tile, dtype)`` -> bytes (``tiled_csl_capacity_bytes``)
 - ``dequantise_int4`` / ``unpack_tiled_csl`` invert them (for tests and the
-  reference).
+  reference); ``tiled_csl_tile_order`` is one tile's word order as the spec
+  reads, ``tiled_csl_bank`` the shared-memory bank it spreads.
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ import numpy as np
 from .safetensors import bf16_bits_to_f32, f32_to_bf16_bits
 
 SCALE_DTYPES = ("f16", "bf16", "f32")
+# The Tiled-CSL layout this module packs (the manifest's "csl_version").
+TILED_CSL_VERSION = 2
 SPARSE_DTYPES = ("f16", "bf16")
 _ITEMSIZE = {"f16": 2, "bf16": 2, "f32": 4}
 
@@ -127,7 +131,7 @@ def _check_matrix(w, what: str) -> np.ndarray:
     if w.ndim != 2 or w.shape[0] <= 0 or w.shape[1] <= 0:
         raise PackingError(f"{what} needs a 2-D [N, K] matrix of positive sizes, got "
                            f"shape {list(w.shape)}")
-    return w.astype(np.float32)
+    return w.astype(np.float32, copy=False)
 
 
 def int4_packed_bytes(n: int, k: int, group_size: int, scale_dtype: str = "f16") -> int:
@@ -179,58 +183,220 @@ def dequantise_int4(data: bytes, n: int, k: int, group_size: int,
     return dequantise_groups(groups, scale, minimum).reshape(n, k)
 
 
-def _check_tile(shape, tile) -> tuple[int, int]:
+def _check_tile(tile) -> tuple[int, int]:
+    """(TN, TK) of a tiled_csl tile, as the runtime and the type's verifier
+    check it: TN * TK <= 65536 (16-bit locations) and a multiple of 4 (runs
+    are padded to whole 16-byte vectors). N and K need not be multiples."""
     if len(tile) != 2:
         raise PackingError(f"tile must be [rows, columns], got {list(tile)}")
-    for t, s, dim in zip(tile, shape, "NK"):
-        if t <= 0 or s % t:
-            raise PackingError(f"tile {list(tile)}: {t} does not divide {dim} = {s}")
-    if tile[0] * tile[1] > 65536:
-        raise PackingError(f"tile {list(tile)} has {tile[0] * tile[1]} elements, more than "
-                           f"16-bit locations address (65536)")
-    return int(tile[0]), int(tile[1])
+    tn, tk = int(tile[0]), int(tile[1])
+    for t, dim in zip((tn, tk), "NK"):
+        if t <= 0 or t > 65536:
+            raise PackingError(f"tile {[tn, tk]}: {t} along {dim} is not in [1, 65536]")
+    if tn * tk > 65536:
+        raise PackingError(f"tile {[tn, tk]} has {tn * tk} elements, more than 16-bit locations "
+                           f"address (65536)")
+    if tn * tk % 4:
+        raise PackingError(f"tile {[tn, tk]} has {tn * tk} elements, not a multiple of 4 (tile "
+                           f"runs are padded to whole 16-byte vectors)")
+    return tn, tk
+
+
+def tiled_csl_grid(n: int, k: int, tile=(128, 64)) -> tuple[int, int]:
+    """(tile rows, tile columns) of an [N, K] weight: ceil(N/TN) x ceil(K/TK)."""
+    tn, tk = _check_tile(tile)
+    return -(-n // tn), -(-k // tk)
+
+
+def tiled_csl_header_words(n: int, k: int, tile=(128, 64)) -> int:
+    """H: the tiles + 1 TileOffsets rounded up to a multiple of 4 u32s."""
+    rows, cols = tiled_csl_grid(n, k, tile)
+    return (rows * cols + 1 + 3) // 4 * 4
 
 
 def tiled_csl_capacity_bytes(n: int, k: int, tile=(128, 64)) -> int:
-    tiles = (n // tile[0]) * (k // tile[1])
-    return (tiles + 1) * 4 + n * k * 4
+    """The arena bytes of a tiled_csl weight: H * 4 + tiles * TN * TK * 4."""
+    rows, cols = tiled_csl_grid(n, k, tile)
+    return tiled_csl_header_words(n, k, tile) * 4 + rows * cols * int(tile[0]) * int(tile[1]) * 4
+
+
+def tiled_csl_bank(location, tk: int) -> np.ndarray:
+    """The shared-memory bank of tile locations in the GPU kernel's dense
+    tile (2-byte elements, rows of TK; when TK % 64 == 0 odd rows' 16-byte
+    chunks XOR 4): ((loc ^ swz(loc)) >> 1) & 31."""
+    loc = np.asarray(location)
+    loc = loc if loc.dtype in (np.int32, np.int64) else loc.astype(np.int64)
+    if tk % 64 == 0:
+        loc = loc ^ (((loc // tk) & 1) << 5)
+    return (loc >> 1) & 31
+
+
+def tiled_csl_tile_order(locations, tk: int) -> np.ndarray:
+    """The version 2 order of one tile's run, written as the spec reads
+    (docs/model-library.md): ``locations`` are the run's P words (P a multiple
+    of 4) in list order, the real words by location then the padding words.
+    Returns ``perm``: slot s of the packed run holds word perm[s] of the list.
+
+    The words, sorted stably by bank, are dealt out lane by lane over the
+    store instructions: lane l's slots 128q + 4l + j in instruction order
+    (q, then j), lanes past a group's V vectors skipping it. A bank's words
+    thus land in consecutive instructions, as few to one as its count over
+    the instructions allows."""
+    bank = tiled_csl_bank(locations, tk)
+    p = bank.size
+    if p % 4:
+        raise PackingError(f"a tile run of {p} words is not a multiple of 4")
+    by_bank = iter(sorted(range(p), key=lambda i: bank[i]))  # sorted() is stable
+    groups = -(-p // 128)
+    perm = np.empty(p, dtype=np.int64)
+    for lane in range(32):
+        for instruction in range(4 * groups):
+            q, j = divmod(instruction, 4)
+            if lane < min(32, p // 4 - 32 * q):
+                perm[128 * q + 4 * lane + j] = next(by_bank)
+    return perm
+
+
+def _exclusive_cumsum(x: np.ndarray) -> np.ndarray:
+    out = np.zeros(x.size, dtype=np.int64)
+    np.cumsum(x.reshape(-1)[:-1], out=out[1:])
+    return out
+
+
+def _stable_argsort(key: np.ndarray) -> np.ndarray:
+    """np.argsort(key, kind="stable"), as a radix sort where keys fit 16 bits."""
+    if key.size and 0 <= key.min() and key.max() < 1 << 16:
+        key = key.astype(np.uint16)
+    return np.argsort(key, kind="stable")
+
+
+def _pack_tiles(bits: np.ndarray, tk: int) -> tuple[np.ndarray, np.ndarray]:
+    """The version 2 runs of tiles ``bits`` [T, TN * TK] (uint16, zero outside
+    the matrix): (words of all runs in tile order, padded word count per tile).
+    tiled_csl_tile_order for all tiles at once."""
+    tiles, area = bits.shape
+    keep = (bits & 0x7FFF) != 0
+    real = np.count_nonzero(keep, axis=1).astype(np.int64)
+    size = (real + 3) & ~3
+    start = _exclusive_cumsum(size)
+    total = int(size.sum())
+    if total == 0:
+        return np.zeros(0, dtype="<u4"), size
+    # The list, int32 (a step's words are far fewer than 2^31): real words by
+    # location (flatnonzero walks row-major), then padding at the first
+    # location without a real word (outside the matrix or zero).
+    tile_of = np.repeat(np.arange(tiles, dtype=np.int32), size)
+    index = np.arange(total, dtype=np.int32) - start.astype(np.int32)[tile_of]
+    flat = np.flatnonzero(keep)
+    is_real = index < real.astype(np.int32)[tile_of]
+    loc = np.empty(total, dtype=np.int32)
+    loc[is_real] = flat % area
+    loc[~is_real] = np.argmin(keep, axis=1).astype(np.int32)[tile_of[~is_real]]
+    word = np.zeros(total, dtype=np.uint32)
+    word[is_real] = bits.reshape(-1)[flat]
+    word |= loc.astype(np.uint32) << 16
+    del keep, flat, is_real
+    # L: each tile's list sorted stably by bank (the tiles stay in place).
+    word = word[_stable_argsort(tile_of * 32 + tiled_csl_bank(loc, tk))]
+    del loc
+    # Word i of L is dealt to lane l, instruction t (slot 128 (t // 4) + 4l +
+    # t % 4): the first V lanes (V the last group's vectors) have all I = 4 *
+    # groups instructions, the others all but the last group's 4.
+    run = size.astype(np.int32)[tile_of]
+    full = 4 * ((run + 127) >> 7)  # I
+    last = (run >> 2) - 8 * (full - 4)  # V
+    head = last * full  # words of the first V lanes
+    short = np.maximum(full - 4, 1)
+    first = index < head
+    lane = np.where(first, index // full, last + (index - head) // short)
+    instruction = np.where(first, index % full, (index - head) % short)
+    del run, full, last, head, short, first
+    slot = 128 * (instruction >> 2) + 4 * lane + (instruction & 3)
+    out = np.empty(total, dtype="<u4")
+    out[start[tile_of] + slot] = word
+    return out, size
+
+
+# Elements a pack_tiled_csl step converts at once (bounds its temporaries).
+_CSL_CHUNK_ELEMENTS = 1 << 22
 
 
 def pack_tiled_csl(w, tile=(128, 64), dtype: str = "f16", capacity: bool = True) -> bytes:
-    """The tiled_csl layout of w [N, K]: TileOffsets (tiles + 1 u32 word
-    indices, tiles row-major), then one u32 word per value that is non-zero in
-    ``dtype`` (low 16 bits the value, high 16 its location r * TK + c in the
-    tile), ordered by location inside each tile. With ``capacity`` the result
-    is zero-padded to tiled_csl_capacity_bytes (what the arena reserves)."""
+    """The tiled_csl (version 2) layout of w [N, K]: the header (tiles + 1
+    u32 TileOffsets over the ceil(N/TN) x ceil(K/TK) row-major grid, zero
+    u32s up to H = roundUp(tiles + 1, 4)), then each tile's run: one u32 word
+    per in-matrix value that is non-zero in ``dtype`` (low 16 bits the value,
+    high 16 its location r * TK + c in the tile), padded to a multiple of 4
+    with zero-valued words at the tile's first location that is zero or
+    outside the matrix, in the bank-spreading order of tiled_csl_tile_order.
+    With ``capacity`` the result is zero-padded to tiled_csl_capacity_bytes
+    (what the arena reserves)."""
     if dtype not in SPARSE_DTYPES:
         raise PackingError(f"tiled_csl needs dtype f16 or bf16, got {dtype!r}")
     w = _check_matrix(w, "tiled_csl")
     n, k = w.shape
-    tn, tk = _check_tile(w.shape, tile)
-    bits = to_bits(w, dtype).astype(np.uint32)
-    # [tile rows, tn, tile cols, tk] -> [tiles, tn * tk] in tile-major order.
-    per_tile = bits.reshape(n // tn, tn, k // tk, tk).transpose(0, 2, 1, 3).reshape(-1, tn * tk)
-    keep = (per_tile & 0x7FFF) != 0
-    counts = keep.sum(axis=1)
-    offsets = np.concatenate([[0], np.cumsum(counts)]).astype("<u4")
-    location = np.broadcast_to(np.arange(tn * tk, dtype=np.uint32), per_tile.shape)
-    # Boolean indexing walks row-major: by tile, then by location.
-    words = ((location[keep] << 16) | per_tile[keep]).astype("<u4")
-    out = offsets.tobytes() + words.tobytes()
-    if capacity:
-        out += bytes(tiled_csl_capacity_bytes(n, k, (tn, tk)) - len(out))
-    return out
+    tn, tk = _check_tile(tile)
+    rows, cols = tiled_csl_grid(n, k, (tn, tk))
+    header = tiled_csl_header_words(n, k, (tn, tk))
+    sizes, runs = [], []
+    step = max(1, _CSL_CHUNK_ELEMENTS // (cols * tn * tk))  # tile rows at once
+    for row in range(0, rows, step):
+        last = min(rows, row + step)
+        block = np.zeros(((last - row) * tn, cols * tk), dtype=np.uint16)
+        part = w[row * tn:last * tn]
+        block[:part.shape[0], :k] = to_bits(part, dtype)
+        per_tile = block.reshape(last - row, tn, cols, tk).transpose(0, 2, 1, 3)
+        words, size = _pack_tiles(per_tile.reshape(-1, tn * tk), tk)
+        runs.append(words)
+        sizes.append(size)
+    offsets = np.zeros(header, dtype="<u4")
+    offsets[1:rows * cols + 1] = np.cumsum(np.concatenate(sizes))
+    used = 4 * (header + int(offsets[rows * cols]))
+    spare = tiled_csl_capacity_bytes(n, k, (tn, tk)) - used if capacity else 0
+    return b"".join([offsets.tobytes(), *(r.tobytes() for r in runs), bytes(spare)])
+
+
+def tiled_csl_runs(data: bytes, n: int, k: int, tile=(128, 64)):
+    """(offsets [tiles + 1], words) of packed tiled_csl bytes: tile t's run is
+    words[offsets[t]:offsets[t + 1]], padding included. Checks the header."""
+    tn, tk = _check_tile(tile)
+    rows, cols = tiled_csl_grid(n, k, (tn, tk))
+    tiles, header = rows * cols, tiled_csl_header_words(n, k, (tn, tk))
+    raw = np.frombuffer(data, dtype="<u4", count=len(data) // 4)
+    if raw.size < header:
+        raise PackingError(f"{len(data)} bytes hold no {header}-word header")
+    offsets = raw[:tiles + 1].astype(np.int64)
+    if offsets[0] != 0 or np.any(np.diff(offsets) < 0) or np.any(offsets % 4):
+        raise PackingError("TileOffsets must start at 0, ascend and be multiples of 4")
+    if np.any(raw[tiles + 1:header]):
+        raise PackingError("the header's padding is not zero")
+    if header + offsets[-1] > raw.size:
+        raise PackingError(f"{offsets[-1]} words do not fit {len(data)} bytes")
+    if np.any(np.diff(offsets) > tn * tk):
+        raise PackingError(f"a tile run holds more than {tn * tk} words")
+    return offsets, raw[header:header + offsets[-1]]
 
 
 def unpack_tiled_csl(data: bytes, n: int, k: int, tile=(128, 64), dtype: str = "f16") -> np.ndarray:
-    """The dense float32 [N, K] matrix of packed tiled_csl bytes (any word order)."""
-    tn, tk = _check_tile((n, k), tile)
-    tiles = (n // tn) * (k // tk)
-    raw = np.frombuffer(data, dtype="<u4")
-    offsets = raw[:tiles + 1]
-    words = raw[tiles + 1:tiles + 1 + int(offsets[-1])]
-    dense = np.zeros((tiles, tn * tk), dtype=np.uint16)
-    tile_of = np.repeat(np.arange(tiles), np.diff(offsets.astype(np.int64)))
-    dense[tile_of, words >> 16] = (words & 0xFFFF).astype(np.uint16)
-    dense = dense.reshape(n // tn, k // tk, tn, tk).transpose(0, 2, 1, 3).reshape(n, k)
+    """The dense float32 [N, K] matrix of packed tiled_csl (version 2) bytes
+    (any word order). Padding words (value bits +0/-0) are skipped, as a
+    summing consumer does; a real word outside the matrix or a location
+    given twice is an error."""
+    tn, tk = _check_tile(tile)
+    rows, cols = tiled_csl_grid(n, k, (tn, tk))
+    offsets, words = tiled_csl_runs(data, n, k, (tn, tk))
+    tile_of = np.repeat(np.arange(rows * cols), np.diff(offsets))
+    real = (words & 0x7FFF) != 0
+    tile_of, words = tile_of[real], words[real]
+    loc = (words >> 16).astype(np.int64)
+    r = (tile_of // cols) * tn + loc // tk
+    c = (tile_of % cols) * tk + loc % tk
+    if np.any(loc >= tn * tk) or np.any(r >= n) or np.any(c >= k):
+        raise PackingError("a non-zero word's location is outside the tile or the matrix")
+    flat = r * k + c
+    if np.unique(flat).size != flat.size:
+        raise PackingError("a location holds two non-zero words")
+    dense = np.zeros(n * k, dtype=np.uint16)
+    dense[flat] = (words & 0xFFFF).astype(np.uint16)
+    dense = dense.reshape(n, k)
     return f16_bits_to_f32(dense) if dtype == "f16" else bf16_bits_to_f32(dense)

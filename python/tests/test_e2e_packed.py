@@ -26,8 +26,8 @@ from cli_helpers import run_module
 
 from fdc.checkpoint import Checkpoint
 from fdc.config import ModelConfig
-from fdc.packing import (f16_bits_to_f32, fake_quantise, pack_int4, pack_tiled_csl,
-                         quantise_groups, to_bits)
+from fdc.packing import (TILED_CSL_VERSION, f16_bits_to_f32, fake_quantise, pack_int4,
+                         pack_tiled_csl, quantise_groups, tiled_csl_capacity_bytes, to_bits)
 from fdc.reference.llama import ReferenceLlama
 from fdc.safetensors import bf16_bits_to_f32, save_file
 from fdc.testing.tiny_checkpoint import (SAFETENSORS_DTYPE, make_tiny_checkpoint, prune_mlp,
@@ -294,9 +294,10 @@ def manifest_of(so: Path) -> dict:
 def test_sparse_mlp_matches_dense(libs, dtype, sparsity):
     """The sparse product is exact dense math on the pruned weights, with the
     same epilogues: the sparse build's logits equal the dense build's (to
-    1e-6; the host lowering sums in the same order and is bit-identical), and
-    both are within the storage dtype's tolerance of the float64 reference on
-    the same pruned weights."""
+    1e-6; the host lowering expands each tile into a dense one and sums in
+    column order, as the dense product does, whatever order the packer gave
+    the words), and both are within the storage dtype's tolerance of the
+    float64 reference on the same pruned weights."""
     ckpt = libs.checkpoint(dtype, sparsity)
     sparse_so = libs.library(ckpt, "--sparse-mlp")
     manifest = manifest_of(sparse_so)
@@ -305,6 +306,7 @@ def test_sparse_mlp_matches_dense(libs, dtype, sparsity):
                                     for i in range(2) for w in ("gate_up", "down"))
     for w in packed.values():
         assert w["dtype"] == dtype and w["tile"] == [128, 64]
+        assert w["csl_version"] == TILED_CSL_VERSION
     assert sum(k["op"] == "decode.sparse_linear" for k in manifest["kernels"]) == 4
 
     ids, logits = run_binding(sparse_so, ckpt)
@@ -428,20 +430,9 @@ def test_sparse_library_refuses_wrong_dtype(libs, tmp_path):
                       "checkpoint dtype F16", "bf16 or f32 (to pack as tiled_csl)")
 
 
-@needs_build
-@pytest.mark.skipif(shutil.which("cc") is None, reason="no C compiler to build the library")
-def test_library_with_untileable_tiled_csl_weight(libs, tmp_path):
-    """fdc compile never emits one (the type's verifier refuses it), so a
-    hand-made library declares a tiled_csl weight [256, 500] with 128x64
-    tiles; its checkpoint has that weight. The runtime refuses the library,
-    naming the weight and the dimension the tile does not divide."""
-    so = libs.library(libs.checkpoint("bf16", 0.8), "--sparse-mlp")
-    manifest = manifest_of(so)
-    name = "model.layers.0.mlp.down_proj.weight"
-    entry = next(w for w in manifest["weights"] if w["name"] == name)
-    entry["shape"] = [256, 500]
-    entry["bytes"] = (2 * 7 + 1) * 4 + 256 * 500 * 4  # the capacity formula, tiles rounded down
-    manifest["config"]["intermediate_size"] = 500
+def fake_library(manifest: dict, tmp_path: Path) -> Path:
+    """A host library with ``manifest`` (hashed as fdc compile does) and a
+    step that does nothing: what the runtime checks at load time."""
     text = json.dumps(manifest).encode()
     data = text + b"\0"
     manifest_hash = 14695981039346656037  # FNV-1a, as fdc_manifest_hash_of
@@ -457,12 +448,55 @@ def test_library_with_untileable_tiled_csl_weight(libs, tmp_path):
         "void fdc_model_step(const void *args) { (void)args; }\n")
     fake = tmp_path / "fake.so"
     subprocess.run(["cc", "-shared", "-fPIC", "-o", str(fake), str(source)], check=True)
+    return fake
+
+
+@needs_build
+@pytest.mark.skipif(shutil.which("cc") is None, reason="no C compiler to build the library")
+@pytest.mark.parametrize("version", [1, 3])
+def test_library_with_other_tiled_csl_version(libs, tmp_path, version):
+    """A library whose tiled_csl weight declares another layout version (a
+    version 1 library has location-ordered runs and no padding) is refused,
+    naming the weight and the version."""
+    ckpt = libs.checkpoint("bf16", 0.8)
+    manifest = manifest_of(libs.library(ckpt, "--sparse-mlp"))
+    name = "model.layers.1.mlp.gate_up_proj.weight"
+    entry = next(w for w in manifest["weights"] if w["name"] == name)
+    assert entry["csl_version"] == TILED_CSL_VERSION == 2
+    entry["csl_version"] = version
+    expect_load_error(fake_library(manifest, tmp_path), ckpt, f"weight '{name}'",
+                      f"tiled_csl layout version {version} is not the version this runtime "
+                      f"reads (2)")
+
+
+@needs_build
+@pytest.mark.skipif(shutil.which("cc") is None, reason="no C compiler to build the library")
+def test_library_with_partial_tiles(libs, tmp_path):
+    """The tiny model's shapes are multiples of the tile, so a hand-made
+    library declares a tiled_csl weight [256, 500] with 128x64 tiles (the
+    last tile column partial); its checkpoint has that weight. The runtime takes it at the
+    version 2 capacity (the grid's, 2 x 8 tiles, as for [256, 512]) and
+    refuses any other, naming the weight."""
+    so = libs.library(libs.checkpoint("bf16", 0.8), "--sparse-mlp")
+    manifest = manifest_of(so)
+    name = "model.layers.0.mlp.down_proj.weight"
+    entry = next(w for w in manifest["weights"] if w["name"] == name)
+    capacity = tiled_csl_capacity_bytes(256, 500, (128, 64))
+    assert capacity == entry["bytes"] == 20 * 4 + 16 * 128 * 64 * 4
+    entry["shape"] = [256, 500]
+    manifest["config"]["intermediate_size"] = 500
     config = dict(tiny_config("gqa", "bf16"))
     weights = prune_mlp(tiny_weights(config, seed=0), 0.8)
     weights[name] = weights[name][:, :500]
     write_checkpoint(str(tmp_path / "ckpt"), config, weights, "bf16")
-    expect_load_error(fake, tmp_path / "ckpt", f"weight '{name}'",
-                      "tile [128, 64]: 64 does not divide K = 500")
+    from fdc.runtime import Model
+    with Model(fake_library(manifest, tmp_path), tmp_path / "ckpt", max_context=64):
+        pass
+    entry["bytes"] = (2 * 7 + 1) * 4 + 256 * 500 * 4  # version 1: tiles rounded down
+    (tmp_path / "bad").mkdir()
+    expect_load_error(fake_library(manifest, tmp_path / "bad"), tmp_path / "ckpt",
+                      f"weight '{name}'", f"bytes {entry['bytes']} does not match the tiled_csl "
+                      f"capacity of [256, 500] with tile [128, 64] ({capacity})")
 
 
 # --------------------------------------------------------------------------- INT4 on f16/bf16

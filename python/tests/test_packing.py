@@ -4,9 +4,11 @@ import subprocess
 import numpy as np
 import pytest
 
-from fdc.packing import (PackingError, dequantise_int4, f32_to_f16_bits, fake_quantise,
-                         int4_packed_bytes, pack_int4, pack_tiled_csl, quantise_groups, round_to,
-                         tiled_csl_capacity_bytes, to_bits, unpack_int4, unpack_tiled_csl)
+from fdc.packing import (TILED_CSL_VERSION, PackingError, dequantise_int4, f32_to_f16_bits,
+                         fake_quantise, int4_packed_bytes, pack_int4, pack_tiled_csl,
+                         quantise_groups, round_to, tiled_csl_bank, tiled_csl_capacity_bytes,
+                         tiled_csl_grid, tiled_csl_header_words, tiled_csl_runs,
+                         tiled_csl_tile_order, to_bits, unpack_int4, unpack_tiled_csl)
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -94,46 +96,290 @@ def test_int4_errors():
         pack_int4(np.zeros(8), 4)
 
 
+def test_tiled_csl_sizes():
+    assert TILED_CSL_VERSION == 2
+    # H = roundUp(tiles + 1, 4): 3 tiles -> 4 words, 4 -> 8, 7 -> 8, 8 -> 12
+    assert [tiled_csl_header_words(n, 4, (1, 4)) for n in (3, 4, 7, 8)] == [4, 8, 8, 12]
+    assert tiled_csl_grid(200, 100, (128, 64)) == (2, 2)
+    assert tiled_csl_grid(128, 64, (128, 64)) == (1, 1)
+    # H * 4 + tiles * TN * TK * 4, partial tiles reserving whole tiles
+    assert tiled_csl_capacity_bytes(4, 4, (2, 2)) == 8 * 4 + 4 * 4 * 4
+    assert tiled_csl_capacity_bytes(256, 512, (128, 64)) == 20 * 4 + 16 * 128 * 64 * 4
+    assert tiled_csl_capacity_bytes(200, 100, (128, 64)) == 8 * 4 + 4 * 128 * 64 * 4
+    assert tiled_csl_capacity_bytes(3, 3, (2, 2)) == 8 * 4 + 4 * 4 * 4
+
+
+def test_tiled_csl_banks():
+    # (loc >> 1) & 31, odd rows' 16-byte chunks XOR 4 when TK % 64 == 0
+    assert tiled_csl_bank([0, 1, 2, 62, 63], 64).tolist() == [0, 0, 1, 31, 31]
+    assert tiled_csl_bank([64, 65, 96, 127, 128], 64).tolist() == [16, 16, 0, 15, 0]
+    assert tiled_csl_bank([64, 128, 191, 256], 128).tolist() == [0, 16, 15, 0]
+    assert tiled_csl_bank([48, 96, 100], 48).tolist() == [24, 16, 18]  # no swizzle
+
+
 def test_tiled_csl_known_bytes():
-    assert tiled_csl_capacity_bytes(4, 4, (2, 2)) == 84
-    # -0 and 1e-10 (zero in f16) are dropped; tile 3 is empty
-    expected = u32(0, 1, 3, 4, 4, 0x00003C00, 0x00014000, 0x00024200, 0x0003BC00)
+    # 2x2 tiles: locations 0, 1 are bank 0, locations 2, 3 bank 1. -0 and
+    # 1e-10 (zero in f16) are dropped; tile 3 is empty (no run, no padding).
+    # Each run is padded to 4 words at its first zero location, sorted stably
+    # by bank and dealt to its one vector (lane 0): slot j <- word j.
+    # tile 0: 1@0, pads @1: all bank 0, in list order.
+    # tile 1: 2@1 (bank 0), 3@2 (1), pads @0 (0): 2@1, pad, pad, 3@2.
+    # tile 2: -1@3 (bank 1), pads @0 (0): pad, pad, pad, -1@3.
+    header = u32(0, 4, 8, 12, 12, 0, 0, 0)
+    expected = header + u32(0x00003C00, 0x00010000, 0x00010000, 0x00010000,
+                            0x00014000, 0x00000000, 0x00000000, 0x00024200,
+                            0x00000000, 0x00000000, 0x00000000, 0x0003BC00)
     assert pack_tiled_csl(CSL_MATRIX, (2, 2), "f16", capacity=False) == expected
     full = pack_tiled_csl(CSL_MATRIX, (2, 2), "f16")
-    assert full == expected + bytes(84 - len(expected))
-    bf16 = pack_tiled_csl(CSL_MATRIX, (2, 2), "bf16", capacity=False)
+    assert full == expected + bytes(96 - len(expected))
+    np.testing.assert_array_equal(unpack_tiled_csl(full, 4, 4, (2, 2), "f16"),
+                                  round_to(CSL_MATRIX, "f16"))
+    # 1e-10 is not zero in bf16: tile 3 holds it at location 0, pads at 1.
     tiny = int(to_bits(np.array([1e-10], np.float32), "bf16")[0])
-    assert bf16 == u32(0, 1, 3, 4, 5, 0x00003F80, 0x00014000, 0x00024040, 0x0003BF80, tiny)
-    dense = unpack_tiled_csl(full, 4, 4, (2, 2), "f16")
-    np.testing.assert_array_equal(dense, round_to(CSL_MATRIX, "f16"))
+    bf16 = pack_tiled_csl(CSL_MATRIX, (2, 2), "bf16", capacity=False)
+    assert bf16 == u32(0, 4, 8, 12, 16, 0, 0, 0,
+                       0x00003F80, 0x00010000, 0x00010000, 0x00010000,
+                       0x00014000, 0x00000000, 0x00000000, 0x00024040,
+                       0x00000000, 0x00000000, 0x00000000, 0x0003BF80,
+                       tiny, 0x00010000, 0x00010000, 0x00010000)
 
 
-def test_tiled_csl_round_trip_and_locations():
-    rng = np.random.default_rng(1)
-    w = rng.standard_normal((256, 128)).astype(np.float32)
+def test_tiled_csl_partial_tiles_known_bytes():
+    # [3, 3] in 2x2 tiles (bf16 1..9): the last tile row and column are
+    # partial; padding goes to the first location outside the matrix.
+    w = np.arange(1, 10, dtype=np.float32).reshape(3, 3)
+    b = {int(v): int(to_bits(np.array([v], np.float32), "bf16")[0]) for v in range(1, 10)}
+    data = pack_tiled_csl(w, (2, 2), "bf16", capacity=False)
+    assert data == u32(0, 4, 8, 12, 16, 0, 0, 0,
+                       # tile 0: 1@0, 2@1 (bank 0), 4@2, 5@3 (bank 1)
+                       b[1], 1 << 16 | b[2], 2 << 16 | b[4], 3 << 16 | b[5],
+                       # tile 1: 3@0 (bank 0), 6@2 (1), pads @1 (0; column 3 is outside)
+                       b[3], 0x00010000, 0x00010000, 2 << 16 | b[6],
+                       # tile 2: 7@0, 8@1 (bank 0), pads @2 (1; row 3 is outside)
+                       b[7], 1 << 16 | b[8], 0x00020000, 0x00020000,
+                       # tile 3: 9@0, pads @1
+                       b[9], 0x00010000, 0x00010000, 0x00010000)
+    full = pack_tiled_csl(w, (2, 2), "bf16")
+    assert len(full) == tiled_csl_capacity_bytes(3, 3, (2, 2))
+    np.testing.assert_array_equal(unpack_tiled_csl(full, 3, 3, (2, 2), "bf16"), w)
+
+
+def check_tiled_csl(data: bytes, w, tile, dtype):
+    """Every rule of version 2 on packed ``data`` of w, word by word, with
+    the per-tile order of tiled_csl_tile_order (the spec as written)."""
+    n, k = w.shape
+    tn, tk = tile
+    rows, cols = -(-n // tn), -(-k // tk)
+    tiles = rows * cols
+    header = tiled_csl_header_words(n, k, tile)
+    assert header % 4 == 0 and tiles + 1 <= header < tiles + 5
+    assert len(data) == tiled_csl_capacity_bytes(n, k, tile) == header * 4 + tiles * tn * tk * 4
+    raw = np.frombuffer(data, "<u4")
+    offsets = raw[:tiles + 1].astype(np.int64)
+    assert offsets[0] == 0 and np.all(offsets % 4 == 0) and np.all(np.diff(offsets) >= 0)
+    assert not np.any(raw[tiles + 1:header])  # header padding
+    assert not np.any(raw[header + offsets[-1]:])  # unused capacity
+    bits = np.zeros((rows * tn, cols * tk), np.uint16)
+    bits[:n, :k] = to_bits(w, dtype)
+    inside = np.zeros(bits.shape, bool)
+    inside[:n, :k] = True
+    for t in range(tiles):
+        r0, c0 = (t // cols) * tn, (t % cols) * tk
+        tile_bits = bits[r0:r0 + tn, c0:c0 + tk].reshape(-1)
+        tile_inside = inside[r0:r0 + tn, c0:c0 + tk].reshape(-1)
+        real_loc = np.flatnonzero(tile_bits & 0x7FFF)
+        run = raw[header + offsets[t]:header + offsets[t + 1]]
+        assert run.size == (real_loc.size + 3) // 4 * 4, t
+        value, loc = run & 0xFFFF, run >> 16
+        real = (value & 0x7FFF) != 0
+        assert sorted(loc[real].tolist()) == real_loc.tolist(), t
+        np.testing.assert_array_equal(value[real], tile_bits[loc[real]])
+        padding = loc[~real]
+        assert np.all(value[~real] == 0) and padding.size < 4
+        if padding.size:
+            first = np.flatnonzero(((tile_bits & 0x7FFF) == 0) | ~tile_inside)[0]
+            assert np.all(padding == first), t
+            assert tile_bits[first] & 0x7FFF == 0 or not tile_inside[first]
+        listed = np.concatenate([real_loc, padding]).astype(np.int64)
+        assert np.array_equal(loc, listed[tiled_csl_tile_order(listed, tk)]), t
+    np.testing.assert_array_equal(unpack_tiled_csl(data, n, k, tile, dtype), round_to(w, dtype))
+    return offsets
+
+
+@pytest.mark.parametrize("shape", [(200, 100), (128, 64), (256, 128)])
+@pytest.mark.parametrize("sparsity", [0.0, 0.5, 0.9, 1.0])
+@pytest.mark.parametrize("dtype", ["f16", "bf16"])
+def test_tiled_csl_round_trip(shape, sparsity, dtype):
+    rng = np.random.default_rng(int(sparsity * 10) + shape[1])
+    w = rng.standard_normal(shape).astype(np.float32)
+    w[rng.random(shape) < sparsity] = 0
+    data = pack_tiled_csl(w, (128, 64), dtype)
+    offsets = check_tiled_csl(data, w, (128, 64), dtype)
+    nonzero = np.count_nonzero(round_to(w, dtype))
+    assert nonzero <= offsets[-1] < nonzero + 4 * (len(offsets) - 1)
+    if sparsity == 1.0:
+        assert offsets[-1] == 0
+
+
+@pytest.mark.parametrize("tile", [(4, 8), (3, 4), (2, 2), (1, 4), (8, 128), (16, 48)])
+def test_tiled_csl_other_tiles(tile):
+    rng = np.random.default_rng(sum(tile))
+    for n, k in ((37, 29), (1, 1), (64, 256), (5, 130)):
+        w = tricky_matrix(rng, n, k) if n * k >= 4 else np.ones((n, k), np.float32)
+        w[rng.random(w.shape) < 0.6] = 0
+        for dtype in ("f16", "bf16"):
+            check_tiled_csl(pack_tiled_csl(w, tile, dtype), w, tile, dtype)
+
+
+def test_tiled_csl_empty_rows_and_tiles():
+    """Zero rows inside tiles, a whole zero tile (an empty run: equal
+    offsets, no padding) and a zero partial tile."""
+    rng = np.random.default_rng(3)
+    w = rng.standard_normal((200, 100)).astype(np.float32)
     w[rng.random(w.shape) < 0.7] = 0
-    data = pack_tiled_csl(w, (128, 64), "bf16")
-    assert len(data) == tiled_csl_capacity_bytes(256, 128)
-    np.testing.assert_array_equal(unpack_tiled_csl(data, 256, 128, (128, 64), "bf16"),
-                                  round_to(w, "bf16"))
-    offsets = np.frombuffer(data[:20], dtype="<u4")
-    assert offsets[-1] == np.count_nonzero(w)
-    words = np.frombuffer(data[20:20 + 4 * int(offsets[-1])], dtype="<u4")
-    for t in range(4):  # locations ascend inside each tile
-        loc = words[offsets[t]:offsets[t + 1]] >> 16
-        assert np.all(np.diff(loc.astype(np.int64)) > 0)
+    w[5:40] = 0  # zero rows in tiles 0 and 1
+    w[:128, 64:] = 0  # tile 1 (partial: 36 columns) is empty
+    w[150, :] = 0
+    w[128:, :64] = -0.0  # tile 2 (partial: 72 rows) holds only -0
+    data = pack_tiled_csl(w, (128, 64), "f16")
+    offsets = check_tiled_csl(data, w, (128, 64), "f16")
+    assert offsets[1] == offsets[2] == offsets[3]
+    assert offsets[4] - offsets[3] == (np.count_nonzero(w[128:, 64:]) + 3) // 4 * 4
+
+
+def test_tiled_csl_dense_partial_tiles_pad_outside():
+    """A dense [7, 7] in 4x8 tiles: tile 0 holds 28 values (no padding), tile
+    1 21 values and 3 padding words at (0, 7), the first location outside."""
+    w = np.arange(1, 50, dtype=np.float32).reshape(7, 7)
+    data = pack_tiled_csl(w, (4, 8), "f16")
+    offsets = check_tiled_csl(data, w, (4, 8), "f16")
+    assert offsets.tolist() == [0, 28, 52]
+    run = np.frombuffer(data, "<u4")[4 + 28:4 + 52]
+    assert sorted((run[(run & 0xFFFF) == 0] >> 16).tolist()) == [7, 7, 7]
+    # 129 x 63 dense in 128x64 tiles: the last tile row has 63 values.
+    w = np.ones((129, 63), np.float32)
+    offsets = check_tiled_csl(pack_tiled_csl(w, (128, 64), "bf16"), w, (128, 64), "bf16")
+    assert offsets.tolist() == [0, 128 * 63, 128 * 63 + 64]
+
+
+def instructions(words):
+    """The (V, word indices) of a tile run's store instructions in order:
+    instruction 4q + j stores slots 128q + 4l + j of its V lanes."""
+    for q in range(-(-words.size // 128)):
+        vectors = min(32, words.size // 4 - 32 * q)
+        for j in range(4):
+            yield vectors, 128 * q + 4 * np.arange(vectors) + j
+
+
+def bank_uses(words, tk):
+    """[instructions, 32]: how many words of each bank each instruction stores."""
+    return np.array([np.bincount(tiled_csl_bank(words[slots] >> 16, tk), minlength=32)
+                     for _, slots in instructions(words)])
+
+
+def banks_within_bound(words, tk) -> bool:
+    """The lane-major deal's guarantee: an instruction stores at most
+    ceil(c_b / I') words of bank b, c_b the run's words in bank b and I' the
+    instructions of the shortest lane (I = 4 * groups; I - 4 when the last
+    group has fewer than 32 vectors: its lanes past V skip it), because a
+    bank's words are consecutive in the deal."""
+    if words.size == 0:
+        return True
+    count = np.bincount(tiled_csl_bank(words >> 16, tk), minlength=32)
+    groups = -(-words.size // 128)
+    shortest = 4 * groups - 4 if groups > 1 and words.size % 128 else 4 * groups
+    return bool(np.all(bank_uses(words, tk) <= -(-count // shortest)))
+
+
+@pytest.mark.parametrize("shape", [(128, 64), (64, 128), (128, 48)])
+def test_tiled_csl_bank_order(shape):
+    """A random 70%-sparse tile (odd rows swizzled when TK % 64 == 0): in the
+    packed order no instruction stores more than 2 words of a bank (~2400
+    words in 32 banks over ~76 instructions: a bank's ~77 words take 1 or 2
+    per instruction), within the deal's per-bank bound; location order puts
+    3 or more words of a bank in some instructions and repeats a bank in
+    nearly all (neighbouring locations share a bank, a lane's next word is
+    ~13 locations on)."""
+    rng = np.random.default_rng(7)
+    w = rng.standard_normal(shape).astype(np.float32)
+    w[rng.random(shape) < 0.7] = 0
+    data = pack_tiled_csl(w, shape, "f16")
+    check_tiled_csl(data, w, shape, "f16")
+    _, words = tiled_csl_runs(data, *shape, shape)
+    tk = shape[1]
+    assert words.size > 1500 and words.size % 128  # a partial last group
+    assert banks_within_bound(words, tk)
+    multiplicity = bank_uses(words, tk).max(axis=1)
+    assert multiplicity.max() == 2
+    real = (words & 0xFFFF) != 0
+    by_location = np.concatenate([np.sort(words[real]), words[~real]])
+    assert not banks_within_bound(by_location, tk)
+    by_location_multiplicity = bank_uses(by_location, tk).max(axis=1)
+    assert by_location_multiplicity.max() >= 3
+    assert np.mean(by_location_multiplicity > 1) >= 0.9
+    assert np.sum(multiplicity - 1) < np.sum(by_location_multiplicity - 1) / 2
+
+
+def test_tiled_csl_bank_bound_random_tiles():
+    """The deal's bound on many runs: sparsities, tiles, partial groups."""
+    rng = np.random.default_rng(11)
+    for trial in range(60):
+        tile = [(128, 64), (64, 128), (16, 48), (32, 32), (2, 64)][trial % 5]
+        w = rng.standard_normal(tile).astype(np.float32)
+        w[rng.random(tile) < rng.choice([0.0, 0.3, 0.7, 0.9, 0.99])] = 0
+        _, words = tiled_csl_runs(pack_tiled_csl(w, tile, "bf16"), *tile, tile)
+        assert banks_within_bound(words, tile[1]), (trial, tile, words.size)
+
+
+def test_tiled_csl_tile_order_deals_lanes():
+    # 8 words of banks 0..7 (locations 0, 2, ..., 14): L in list order; two
+    # lanes of 4 instructions: lane 0 takes L[0:4], lane 1 L[4:8].
+    assert tiled_csl_tile_order(np.arange(0, 16, 2), 64).tolist() == list(range(8))
+    # padding (location 0, bank 0) after words of banks 1, 2: bank 0 first.
+    assert tiled_csl_tile_order([2, 4, 0, 0], 64).tolist() == [2, 3, 0, 1]
+    # 132 words of banks i % 32 (banks 0..3 hold 5, the others 4): two groups,
+    # I = 8 instructions; the last group has one vector, so lane 0 takes 8
+    # words of L (bank 0's 5, bank 1's first 3), the other lanes 4 each.
+    order = tiled_csl_tile_order(np.arange(0, 264, 2), 1024)
+    assert order[:4].tolist() == [0, 32, 64, 96]  # lane 0, group 0
+    assert order[128:].tolist() == [128, 1, 33, 65]  # lane 0, group 1
+    assert order[4:8].tolist() == [97, 129, 2, 34]  # lane 1
+    assert order[124:128].tolist() == [31, 63, 95, 127]  # lane 31: L[128:132], bank 31
+    with pytest.raises(PackingError, match="not a multiple of 4"):
+        tiled_csl_tile_order([0, 1, 2], 64)
+
+
+def test_tiled_csl_unpack_skips_padding():
+    """Padding words (value +0/-0) never overwrite a value, wherever they
+    point; a non-zero word outside the matrix is refused."""
+    # [2, 3] in one 2x4 tile; words in any order, padding at 3 (outside) and
+    # at 0 after the real word there, a -0 word at 1.
+    data = u32(0, 4, 0, 0, 0x00030000, 0x00004000, 0x00000000, 0x00018000)
+    dense = unpack_tiled_csl(data, 2, 3, (2, 4), "f16")
+    assert dense.tolist() == [[2, 0, 0], [0, 0, 0]]
+    with pytest.raises(PackingError, match="outside the tile or the matrix"):
+        unpack_tiled_csl(u32(0, 4, 0, 0, 0x00033C00, 0, 0, 0), 2, 3, (2, 4), "f16")
+    with pytest.raises(PackingError, match="two non-zero words"):
+        unpack_tiled_csl(u32(0, 4, 0, 0, 0x3C00, 0x4000, 0, 0), 2, 3, (2, 4), "f16")
+    with pytest.raises(PackingError, match="multiples of 4"):
+        unpack_tiled_csl(u32(0, 3, 0, 0, 0x3C00, 0, 0, 0), 2, 3, (2, 4), "f16")
 
 
 def test_tiled_csl_errors():
     w = np.ones((4, 6), np.float32)
-    with pytest.raises(PackingError, match=r"tile \[2, 4\]: 4 does not divide K = 6"):
-        pack_tiled_csl(w, (2, 4))
-    with pytest.raises(PackingError, match=r"tile \[3, 3\]: 3 does not divide N = 4"):
+    with pytest.raises(PackingError, match=r"tile \[3, 3\] has 9 elements, not a multiple of 4"):
         pack_tiled_csl(w, (3, 3))
+    with pytest.raises(PackingError, match=r"tile \[0, 4\]: 0 along N is not in \[1, 65536\]"):
+        pack_tiled_csl(w, (0, 4))
     with pytest.raises(PackingError, match="more than 16-bit locations"):
         pack_tiled_csl(np.ones((512, 256)), (512, 256))
     with pytest.raises(PackingError, match="f16 or bf16"):
-        pack_tiled_csl(w, (2, 3), "f32")
+        pack_tiled_csl(w, (2, 2), "f32")
+    with pytest.raises(PackingError, match="2-D"):
+        pack_tiled_csl(np.ones(8), (2, 2))
+    # tiles need not divide the matrix (version 1 required it)
+    assert tiled_csl_capacity_bytes(4, 6, (4, 4)) == 4 * 4 + 2 * 64
+    assert len(pack_tiled_csl(w, (4, 4))) == 4 * 4 + 2 * 64
 
 
 def pack_check_binary():
@@ -163,6 +409,9 @@ def tricky_matrix(rng, n, k):
 
 
 def test_python_packer_matches_runtime_packer():
+    """The runtime's packer (fdc-pack-check) gives the same bytes: int4, and
+    tiled_csl version 2 with whole and partial tiles, padding, empty tiles
+    and the bank order (swizzled when TK % 64 == 0)."""
     binary = pack_check_binary()
     if binary is None:
         pytest.skip("fdc-pack-check not built (ninja -C build fdc-pack-check, or set "
@@ -175,10 +424,14 @@ def test_python_packer_matches_runtime_packer():
             for scale_dtype in ("f16", "bf16", "f32"):
                 assert cpp_pack(binary, w, "int4", n, k, g, scale_dtype) == \
                     pack_int4(w, g, scale_dtype), (trial, g, scale_dtype)
-        for tile in ((8, 16), (4, 8), (n, k)):
-            for dtype in ("f16", "bf16"):
-                assert cpp_pack(binary, w, "tiled_csl", n, k, *tile, dtype) == \
-                    pack_tiled_csl(w, tile, dtype), (trial, tile, dtype)
+        w[rng.random(w.shape) < 0.5] = 0
+        w[:, :8] = 0  # empty tiles
+        for rows, cols in ((n, k), (n - 1, k - 3)):
+            part = np.ascontiguousarray(w[:rows, :cols])
+            for tile in ((8, 16), (4, 8), (3, 4), (n, k), (4, 64), (2, 128)):
+                for dtype in ("f16", "bf16"):
+                    assert cpp_pack(binary, part, "tiled_csl", rows, cols, *tile, dtype) == \
+                        pack_tiled_csl(part, tile, dtype), (trial, rows, cols, tile, dtype)
     # every f32 bit pattern class through the f16/bf16 conversions
     bits = rng.integers(0, 2**32, 64 * 1024, dtype=np.uint64).astype(np.uint32)
     w = bits.view(np.float32).reshape(256, 256)
@@ -186,3 +439,10 @@ def test_python_packer_matches_runtime_packer():
     for dtype in ("f16", "bf16"):
         assert cpp_pack(binary, w, "tiled_csl", 256, 256, 128, 64, dtype) == \
             pack_tiled_csl(w, (128, 64), dtype)
+    # 70%-sparse partial 128x64 tiles: long runs through the bank order
+    w = rng.standard_normal((300, 200)).astype(np.float32)
+    w[rng.random(w.shape) < 0.7] = 0
+    for tile in ((128, 64), (64, 128), (128, 48)):
+        for dtype in ("f16", "bf16"):
+            assert cpp_pack(binary, w, "tiled_csl", 300, 200, *tile, dtype) == \
+                pack_tiled_csl(w, tile, dtype), (tile, dtype)

@@ -143,6 +143,13 @@ Expected<WeightSpec> parseWeight(const FieldReader &reader,
       return fail("'tile' must be [rows, columns] (two integers)");
     weight.tileRows = *rows;
     weight.tileCols = *cols;
+    int64_t version;
+    FDC_ASSIGN_OR_RETURN(
+        version, reader.integer(entry, "csl_version", path + ".csl_version"));
+    if (version != kTiledCSLVersion)
+      return fail("tiled_csl layout version ", version,
+                  " is not the version this runtime reads (", kTiledCSLVersion,
+                  ")");
   }
 
   int64_t offset, bytes;

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <vector>
 
 using namespace fdc::runtime;
 
@@ -152,13 +153,27 @@ uint64_t fdc::runtime::int4PackedBytes(int64_t n, int64_t k, int64_t groupSize,
   return elements / 2 + pairs * 2 * dtypeSize(scaleDType);
 }
 
+namespace {
+uint64_t ceilDiv(int64_t a, int64_t b) {
+  return static_cast<uint64_t>((a + b - 1) / b);
+}
+uint64_t tiledCSLTiles(int64_t n, int64_t k, int64_t tileRows,
+                       int64_t tileCols) {
+  return ceilDiv(n, tileRows) * ceilDiv(k, tileCols);
+}
+} // namespace
+
+uint64_t fdc::runtime::tiledCSLHeaderWords(int64_t n, int64_t k,
+                                           int64_t tileRows, int64_t tileCols) {
+  return (tiledCSLTiles(n, k, tileRows, tileCols) / 4 + 1) * 4;
+}
+
 uint64_t fdc::runtime::tiledCSLCapacityBytes(int64_t n, int64_t k,
                                              int64_t tileRows,
                                              int64_t tileCols) {
-  uint64_t tiles =
-      static_cast<uint64_t>(n / tileRows) * static_cast<uint64_t>(k / tileCols);
-  return (tiles + 1) * 4 +
-         static_cast<uint64_t>(n) * static_cast<uint64_t>(k) * 4;
+  uint64_t tiles = tiledCSLTiles(n, k, tileRows, tileCols);
+  return tiledCSLHeaderWords(n, k, tileRows, tileCols) * 4 +
+         tiles * static_cast<uint64_t>(tileRows * tileCols) * 4;
 }
 
 Error fdc::runtime::checkPackedLayout(const WeightSpec &weight) {
@@ -201,14 +216,19 @@ Error fdc::runtime::checkPackedLayout(const WeightSpec &weight) {
   int64_t tile[2] = {weight.tileRows, weight.tileCols};
   static const char *dimNames[2] = {"N", "K"};
   for (int i = 0; i < 2; ++i)
-    if (tile[i] <= 0 || shape[i] % tile[i] != 0)
+    if (tile[i] <= 0 || tile[i] > 65536)
       return createError("tile [", tile[0], ", ", tile[1], "]: ", tile[i],
-                         " does not divide ", dimNames[i], " = ", shape[i]);
+                         " along ", dimNames[i], " is not in [1, 65536]");
   if (tile[0] * tile[1] > 65536)
     return createError("tile [", tile[0], ", ", tile[1], "] has ",
                        tile[0] * tile[1],
                        " elements, more than 16-bit locations address "
                        "(65536)");
+  if (tile[0] * tile[1] % 4 != 0)
+    return createError("tile [", tile[0], ", ", tile[1], "] has ",
+                       tile[0] * tile[1],
+                       " elements, not a multiple of 4 (tile runs are padded "
+                       "to whole 16-byte vectors)");
   expected = tiledCSLCapacityBytes(n, k, tile[0], tile[1]);
   if (weight.bytes != expected)
     return createError("bytes ", weight.bytes,
@@ -274,28 +294,75 @@ Error fdc::runtime::packInt4(const float *dense, int64_t n, int64_t k,
   return Error::success();
 }
 
+namespace {
+/// The shared-memory bank of a tile location in the NVIDIA flash_spmm
+/// kernel's dense tile: 2-byte elements, rows of tileCols, and when a row
+/// holds a multiple of 64 elements, odd rows' 16-byte chunks XOR 4.
+unsigned sharedBank(uint32_t location, int64_t tileCols) {
+  bool oddRow = (location / tileCols) % 2 == 1;
+  uint32_t swizzled = tileCols % 64 == 0 && oddRow ? location ^ 32u : location;
+  return (swizzled >> 1) & 31;
+}
+
+/// Orders a tile's padded words so that the words lanes store in one
+/// instruction (slot 128q + 4l + j: vector l's word j in group q) share
+/// banks as little as the banks' counts allow (docs/model-library.md): the
+/// words sorted by bank are dealt out lane by lane over the instructions,
+/// so a bank's words land in consecutive instructions.
+void orderForBanks(std::vector<uint32_t> &words, int64_t tileCols) {
+  size_t count = words.size();
+  std::stable_sort(words.begin(), words.end(), [&](uint32_t a, uint32_t b) {
+    return sharedBank(a >> 16, tileCols) < sharedBank(b >> 16, tileCols);
+  });
+  size_t groups = (count + 127) / 128;
+  std::vector<uint32_t> ordered(count);
+  size_t next = 0;
+  for (size_t lane = 0; lane < 32; ++lane)
+    for (size_t instruction = 0; instruction < 4 * groups; ++instruction) {
+      size_t group = instruction / 4, j = instruction % 4;
+      size_t vectors = std::min<size_t>(32, (count - group * 128) / 4);
+      if (lane < vectors)
+        ordered[group * 128 + lane * 4 + j] = words[next++];
+    }
+  words.swap(ordered);
+}
+} // namespace
+
 uint64_t fdc::runtime::packTiledCSL(const float *dense, int64_t n, int64_t k,
                                     int64_t tileRows, int64_t tileCols,
                                     DType elementDType, uint8_t *out) {
-  int64_t tilesPerRow = k / tileCols;
-  int64_t tiles = (n / tileRows) * tilesPerRow;
-  uint8_t *words = out + (tiles + 1) * 4;
+  int64_t tilesPerRow = static_cast<int64_t>(ceilDiv(k, tileCols));
+  int64_t tiles = static_cast<int64_t>(ceilDiv(n, tileRows)) * tilesPerRow;
+  uint8_t *words = out + tiledCSLHeaderWords(n, k, tileRows, tileCols) * 4;
   uint64_t count = 0;
+  std::vector<uint32_t> run;
   for (int64_t t = 0; t < tiles; ++t) {
     storeU32(out + t * 4, static_cast<uint32_t>(count));
     int64_t row0 = (t / tilesPerRow) * tileRows;
     int64_t col0 = (t % tilesPerRow) * tileCols;
-    for (int64_t r = 0; r < tileRows; ++r) {
-      const float *row = dense + (row0 + r) * k + col0;
+    run.clear();
+    // The first location, row-major over the whole tile, that is outside
+    // the matrix or holds a zero: where padding words go.
+    int64_t padding = -1;
+    for (int64_t r = 0; r < tileRows; ++r)
       for (int64_t c = 0; c < tileCols; ++c) {
-        uint16_t bits = narrowBits(row[c], elementDType);
-        if ((bits & 0x7fff) == 0) // +0 and -0 are dropped
-          continue;
         uint32_t location = static_cast<uint32_t>(r * tileCols + c);
-        storeU32(words + count * 4, (location << 16) | bits);
-        ++count;
+        bool inside = row0 + r < n && col0 + c < k;
+        uint16_t bits =
+            inside ? narrowBits(dense[(row0 + r) * k + col0 + c], elementDType)
+                   : 0;
+        if ((bits & 0x7fff) == 0) { // +0 and -0 are dropped
+          if (padding < 0)
+            padding = location;
+          continue;
+        }
+        run.push_back((location << 16) | bits);
       }
-    }
+    while (run.size() % 4 != 0)
+      run.push_back(static_cast<uint32_t>(padding) << 16);
+    orderForBanks(run, tileCols);
+    for (uint32_t word : run)
+      storeU32(words + (count++) * 4, word);
   }
   storeU32(out + tiles * 4, static_cast<uint32_t>(count));
   return count;

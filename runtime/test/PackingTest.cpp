@@ -70,8 +70,14 @@ TEST(PackingTest, Sizes) {
   EXPECT_EQ(int4PackedBytes(2, 8, 4, DType::F32), 8u + 4 * 8);
   EXPECT_EQ(int4PackedBytes(4096, 4096, 128, DType::F16),
             4096u * 2048 + 4096u * 32 * 4);
-  EXPECT_EQ(tiledCSLCapacityBytes(4, 4, 2, 2), 5u * 4 + 16 * 4);
-  EXPECT_EQ(tiledCSLCapacityBytes(256, 512, 128, 64), 17u * 4 + 256 * 512 * 4);
+  // The header (tiles + 1 offsets) is padded to 4 words; every tile
+  // reserves a word per element, partial tiles too.
+  EXPECT_EQ(tiledCSLCapacityBytes(4, 4, 2, 2), 8u * 4 + 4 * 4 * 4);
+  EXPECT_EQ(tiledCSLCapacityBytes(256, 512, 128, 64),
+            20u * 4 + 16 * 128 * 64 * 4);
+  EXPECT_EQ(tiledCSLHeaderWords(200, 100, 128, 64), 8u);
+  EXPECT_EQ(tiledCSLCapacityBytes(200, 100, 128, 64),
+            8u * 4 + 4 * 128 * 64 * 4);
 }
 
 TEST(PackingTest, Int4KnownMatrix) {
@@ -84,15 +90,33 @@ TEST(PackingTest, Int4KnownMatrix) {
       // Nibbles, element 2j in the low nibble of byte j.
       // row 0, group 0: min 0, scale 1: q = 0, 15, 8 (7.5: tie to even), 8
       // (8.5: tie to even); group 1: min -1, scale f16(2/15), q = 0, 15, 15, 0.
-      0xf0, 0x88, 0xf0, 0x0f,
+      0xf0,
+      0x88,
+      0xf0,
+      0x0f,
       // row 1, group 0: all 5, scale 0, q = 0; group 1: min 1, scale
       // f16(0.2) = 0.19995: q = 0, 5, 10, 15.
-      0x00, 0x00, 0x50, 0xfa,
+      0x00,
+      0x00,
+      0x50,
+      0xfa,
       // (scale, min) pairs, row-major by (row, group), f16 little-endian.
-      0x00, 0x3c, 0x00, 0x00, // 1.0, 0.0
-      0x44, 0x30, 0x00, 0xbc, // 0.1333, -1.0
-      0x00, 0x00, 0x00, 0x45, // 0.0, 5.0
-      0x66, 0x32, 0x00, 0x3c, // 0.19995, 1.0
+      0x00,
+      0x3c,
+      0x00,
+      0x00, // 1.0, 0.0
+      0x44,
+      0x30,
+      0x00,
+      0xbc, // 0.1333, -1.0
+      0x00,
+      0x00,
+      0x00,
+      0x45, // 0.0, 5.0
+      0x66,
+      0x32,
+      0x00,
+      0x3c, // 0.19995, 1.0
   };
   EXPECT_EQ(out, expected);
 }
@@ -134,27 +158,127 @@ TEST(PackingTest, TiledCSLKnownMatrix) {
                            0, 0,     1e-10f, 0, //
                            0, -1,    0,      0};
   std::vector<uint8_t> out(tiledCSLCapacityBytes(4, 4, 2, 2), 0);
-  EXPECT_EQ(packTiledCSL(dense, 4, 4, 2, 2, DType::F16, out.data()), 4u);
+  EXPECT_EQ(packTiledCSL(dense, 4, 4, 2, 2, DType::F16, out.data()), 12u);
   std::vector<uint32_t> words(out.size() / 4);
   std::memcpy(words.data(), out.data(), out.size());
   std::vector<uint32_t> expected(words.size(), 0);
-  // TileOffsets of tiles 0..3 (row-major), then the words.
-  std::vector<uint32_t> head = {
-      0,          1,          3, 4, 4,
-      0x00003c00,             // tile 0: (0,0) 1
-      0x00014000, 0x00024200, // tile 1: (0,1) 2, (1,0) 3
-      0x0003bc00};            // tile 2: (1,1) -1
+  // TileOffsets of tiles 0..3 (row-major) padded to 8 words, then each
+  // tile's words padded to 4 with zero values at its first zero location.
+  // A tile's one vector stores word j in instruction j, each taking the
+  // fullest bank's next word (locations 0-1 are bank 0, 2-3 bank 1).
+  std::vector<uint32_t> head = {0,          4,
+                                8,          12,
+                                12,         0,
+                                0,          0,
+                                0x00003c00, 0x00010000,
+                                0x00010000, 0x00010000, // tile 0: (0,0) 1
+                                0x00014000, 0x00000000,
+                                0x00000000, 0x00024200, // tile 1: 2, 3
+                                0x00000000, 0x00000000,
+                                0x00000000, 0x0003bc00}; // tile 2: (1,1) -1
   std::copy(head.begin(), head.end(), expected.begin());
   EXPECT_EQ(words, expected);
-  // bf16 words carry bf16 bits.
+  // bf16 words carry bf16 bits; 1e-10 is not zero in bf16: tile 3 gets a
+  // word, padded at its first zero, (0,1).
   out.assign(out.size(), 0);
-  EXPECT_EQ(packTiledCSL(dense, 4, 4, 2, 2, DType::BF16, out.data()), 5u);
+  EXPECT_EQ(packTiledCSL(dense, 4, 4, 2, 2, DType::BF16, out.data()), 16u);
   std::memcpy(words.data(), out.data(), out.size());
-  // 1e-10 is not zero in bf16: tile 3 gets a word.
-  std::vector<uint32_t> bf16Head = {
-      0,          1,          3,          4,          5,
-      0x00003f80, 0x00014000, 0x00024040, 0x0003bf80, floatToBF16Bits(1e-10f)};
-  EXPECT_EQ(std::vector<uint32_t>(words.begin(), words.begin() + 10), bf16Head);
+  std::vector<uint32_t> bf16Words = {
+      0,          4,          8,
+      12,         16,         0,
+      0,          0,          0x00003f80,
+      0x00010000, 0x00010000, 0x00010000,
+      0x00014000, 0x00000000, 0x00000000,
+      0x00024040, 0x00000000, 0x00000000,
+      0x00000000, 0x0003bf80, floatToBF16Bits(1e-10f),
+      0x00010000, 0x00010000, 0x00010000};
+  EXPECT_EQ(std::vector<uint32_t>(words.begin(), words.begin() + 24),
+            bf16Words);
+}
+
+TEST(PackingTest, TiledCSLPartialTiles) {
+  // [3, 3] in 2x2 tiles: the last tile row and column are partial. The
+  // corner tile's one element is non-zero, so its padding goes to the first
+  // location outside the matrix, (0,1).
+  const float dense[9] = {1, 2, 3, //
+                          4, 5, 6, //
+                          7, 8, 9};
+  std::vector<uint8_t> out(tiledCSLCapacityBytes(3, 3, 2, 2), 0);
+  EXPECT_EQ(packTiledCSL(dense, 3, 3, 2, 2, DType::BF16, out.data()), 16u);
+  std::vector<uint32_t> words(out.size() / 4);
+  std::memcpy(words.data(), out.data(), out.size());
+  EXPECT_EQ(std::vector<uint32_t>(words.begin(), words.begin() + 8),
+            (std::vector<uint32_t>{0, 4, 8, 12, 16, 0, 0, 0}));
+  // Tile 3 holds (2,2) = 9 at location 0, then padding at location 1.
+  uint32_t nine = floatToBF16Bits(9.0f);
+  EXPECT_EQ(std::vector<uint32_t>(words.begin() + 20, words.begin() + 24),
+            (std::vector<uint32_t>{nine, 0x00010000, 0x00010000, 0x00010000}));
+}
+
+TEST(PackingTest, TiledCSLBankOrder) {
+  // A 70%-sparse 128x64 tile: every group of 32 words stored by one
+  // instruction (slot 128q + 4l + j for lanes l) should hit distinct banks
+  // of the kernel's shared tile (odd rows' 16-byte chunks XOR 4).
+  std::vector<float> dense(128 * 64, 0.0f);
+  uint32_t state = 12345;
+  int64_t nonZeros = 0;
+  for (float &value : dense) {
+    state = state * 1664525u + 1013904223u;
+    if ((state >> 8) % 10 < 3) {
+      value = 1.0f + static_cast<float>((state >> 4) % 7);
+      ++nonZeros;
+    }
+  }
+  std::vector<uint8_t> out(tiledCSLCapacityBytes(128, 64, 128, 64), 0);
+  uint64_t count =
+      packTiledCSL(dense.data(), 128, 64, 128, 64, DType::F16, out.data());
+  EXPECT_EQ(count, static_cast<uint64_t>((nonZeros + 3) / 4 * 4));
+  std::vector<uint32_t> words(count);
+  std::memcpy(words.data(), out.data() + 4 * 4, count * 4);
+  auto bankOf = [](uint32_t word) {
+    uint32_t location = word >> 16;
+    uint32_t swizzled = (location / 64) % 2 ? location ^ 32u : location;
+    return (swizzled >> 1) & 31;
+  };
+  // The most words of one bank any store instruction holds.
+  auto worstInstruction = [&](const std::vector<uint32_t> &order) {
+    unsigned worst = 0;
+    for (uint64_t q = 0; q * 128 < count; ++q) {
+      uint64_t vectors = std::min<uint64_t>(32, (count - q * 128) / 4);
+      for (uint64_t j = 0; j < 4; ++j) {
+        unsigned uses[32] = {};
+        for (uint64_t l = 0; l < vectors; ++l)
+          ++uses[bankOf(order[q * 128 + l * 4 + j])];
+        worst = std::max(worst, *std::max_element(uses, uses + 32));
+      }
+    }
+    return worst;
+  };
+  // Every real value is there once.
+  std::vector<bool> seen(128 * 64, false);
+  int64_t real = 0;
+  unsigned bankCounts[32] = {};
+  for (uint32_t word : words) {
+    ++bankCounts[bankOf(word)];
+    if ((word & 0x7fff) != 0) {
+      EXPECT_FALSE(seen[word >> 16]);
+      seen[word >> 16] = true;
+      EXPECT_NE(dense[word >> 16], 0.0f);
+      ++real;
+    }
+  }
+  EXPECT_EQ(real, nonZeros);
+  // No order does better than ceil(largest bank / instructions); the
+  // packer's reaches it, where location order stacks a bank many times.
+  uint64_t instructions = 4 * ((count + 127) / 128);
+  unsigned largest = *std::max_element(bankCounts, bankCounts + 32);
+  unsigned bound = (largest + instructions - 1) / instructions;
+  EXPECT_EQ(bound, 2u);
+  EXPECT_EQ(worstInstruction(words), bound);
+  std::vector<uint32_t> byLocation = words;
+  std::sort(byLocation.begin(), byLocation.end(),
+            [](uint32_t a, uint32_t b) { return (a >> 16) < (b >> 16); });
+  EXPECT_GE(worstInstruction(byLocation), 4u);
 }
 
 //===----------------------------------------------------------------------===//
@@ -189,8 +313,8 @@ TEST(PackingManifestTest, AcceptsPackedLayouts) {
                      "layout": "int4", "group_size": 4, "scale_dtype": "f16",
                      "offset": 0, "bytes": 24, "sources": ["a", "b"]},
                     {"name": "s", "dtype": "bf16", "shape": [4, 4],
-                     "layout": "tiled_csl", "tile": [2, 2], "offset": 256,
-                     "bytes": 84})"),
+                     "layout": "tiled_csl", "tile": [2, 2], "csl_version": 2,
+                     "offset": 256, "bytes": 96})"),
       "test");
   ASSERT_TRUE(m) << m.error().message();
   EXPECT_EQ(m->weights[0].layoutKind, WeightLayout::Int4);
@@ -229,26 +353,36 @@ TEST(PackingManifestTest, Errors) {
               "weight 'q': dtype 'int4' is not one of f32, bf16, f16 (int4 "
               "needs layout 'int4')");
   auto csl = [](const std::string &dtype, const std::string &tile,
-                const std::string &bytes) {
+                const std::string &bytes, const std::string &version = "2") {
     return R"({"name": "s", "dtype": ")" + dtype +
            R"(", "shape": [4, 6], "layout": "tiled_csl", "tile": )" + tile +
-           R"(, "offset": 0, "bytes": )" + bytes + "}";
+           R"(, "csl_version": )" + version + R"(, "offset": 0, "bytes": )" +
+           bytes + "}";
   };
-  EXPECT_EQ(manifestError(csl("f16", "[2, 3]", "116")), "");
-  expectError(csl("f16", "[2, 4]", "116"),
-              "weight 's': tile [2, 4]: 4 does not divide K = 6");
+  EXPECT_EQ(manifestError(csl("f16", "[2, 2]", "128")), "");
+  // Partial tiles: [4, 6] in 2x4 tiles is 2 x 2 tiles.
+  EXPECT_EQ(manifestError(csl("f16", "[2, 4]", "160")), "");
   expectError(csl("f16", "[3, 3]", "116"),
-              "weight 's': tile [3, 3]: 3 does not divide N = 4");
+              "weight 's': tile [3, 3] has 9 elements, not a multiple of 4");
+  expectError(csl("f16", "[0, 4]", "116"),
+              "weight 's': tile [0, 4]: 0 along N is not in [1, 65536]");
   expectError(csl("f16", "[2]", "116"),
               "weight 's': 'tile' must be [rows, columns]");
-  expectError(csl("f16", "[2, 3]", "96"),
+  expectError(csl("f16", "[2, 2]", "96"),
               "weight 's': bytes 96 does not match the tiled_csl capacity of "
-              "[4, 6] with tile [2, 3] (116)");
-  expectError(csl("f32", "[2, 3]", "116"),
+              "[4, 6] with tile [2, 2] (128)");
+  expectError(csl("f32", "[2, 2]", "128"),
               "weight 's': tiled_csl needs dtype f16 or bf16, got f32");
+  expectError(csl("f16", "[2, 2]", "128", "1"),
+              "weight 's': tiled_csl layout version 1 is not the version "
+              "this runtime reads (2)");
+  expectError(R"({"name": "s", "dtype": "f16", "shape": [4, 6],
+                  "layout": "tiled_csl", "tile": [2, 2], "offset": 0,
+                  "bytes": 128})",
+              "missing field 'weights[0].csl_version'");
   std::string big = R"({"name": "s", "dtype": "f16", "shape": [512, 256],
                         "layout": "tiled_csl", "tile": [512, 256],
-                        "offset": 0, "bytes": 524296})";
+                        "csl_version": 2, "offset": 0, "bytes": 524296})";
   Expected<Manifest> m = Manifest::parse(manifestOf(big, "600000"), "test");
   ASSERT_FALSE(m);
   EXPECT_NE(m.error().message().find(
@@ -298,7 +432,7 @@ const char *packedWeights =
         "group_size": 4, "scale_dtype": "f16", "offset": 0, "bytes": 24,
         "sources": ["a", "b"]},
        {"name": "s", "dtype": "f16", "shape": [4, 4], "layout": "tiled_csl",
-        "tile": [2, 2], "offset": 256, "bytes": 84})";
+        "tile": [2, 2], "csl_version": 2, "offset": 256, "bytes": 96})";
 
 TEST_F(PackingLoaderTest, PacksConcatenatedSourcesOfAnyFloatDType) {
   // "q" = [a (f32); b (f16)], the matrix of Int4KnownMatrix; "s" from f32.
@@ -315,13 +449,17 @@ TEST_F(PackingLoaderTest, PacksConcatenatedSourcesOfAnyFloatDType) {
                                      0x50, 0xfa, 0x00, 0x3c, 0x00, 0x00,
                                      0x44, 0x30, 0x00, 0xbc, 0x00, 0x00,
                                      0x00, 0x45, 0x66, 0x32, 0x00, 0x3c}));
-  uint32_t words[9];
+  // The words of TiledCSLKnownMatrix (f16).
+  uint32_t words[20];
   std::memcpy(words, arena.data() + 256, sizeof(words));
-  EXPECT_EQ(std::vector<uint32_t>(words, words + 9),
-            (std::vector<uint32_t>{0, 1, 3, 4, 4, 0x00003c00, 0x00014000,
-                                   0x00024200, 0x0003bc00}));
+  EXPECT_EQ(
+      std::vector<uint32_t>(words, words + 20),
+      (std::vector<uint32_t>{
+          0, 4,          8,          12,         12,         0,          0,
+          0, 0x00003c00, 0x00010000, 0x00010000, 0x00010000, 0x00014000, 0,
+          0, 0x00024200, 0,          0,          0,          0x0003bc00}));
   // The rest of the capacity stays zero.
-  for (int i = 256 + 36; i < 256 + 84; ++i)
+  for (int i = 256 + 80; i < 256 + 96; ++i)
     ASSERT_EQ(arena.data()[i], 0) << i;
 
   // A tiled_csl weight also takes its own element type.
@@ -331,7 +469,7 @@ TEST_F(PackingLoaderTest, PacksConcatenatedSourcesOfAnyFloatDType) {
                 f16Bytes({1, 0, 0, 2, 0, 0, 3, 0, 0, 0, 0, 0, 0, -1, 0, 0})};
   ASSERT_EQ(load(packedWeights, tensors), "");
   std::memcpy(words, arena.data() + 256, sizeof(words));
-  EXPECT_EQ(words[8], 0x0003bc00u);
+  EXPECT_EQ(words[19], 0x0003bc00u);
 }
 
 TEST_F(PackingLoaderTest, Errors) {

@@ -449,6 +449,136 @@ def attention_checks(work, rng):
         torch.cuda.empty_cache()
 
 
+def sparse_checks(work, rng):
+    """decode.sparse_linear on the GPU against float64: every epilogue (none,
+    bias, residual, bias + residual, SiLU-gate-up with and without a
+    residual), f16 and bf16, N and K no multiple of the 128x64 tile, the
+    default dispatch and flash_spmm configs pinned by hand; each library on
+    weights pruned at random to 50..95 % and on one with empty rows, empty
+    tiles and a dense tile, at M = 1, 3, 8, 17, 32, 64. The weights are made
+    here from a seed and packed into the arena by fdc.bench.tiled_csl's torch
+    packer, checked word for word against the spec read literally
+    (pack_numpy) and against fdc.packing (the runtime's packer). The logits
+    start NaN, the scratch (the sparse op's output and any split-K partial
+    sums) 0xFF bytes, and the arena's words past the packed runs 0xFF too,
+    so that a value left unwritten or a word read past its tile's run
+    fails."""
+    from fdc import packing
+    from fdc.testing import sparse_models
+
+    seed = int(rng.integers(0, 2**31))
+    gen = torch.Generator(device="cuda")
+    gen.manual_seed(seed)
+    # fdc.packing mirrors the runtime's packer: the same words where it packs
+    # the library's layout version.
+    runtime_version = getattr(packing, "TILED_CSL_VERSION", 1)
+    for v in sparse_models.VARIANTS:
+        try:
+            _sparse_variant(v, gen, seed, runtime_version)
+        except Exception as e:  # report and go on to the next library
+            record(f"{v.name} crashed", False,
+                   error=f"{type(e).__name__}: {e}"[:400])
+        torch.cuda.empty_cache()
+
+
+def _sparse_variant(v, gen, seed, runtime_version):
+    """sparse_checks for one library (sparse_models.SparseVariant v)."""
+    from fdc import packing
+    from fdc.bench import models as bench_models
+    from fdc.bench import tiled_csl
+    from fdc.bench.launcher import CudaLauncher, ModelLibrary, step_args
+    from fdc.testing import sparse_models
+
+    class Launcher(CudaLauncher):
+        """Keeps each kernel's last launch geometry (for the record)."""
+        geometry: dict = {}
+
+        def _launch(self, name, grid, block, shared, params):
+            self.geometry[name] = (tuple(grid), block[0], shared)
+            return super()._launch(name, grid, block, shared, params)
+
+    start = time.time()
+    cuda = dict(device="cuda")
+    library = ModelLibrary(ART / "models" / f"{v.name}.so")
+    launcher = Launcher(library)
+    storage = torch.bfloat16 if v.dtype == "bf16" else torch.float16
+    data = torch.empty(library.weights_bytes, dtype=torch.uint8, **cuda)
+    entry = library.weight("w")
+    version = tiled_csl.layout_version(entry)
+    w_raw = data[entry["offset"]:entry["offset"] + entry["bytes"]]
+    weights = {}
+    for name, shape in v.weight_shapes().items():
+        if name == "w":
+            continue
+        e = library.weight(name)
+        view = data[e["offset"]:e["offset"] + e["bytes"]]
+        view = view.view(storage).view(shape)
+        fan_in = shape[-1] if name == "head" else 1
+        view.copy_(torch.randn(shape, generator=gen, **cuda) * fan_in ** -0.5)
+        weights[name] = view
+    cache = torch.zeros(max(library.kv_cache_bytes(1, 1), 256),
+                        dtype=torch.uint8, **cuda)
+    worst, kernels, failures = 0.0, set(), []
+    for pattern in sparse_models.PATTERNS:
+        w = sparse_models.make_weight(v, pattern, gen)
+        packed = tiled_csl.pack_torch(w, v.tile, version)
+        nbytes = packed.numel() * 4
+        words = packed.cpu().numpy().view(np.uint32)
+        bits = w.cpu().view(torch.int16).numpy().view(np.uint16)
+        if not np.array_equal(words, tiled_csl.pack_numpy(bits, v.tile, version)):
+            failures.append(f"{pattern}: pack_torch differs from pack_numpy")
+        if version == runtime_version:
+            dense = (w.float().cpu().numpy())
+            ref_words = np.frombuffer(packing.pack_tiled_csl(
+                dense, v.tile, v.dtype, capacity=False), dtype="<u4")
+            if not np.array_equal(words, ref_words):
+                failures.append(f"{pattern}: pack_torch differs from "
+                                "fdc.packing")
+        if nbytes > entry["bytes"]:
+            failures.append(f"{pattern}: {nbytes} packed bytes, "
+                            f"{entry['bytes']} reserved")
+            continue
+        w_raw.fill_(0xFF)
+        w_raw[:nbytes].copy_(packed.view(torch.uint8))
+        for m in sparse_models.BATCHES:
+            tokens = torch.randint(0, sparse_models.TABLE_ROWS, (m,),
+                                   generator=gen, **cuda).to(torch.int32)
+            logits = torch.full((m, sparse_models.HEAD_ROWS), float("nan"),
+                                **cuda)
+            next_tokens = torch.full((m,), -1, dtype=torch.int32, **cuda)
+            scratch = torch.full((max(library.scratch_bytes(m), 1),), 0xFF,
+                                 dtype=torch.uint8, **cuda)
+            zeros = torch.zeros(m, dtype=torch.int32, **cuda)
+            inputs = dict(
+                positions=zeros, slots=torch.arange(m, dtype=torch.int32, **cuda),
+                temperature=torch.zeros(m, **cuda), top_k=zeros,
+                top_p=torch.ones(m, **cuda),
+                uniform=torch.full((m,), 0.5, **cuda))
+            launcher.step(step_args(
+                batch=m, num_slots=m, max_context=1, weights=data.data_ptr(),
+                kv_cache=cache.data_ptr(), tokens=tokens.data_ptr(),
+                logits=logits.data_ptr(), next_tokens=next_tokens.data_ptr(),
+                scratch=scratch.data_ptr(),
+                **{k: t.data_ptr() for k, t in inputs.items()}))
+            torch.cuda.synchronize()
+            kernels.update(bench_models.sparse_op_kernels(launcher.launched))
+            ref = sparse_models.reference(v, weights, w, tokens)
+            err = float(torch.linalg.norm(logits.double() - ref)
+                        / torch.linalg.norm(ref))
+            if not err <= 1e-2:  # NaN fails too
+                failures.append(f"{pattern} M={m}: rel_err={err:.2e}")
+            worst = max(worst, err) if err == err else float("nan")
+    # Each sparse kernel's launch (grid, threads, dynamic shared bytes) at
+    # the largest M: flash_spmm's grid is (batch blocks, tile rows, splits).
+    launches = "; ".join(f"{k} {launcher.geometry[k]}" for k in sorted(kernels))
+    record(f"{v.name} [{v.rows}x{v.k}] vs float64, "
+           f"{len(sparse_models.PATTERNS)} weights x M = 1..64",
+           not failures, worst_rel_err=f"{worst:.2e}",
+           expected_family="flash_spmm" if v.flash else "sparse_row_scan",
+           kernels=launches, csl_version=version, seed=seed,
+           seconds=round(time.time() - start, 2), errors="; ".join(failures[:4]))
+
+
 def main():
     if not torch.cuda.is_available():
         print("SKIP: no CUDA GPU here; run test/gpu/run.sh on a GPU machine")
@@ -457,8 +587,8 @@ def main():
     rng = np.random.default_rng(int.from_bytes(os.urandom(4), "little"))
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
-        stages = (attention_checks, linear_checks, wide_checks, head128_checks, packed_checks,
-                  tiny_checks)
+        stages = (attention_checks, linear_checks, sparse_checks, wide_checks,
+                  head128_checks, packed_checks, tiny_checks)
         wanted = os.environ.get("FDC_GPU_STAGES")  # e.g. "wide_checks"
         if wanted:
             stages = [st for st in stages if st.__name__ in wanted.split(",")]

@@ -85,6 +85,12 @@ done
 for ir in "$out"/models/linear-*.mlir; do
   "$build/bin/fdc" compile "$ir" --target=cuda:sm_90 -o "${ir%.mlir}.so"
 done
+# One decode.sparse_linear per model: every epilogue, f16 / bf16, partial
+# tiles, pinned flash_spmm configs (the weights are made on the device).
+"$py" -m fdc.testing.sparse_models "$out/models"
+for ir in "$out"/models/sparse-*.mlir; do
+  "$build/bin/fdc" compile "$ir" --target=cuda:sm_90 -o "${ir%.mlir}.so"
+done
 # One decode.attention per model: each kernel, scheme and head layout.
 "$py" -m fdc.testing.attention_models "$out/models"
 for ir in "$out"/models/attention-*.mlir; do

@@ -93,6 +93,7 @@ KernelRegistry::KernelRegistry() {
   families.push_back(createFlatGemmFamily());
   families.push_back(createTiledGemmFamily());
   families.push_back(createSparseRowScanFamily());
+  families.push_back(createFlashSpmmFamily());
   families.push_back(createRopeFamily());
   families.push_back(createKVAppendFamily());
   families.push_back(createSplitKVAttentionFamily());
@@ -176,6 +177,10 @@ FailureOr<Attribute> fdc::gpu::resolveKernels(Operation *op,
     if (auto linear = dyn_cast<decode::LinearOp>(op))
       if (std::optional<decode::KernelDispatchAttr> dispatch =
               getDefaultLinearDispatch(linear, target))
+        attr = *dispatch;
+    if (auto sparse = dyn_cast<decode::SparseLinearOp>(op))
+      if (std::optional<decode::KernelDispatchAttr> dispatch =
+              getDefaultSparseLinearDispatch(sparse, target))
         attr = *dispatch;
     if (auto attention = dyn_cast<decode::AttentionOp>(op))
       if (std::optional<decode::KernelAttr> kernel =

@@ -164,6 +164,14 @@ std::optional<MmaLayout> getFlatGemmLayout(decode::LinearOp op,
 std::optional<decode::KernelDispatchAttr>
 getDefaultLinearDispatch(decode::LinearOp op, const GpuPrimitives &target);
 
+/// Flash-LLM's SpMM for a decode.sparse_linear on a target with an MMA for
+/// its type: flash_spmm tiles growing with the batch M, K split to fill the
+/// units (Kernels/FlashSpmm.cpp); none otherwise (sparse_row_scan then
+/// serves it).
+std::optional<decode::KernelDispatchAttr>
+getDefaultSparseLinearDispatch(decode::SparseLinearOp op,
+                               const GpuPrimitives &target);
+
 /// The default kernel of a decode.attention on a target with an MMA for the
 /// cache's type: gqa_attention (Kernels/GqaAttention.cpp), which reads each
 /// KV head once for its group of query heads (MHA, GQA, MQA) within the
@@ -178,6 +186,7 @@ std::unique_ptr<KernelFamily> createGemvFamily();
 std::unique_ptr<KernelFamily> createFlatGemmFamily();
 std::unique_ptr<KernelFamily> createTiledGemmFamily();
 std::unique_ptr<KernelFamily> createSparseRowScanFamily();
+std::unique_ptr<KernelFamily> createFlashSpmmFamily();
 std::unique_ptr<KernelFamily> createRopeFamily();
 std::unique_ptr<KernelFamily> createKVAppendFamily();
 std::unique_ptr<KernelFamily> createSplitKVAttentionFamily();

@@ -164,7 +164,7 @@ Value fdc::emitSparseProduct(Emitter &e, Value input, Value words,
   ImplicitLocOpBuilder &b = e.builder();
   int64_t n = type.getShape()[0], k = type.getShape()[1];
   int64_t tileRows = type.getTile()[0], tileCols = type.getTile()[1];
-  int64_t tilesPerRow = k / tileCols, tiles = (n / tileRows) * tilesPerRow;
+  int64_t tilesPerRow = type.getTilesPerRow();
   Value batch = memref::DimOp::create(b, input, 0);
   Value acc = memref::AllocOp::create(
       b, MemRefType::get({ShapedType::kDynamic, n}, b.getF32Type()),
@@ -173,7 +173,11 @@ Value fdc::emitSparseProduct(Emitter &e, Value input, Value words,
     e.loop(n,
            [&](Value j) { memref::StoreOp::create(b, e.f32(0), acc, {i, j}); });
   });
-  Value wordBase = e.index(tiles + 1);
+  // Each tile is expanded into a dense f32 tile, then multiplied in k order:
+  // the sums are those of the dense matrix, whatever the words' order.
+  Value dense = memref::AllocOp::create(
+      b, MemRefType::get({tileRows * tileCols}, b.getF32Type()));
+  Value wordBase = e.index(type.getHeaderWords());
   auto offsetAt = [&](Value tile) {
     Value word = memref::LoadOp::create(b, words, tile);
     Value wide = arith::ExtUIOp::create(b, b.getI64Type(), word);
@@ -181,30 +185,45 @@ Value fdc::emitSparseProduct(Emitter &e, Value input, Value words,
                     arith::IndexCastOp::create(b, b.getIndexType(), wide));
   };
   Type valueType = type.getElementType();
-  e.loop(tiles, [&](Value tile) {
-    Value tileRow = arith::DivUIOp::create(b, tile, e.index(tilesPerRow));
-    Value tileCol = arith::RemUIOp::create(b, tile, e.index(tilesPerRow));
-    Value rowBase = mulIndex(e, tileRow, tileRows);
-    Value colBase = mulIndex(e, tileCol, tileCols);
+  e.loop(type.getTileCount(), [&](Value tile) {
+    e.loop(tileRows * tileCols,
+           [&](Value l) { memref::StoreOp::create(b, e.f32(0), dense, l); });
     Value begin = offsetAt(tile);
     Value end = offsetAt(addIndex(e, tile, e.index(1)));
     e.loop(begin, end, [&](Value w) {
       Value word = memref::LoadOp::create(b, words, w);
+      // Padding words store a zero at a zero or outside the matrix.
       Value valueBits = arith::TruncIOp::create(b, b.getI16Type(), word);
       Value bitcast = arith::BitcastOp::create(b, valueType, valueBits);
       Value weight = arith::ExtFOp::create(b, b.getF32Type(), bitcast);
-      Value location = arith::IndexCastOp::create(
-          b, b.getIndexType(), arith::ShRUIOp::create(b, word, e.i32(16)));
-      Value row = addIndex(
-          e, rowBase, arith::DivUIOp::create(b, location, e.index(tileCols)));
-      Value col = addIndex(
-          e, colBase, arith::RemUIOp::create(b, location, e.index(tileCols)));
+      Value shifted = arith::ShRUIOp::create(b, word, e.i32(16));
+      Value location = arith::IndexCastOp::create(b, b.getIndexType(), shifted);
+      memref::StoreOp::create(b, weight, dense, location);
+    });
+    Value tileRow = arith::DivUIOp::create(b, tile, e.index(tilesPerRow));
+    Value tileCol = arith::RemUIOp::create(b, tile, e.index(tilesPerRow));
+    Value rowBase = mulIndex(e, tileRow, tileRows);
+    Value colBase = mulIndex(e, tileCol, tileCols);
+    Value rowsLeft = arith::SubIOp::create(b, e.index(n), rowBase);
+    Value rows = arith::MinUIOp::create(b, rowsLeft, e.index(tileRows));
+    Value colsLeft = arith::SubIOp::create(b, e.index(k), colBase);
+    Value cols = arith::MinUIOp::create(b, colsLeft, e.index(tileCols));
+    e.loop(rows, [&](Value r) {
+      Value row = addIndex(e, rowBase, r);
+      Value rowStart = mulIndex(e, r, tileCols);
       e.loop(batch, [&](Value i) {
         Value old = memref::LoadOp::create(b, acc, {i, row});
-        Value term = e.mul(weight, e.load(input, {i, col}));
-        memref::StoreOp::create(b, e.add(old, term), acc, {i, row});
+        Value sum = e.reduce1(cols, old, [&](Value c, Value partial) {
+          Value weight =
+              memref::LoadOp::create(b, dense, addIndex(e, rowStart, c));
+          Value x = e.load(input, {i, addIndex(e, colBase, c)});
+          Value term = e.mul(weight, x);
+          return e.add(partial, term);
+        });
+        memref::StoreOp::create(b, sum, acc, {i, row});
       });
     });
   });
+  memref::DeallocOp::create(b, dense);
   return acc;
 }

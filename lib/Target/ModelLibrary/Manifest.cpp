@@ -101,6 +101,7 @@ FailureOr<std::string> target::buildManifest(decode::ModelOp model,
       entry["shape"] = shapeOf(sparse.getShape());
       entry["layout"] = "tiled_csl";
       entry["tile"] = shapeOf(sparse.getTile());
+      entry["csl_version"] = decode::TiledCSLType::kVersion;
     }
     weights.push_back(std::move(entry));
     arenaBytes =

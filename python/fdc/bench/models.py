@@ -11,6 +11,7 @@ numerics check of the measured kernel against a float64 reference.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 
 # Rows of the embedding tables that feed the measured op, and of the head.
@@ -26,6 +27,17 @@ LINEAR_SHAPES = {
     "llama3-8b gate_up": (28672, 4096),
     "llama3-8b down": (4096, 14336),
 }
+
+# Unstructured-sparse weights [N, K] (issue 13): OPT-66B's (hidden 9216,
+# FFN 36864) and Llama-2-7B's MLP. fp16 Tiled-CSL with the default tile.
+SPARSE_SHAPES = {
+    "opt-66b fc1": (36864, 9216),
+    "opt-66b fc2": (9216, 36864),
+    "opt-66b attn": (9216, 9216),
+    "llama2-7b gate/up": (11008, 4096),
+    "llama2-7b down": (4096, 11008),
+}
+SPARSE_TILE = (128, 64)
 
 # (query heads, kv heads): MHA, GQA, and the INT4 seed's 8/1.
 ATTENTION_HEADS = ((32, 32), (32, 8), (8, 1))
@@ -137,6 +149,53 @@ def attention_model(hq: int, hkv: int, softmax: str, kv: str = "bf16",
     return BenchModel(name, _model(name, [("table", table),
                                           ("head", f"tensor<{HEAD_ROWS}x{width}xbf16>")],
                                    cache, body))
+
+
+def sparse_name(n: int, k: int, dtype: str = "f16") -> str:
+    return f"sparse_{n}x{k}_{dtype}"
+
+
+def sparse_model(n: int, k: int, dtype: str = "f16", tile=SPARSE_TILE,
+                 kernel: str = "") -> BenchModel:
+    """y[M, N] = x[M, K] · w[N, K]ᵀ with w a !decode.tiled_csl (the measured
+    decode.sparse_linear; x from `table`). One library serves every
+    sparsity: the type fixes only the shape and tile, and the arena reserves
+    a dense matrix's words. ``kernel``: a #decode.kernel pinned, or ""."""
+    table = f"tensor<{TABLE_ROWS}x{k}x{dtype}>"
+    w = f"!decode.tiled_csl<{n}x{k}x{dtype}, tile = {tile[0]}x{tile[1]}>"
+    cache = f"!decode.kv_cache<layers = 1, kv_heads = 1, head_dim = 8, {dtype}>"
+    attr = f" {{decode.kernel = {kernel}}}" if kernel else ""
+    body = [
+        f'%table = decode.weight_ref @"table" : {table}',
+        f"%x = decode.embedding %table[%tokens] : {table}, tensor<?xi32> -> "
+        f"tensor<?x{k}x{dtype}>",
+        f'%w = decode.weight_ref @"w" : {w}',
+        f"%y = decode.sparse_linear %x, %w{attr} : tensor<?x{k}x{dtype}>, {w} "
+        f"-> tensor<?x{n}x{dtype}>",
+        *_head("%y", n, dtype),
+    ]
+    name = sparse_name(n, k, dtype)
+    return BenchModel(name, _model(name, [("table", table), ("w", w),
+                                          ("head", f"tensor<{HEAD_ROWS}x{n}x{dtype}>")],
+                                   cache, body))
+
+
+def sparse_op_kernels(launched: list[str]) -> set[str]:
+    """The sparse_linear's kernels among those a sparse model's step
+    launched: after the embedding and before the head, a dense decode.linear
+    whose kernels are linear_<i> (then linear_epilogue_<j>). A split-K
+    kernel's reduction (linear_epilogue) counts with the sparse op."""
+    head = next((i for i, k in enumerate(launched)
+                 if re.fullmatch(r"linear_\d+", k)), len(launched))
+    kernels = {k for k in launched[:head] if not k.startswith("embedding_")}
+    if not kernels:
+        raise ValueError(f"no sparse_linear kernel among {launched}")
+    return kernels
+
+
+def sparse_models() -> list[BenchModel]:
+    """The sparse family's libraries, one per shape (fp16)."""
+    return [sparse_model(n, k) for n, k in dict.fromkeys(SPARSE_SHAPES.values())]
 
 
 def all_models() -> list[BenchModel]:

@@ -3,7 +3,9 @@
     python -m fdc.bench.prepare [--out .bench-artifacts] [--arch sm_90]
 
 writes the benchmark models' IR and compiles each with
-``fdc compile --target=cuda:ARCH`` into OUT/models/, compiles the GPU test's
+``fdc compile --target=cuda:ARCH`` into OUT/models/ (the sparse family's
+libraries too, one per weight shape: the suite makes their pruned weights
+from a seed on the GPU and packs them there), compiles the GPU test's
 7B-wide Llama (from a header-only checkpoint twin), and copies the runtime
 library and the runtime's tools to OUT/lib/. Carry OUT to the GPU machine and
 run fdc.bench.suite.
@@ -92,7 +94,7 @@ def main(argv=None) -> int:
             jobs.append([fdc, "compile", source, target, "--tuning", tuning,
                          "-o", source.with_name(f"{name}-tuned.so")])
 
-    for model in models.all_models():
+    for model in models.all_models() + models.sparse_models():
         source = args.out / "models" / f"{model.name}.mlir"
         source.write_text(model.ir)
         compile_model(source, model.name.startswith("linear_"))

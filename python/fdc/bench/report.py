@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from pathlib import Path
 
@@ -133,7 +134,13 @@ def int4_md(rows) -> str:
                   body)
 
 
-def sparse_md(rows) -> str:
+def _sparse_measured(rows) -> bool:
+    """Whether the rows time fdc (runs before fdc's sparse kernel was
+    benchmarked hold only a status)."""
+    return any("us" in r.get("fdc", {}) for r in rows)
+
+
+def _sparse_legacy_md(rows) -> str:
     body = []
     for r in rows:
         c, peers = r["case"], r["peers"]
@@ -144,6 +151,79 @@ def sparse_md(rows) -> str:
     return _table(["W [N×K] fp16", "sparsity", "batch", "fdc", "cuSPARSE µs",
                    "cuSPARSE GB/s", "cuSPARSE % HBM", "cuBLAS dense µs",
                    "dense GB/s", "dense % HBM", "cuSPARSE / dense time"], body)
+
+
+def sparse_md(rows) -> str:
+    if not _sparse_measured(rows):
+        return _sparse_legacy_md(rows)
+    body = []
+    for r in rows:
+        c, peers = r["case"], r["peers"]
+        sp, dense = peers["cuSPARSE (torch CSR)"], peers["cuBLAS dense"]
+        shape = f"{c['N']}×{c['K']}"
+        if c.get("shape"):
+            shape = f"{c['shape']} [{c['N']},{c['K']}]"
+        body.append([shape, f"{c['sparsity']:.0%}", str(c["batch"]),
+                     *_timed(r["fdc"]), _num(sp.get("us")),
+                     _num(dense.get("us")), _num(r.get("ratio_dense"), 2),
+                     _num(r.get("ratio_cusparse"), 1), _err(r.get("check"))])
+    text = _table(["W [N,K] fp16", "sparsity", "M", "fdc µs", "fdc GB/s",
+                   "fdc % HBM", "cuSPARSE µs", "cuBLAS dense µs",
+                   "speedup vs dense", "speedup vs cuSPARSE", "fdc rel err"],
+                  body)
+    summary = sparse_summary(rows)
+    if summary:
+        text += "\n\n" + sparse_summary_md(summary)
+    return text
+
+
+def _geomean(values: list[float]) -> float:
+    return math.exp(sum(math.log(v) for v in values) / len(values))
+
+
+def _case_short(case: dict) -> str:
+    return f"[{case['N']},{case['K']}] M={case['batch']}"
+
+
+def sparse_summary(rows) -> dict | None:
+    """fdc's speedup over dense cuBLAS per sparsity (geomean over the shapes
+    and batches, and the least), and its least speedup over cuSPARSE; None
+    where fdc was not timed."""
+    timed = [r for r in rows if "ratio_dense" in r]
+    if not timed:
+        return None
+    per = {}
+    for sparsity in sorted({r["case"]["sparsity"] for r in timed}):
+        sel = [r for r in timed if r["case"]["sparsity"] == sparsity]
+        low = min(sel, key=lambda r: r["ratio_dense"])
+        low_sp = min(sel, key=lambda r: r["ratio_cusparse"])
+        per[f"{sparsity:g}"] = {
+            "cases": len(sel),
+            "geomean_vs_dense": _geomean([r["ratio_dense"] for r in sel]),
+            "min_vs_dense": low["ratio_dense"], "min_vs_dense_case": low["case"],
+            "geomean_vs_cusparse": _geomean([r["ratio_cusparse"] for r in sel]),
+            "min_vs_cusparse": low_sp["ratio_cusparse"],
+            "min_vs_cusparse_case": low_sp["case"]}
+    low_sp = min(timed, key=lambda r: r["ratio_cusparse"])
+    return {"per_sparsity": per, "min_vs_cusparse": low_sp["ratio_cusparse"],
+            "min_vs_cusparse_case": low_sp["case"],
+            "failed_checks": sum(not r["check"]["ok"] for r in timed
+                                 if r.get("check"))}
+
+
+def sparse_summary_md(summary: dict) -> str:
+    body = [[f"{float(s):.0%}", str(v["cases"]), _num(v["geomean_vs_dense"], 2),
+             f"{_num(v['min_vs_dense'], 2)} ({_case_short(v['min_vs_dense_case'])})",
+             _num(v["geomean_vs_cusparse"], 1),
+             f"{_num(v['min_vs_cusparse'], 1)} "
+             f"({_case_short(v['min_vs_cusparse_case'])})"]
+            for s, v in summary["per_sparsity"].items()]
+    text = _table(["sparsity", "cases (shapes × M)", "fdc / dense speedup, geomean",
+                   "fdc / dense speedup, least", "fdc / cuSPARSE speedup, geomean",
+                   "fdc / cuSPARSE speedup, least"], body)
+    return (text + f"\n\nLeast speedup over cuSPARSE in all: "
+            f"{_num(summary['min_vs_cusparse'], 1)} "
+            f"({_case_short(summary['min_vs_cusparse_case'])}).")
 
 
 def step_md(rows) -> str:
@@ -194,6 +274,20 @@ def step_kernels_md(rows) -> str:
                    *(f"B={r['case']['B']}" for r in rows)], body)
 
 
+SPARSE_LEGACY_NOTE = (
+    "cuSPARSE: torch CSR × dense (timed between events; its workspace "
+    "allocation prevents graph capture). Dense: torch.mm, graph replay.")
+SPARSE_NOTE = (
+    "Weights pruned at random (magnitude-independent, a fixed seed per "
+    "case), the same tensor for each contender. fdc: decode.sparse_linear's "
+    "default kernel for each M, the weight packed as Tiled-CSL (tile "
+    "128×64); bytes = the packed weight it reads (header + words) + x + y, "
+    "fdc rel err its logits against float64 of the pruned fp16 weight. "
+    "Dense: torch.mm (cuBLAS), graph replay, interleaved with fdc's. "
+    "cuSPARSE: torch CSR × dense, timed between events (its workspace "
+    "allocation prevents graph capture). Weights rotated over > 3× L2. "
+    "speedup = the peer's time over fdc's.")
+
 SECTIONS = (
     ("ceilings", "HBM ceilings", ceilings_md,
      "Large tensors (4 GiB), timed between CUDA events."),
@@ -211,8 +305,7 @@ SECTIONS = (
      "row); the peer reads a bf16 cache of the same shape. GB/s of each "
      "one's own bytes."),
     ("sparse", "Unstructured-sparse linear, fp16", sparse_md,
-     "cuSPARSE: torch CSR × dense (timed between events; its workspace "
-     "allocation prevents graph capture). Dense: torch.mm, graph replay."),
+     lambda rows: SPARSE_NOTE if _sparse_measured(rows) else SPARSE_LEGACY_NOTE),
     ("step", "Whole decode step, 7B-wide Llama (2 layers, random bf16 "
              "weights), context 1024", step_md,
      "Floor = (weights but the embedding table + KV cache read) / measured "
@@ -234,6 +327,8 @@ def markdown(results: dict) -> str:
         rows, error = _rows(results, family)
         if rows is None and error is None:
             continue
+        if callable(note):
+            note = note(rows or [])
         parts.append(f"### {title}\n\n{note}\n")
         parts.append(f"Family failed: `{error}`" if error else render(rows))
         if family == "step" and rows and step_kernels_md(rows):
@@ -305,6 +400,7 @@ def plots(results: dict, out: Path) -> list[Path]:
     """One PNG per family; [] without matplotlib."""
     try:
         import matplotlib
+        import matplotlib.ticker
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
@@ -378,7 +474,37 @@ def plots(results: dict, out: Path) -> list[Path]:
         save(fig, "int4")
 
     rows, _ = _rows(results, "sparse")
-    if rows:
+    if rows and _sparse_measured(rows):
+        sparsities = sorted({r["case"]["sparsity"] for r in rows})
+        fig, axes = plt.subplots(1, len(sparsities), squeeze=False,
+                                 figsize=(4.5 * len(sparsities), 4.2), sharey=True)
+        for ax, sparsity in zip(axes[0], sparsities):
+            for shape in dict.fromkeys((r["case"]["N"], r["case"]["K"]) for r in rows):
+                sel = [r for r in rows if r["case"]["sparsity"] == sparsity
+                       and (r["case"]["N"], r["case"]["K"]) == shape
+                       and "ratio_dense" in r]
+                if not sel:
+                    continue
+                batches = [r["case"]["batch"] for r in sel]
+                line, = ax.plot(batches, [r["ratio_dense"] for r in sel], "o-",
+                                label=f"vs dense {shape[0]}×{shape[1]}")
+                ax.plot(batches, [r["ratio_cusparse"] for r in sel], "x:",
+                        color=line.get_color())
+            # Reading 4 bytes per kept fp16 weight instead of 2 per weight.
+            ax.axhline(1 / (2 * (1 - sparsity)), color="gray", ls="--",
+                       label="packed-bytes bound")
+            ax.axhline(1, color="black", lw=0.8)
+            ax.set(xscale="log", yscale="log", xlabel="M (batch)",
+                   title=f"{sparsity:.0%} sparse, fp16")
+            batches = sorted({r["case"]["batch"] for r in rows})
+            ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
+            ax.set_xticks(batches, [str(b) for b in batches])
+            ax.legend(fontsize=6)
+        axes[0][0].set_ylabel("fdc speedup (peer µs / fdc µs)")
+        fig.suptitle("Sparse linear: fdc vs dense cuBLAS (solid) and vs "
+                     "cuSPARSE (dotted)", fontsize=10)
+        save(fig, "sparse")
+    elif rows:
         fig, ax = plt.subplots(figsize=(7, 4.5))
         for key in dict.fromkeys((r["case"]["N"], r["case"]["K"], r["case"]["sparsity"])
                                  for r in rows):

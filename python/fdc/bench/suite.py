@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import itertools
 import json
 import math
 import os
@@ -25,9 +26,9 @@ from pathlib import Path
 
 import torch
 
-from . import models, report
+from . import models, report, tiled_csl
 from ..testing import attention_models
-from .launcher import CudaLauncher, ModelLibrary, step_args
+from .launcher import CudaLauncher, LibraryError, ModelLibrary, step_args
 from .timing import (CALLS, event_time_us, graph_time_us, graph_times_us,
                      rotation, wall_time_s)
 
@@ -36,9 +37,11 @@ M_VALUES = (1, 2, 4, 8, 16, 32, 64, 128)
 ATTENTION_BATCHES = (1, 8, 32, 64, 128)
 ATTENTION_CONTEXTS = (1024, 2048, 4096, 8192, 16384, 32768)
 INT4_BATCHES = (1, 8, 32, 64, 128, 256)
-SPARSE_SHAPES = ((36864, 9216), (21504, 7168))
 SPARSITIES = (0.7, 0.8, 0.9)
-SPARSE_BATCHES = (8, 16, 32, 64)
+SPARSE_BATCHES = (8, 16, 32)
+SPARSE_SEED = 13  # the pruned weights are the same in every run
+# fdc calls longer than this (µs) are timed with fewer calls per graph.
+SLOW_CALL_US = 1000.0
 STEP_BATCHES = (1, 8, 32)
 STEP_CONTEXT = 1024
 LINEAR_TOLERANCE = 1e-2
@@ -216,6 +219,13 @@ def ceilings(bench: Bench) -> list[dict]:
     n = (1 << 30) if not bench.quick else (1 << 28)  # f32 elements: 4 GiB
     x = bench.randn(n, torch.float32)
     rows = []
+    # The suite's first kernels: an idle GPU's clocks ramp up over the first
+    # few hundred ms (one run measured 2,675 GB/s with a 33 % spread, where
+    # a warm read gives ~3,050), so the reads run for a second first.
+    warm_until = time.perf_counter() + 1.0
+    while time.perf_counter() < warm_until:
+        torch.sum(x)
+        torch.cuda.synchronize()
     read = event_time_us(lambda: torch.sum(x))
     bench.read_gbps = x.numel() * 4 / read["us"] / 1e3
     rows.append({"case": {"what": "streaming read (torch.sum)",
@@ -480,39 +490,177 @@ def int4(bench: Bench) -> list[dict]:
     return rows
 
 
-def sparse(bench: Bench) -> list[dict]:
-    """Unstructured-sparse fp16 weights: cuSPARSE (torch CSR) and dense
-    cuBLAS. fdc's Tiled-CSL kernel is not measured yet (see NOT_MEASURED)."""
+def sparse_seed(n: int, k: int, sparsity: float) -> int:
+    return SPARSE_SEED * 1_000_003 + n * 131 + k * 7 + round(sparsity * 1000)
+
+
+def sparse_weight(n: int, k: int, sparsity: float) -> torch.Tensor:
+    """The pruned fp16 weight of a sparse case: N(0, 1/K) values, each one
+    dropped with probability `sparsity` independently of its magnitude
+    (unstructured random pruning), from a seed fixed per case, so that every
+    run, and fdc, cuSPARSE, cuBLAS and the reference within one, use the same
+    tensor. Pruned elements are +0."""
+    gen = torch.Generator(device="cuda")
+    gen.manual_seed(sparse_seed(n, k, sparsity))
+    w = (torch.randn((n, k), device="cuda", generator=gen) * k ** -0.5).to(torch.float16)
+    pruned = torch.rand((n, k), device="cuda", generator=gen) < sparsity
+    return w.masked_fill_(pruned, 0.0)
+
+
+def sparse_step(bench: Bench, library: ModelLibrary, launcher: CudaLauncher,
+                tokens, arenas, cache):
+    """linear_step for a sparse library: the step run once, its buffers and
+    arguments on each arena, and the sparse op's kernels for this M."""
+    m = len(tokens)
+    buffers = StepBuffers(bench, library, m, m, 1,
+                          torch.zeros(m, device="cuda"),
+                          torch.arange(m, device="cuda"), tokens)
+    args = [buffers.args(a, cache) for a in arenas]
+    launcher.step(args[0])
+    torch.cuda.synchronize()
+    return buffers, args, models.sparse_op_kernels(launcher.launched)
+
+
+class SparseLibrary:
+    """A sparse benchmark library with one pruned weight packed into its
+    arena (and copies of the arena, to rotate over > 3x L2 of packed
+    bytes); the table and head are random per run."""
+
+    def __init__(self, bench: Bench, library: ModelLibrary, w: torch.Tensor):
+        n, k = w.shape
+        self.library = library
+        self.entry = entry = library.weight("w")
+        self.version = tiled_csl.layout_version(entry)
+        self.tile = tuple(entry["tile"])
+        base = Arena(library)
+        base.view("table", torch.float16).copy_(
+            bench.randn((models.TABLE_ROWS, k), torch.float16))
+        base.view("head", torch.float16).copy_(
+            bench.randn((models.HEAD_ROWS, n), torch.float16, std=n ** -0.5))
+        packed = tiled_csl.pack_torch(w, self.tile, self.version)
+        # What the kernel reads of the weight: the header and the runs.
+        self.packed_bytes = tiled_csl.words_read(packed.numel())
+        if self.packed_bytes > entry["bytes"]:
+            raise RuntimeError(f"{library.path}: {self.packed_bytes} packed "
+                               f"bytes exceed the {entry['bytes']} reserved")
+        raw = base.data[entry["offset"]:entry["offset"] + entry["bytes"]]
+        raw[:self.packed_bytes].copy_(packed.view(torch.uint8))
+        raw[self.packed_bytes:].zero_()
+        del packed
+        self.base = base
+        self.arenas = [base] + [base.clone() for _ in range(
+            rotation(self.packed_bytes, bench.l2) - 1)]
+        self.cache = torch.empty(max(library.kv_cache_bytes(1, 1), 256),
+                                 dtype=torch.uint8, device="cuda")
+
+
+def sparse_case(bench: Bench, label: str, w: torch.Tensor, sparsity: float,
+                library: ModelLibrary | None, launcher: CudaLauncher | None,
+                status: str, batches) -> list[dict]:
+    """One pruned weight: fdc's sparse_linear (checked against float64, then
+    timed), cuSPARSE and dense cuBLAS, at each batch."""
+    n, k = w.shape
     rows = []
-    shapes = SPARSE_SHAPES if not bench.quick else SPARSE_SHAPES[1:]
-    batches = SPARSE_BATCHES if not bench.quick else (8, 64)
-    for n, k in shapes:
+    csr = w.to_sparse_csr()
+    nnz = csr.values().numel()
+    csr_bytes = nnz * (2 + csr.col_indices().element_size()) + \
+        (n + 1) * csr.crow_indices().element_size()
+    csrs = [csr] + [csr.clone() for _ in range(rotation(csr_bytes, bench.l2) - 1)]
+    denses = [w] + [w.clone() for _ in range(rotation(n * k * 2, bench.l2) - 1)]
+    fdc = SparseLibrary(bench, library, w) if library else None
+    w64 = w.double() if fdc else None
+    weight = {"nnz": nnz, "density": nnz / (n * k),
+              "seed": sparse_seed(n, k, sparsity)}
+    if fdc:
+        weight.update(packed_bytes=fdc.packed_bytes, csl_version=fdc.version,
+                      tile=list(fdc.tile))
+    for batch in batches:
+        x = bench.randn((k, batch), torch.float16)
+        out = torch.empty((n, batch), dtype=torch.float16, device="cuda")
+        dense_enqueue = (lambda i: torch.mm(denses[i % len(denses)], x, out=out))
+        row = {"case": {"shape": label, "N": n, "K": k, "sparsity": sparsity,
+                        "batch": batch}, "weight": weight}
+        if fdc:
+            tokens = torch.randint(0, models.TABLE_ROWS, (batch,), device="cuda",
+                                   generator=bench.gen)
+            buffers, args, measured = sparse_step(bench, library, launcher,
+                                                  tokens, fdc.arenas, fdc.cache)
+            table = fdc.base.view("table", torch.float16)
+            head = fdc.base.view("head", torch.float16)
+            y = (table[tokens.long()].double() @ w64.T).to(torch.float16)
+            ref = y.double() @ head.double().T
+            result = check(rel_err(buffers.logits, ref), LINEAR_TOLERANCE)
+            fdc_enqueue = step_enqueue(launcher, args, measured)
+            # A slow kernel (the first-version row scan takes milliseconds)
+            # gets fewer calls per graph, timed apart from the peer.
+            once = event_time_us(lambda: fdc_enqueue(0), repeats=3)["us"]
+            calls = CALLS if once <= SLOW_CALL_US else \
+                max(1, int(CALLS * SLOW_CALL_US / once))
+            if calls == CALLS:  # fdc and cuBLAS, replays interleaved
+                fdc_t, dense_t = graph_times_us([fdc_enqueue, dense_enqueue])
+            else:
+                fdc_t = graph_time_us(fdc_enqueue, calls=calls)
+                dense_t = graph_time_us(dense_enqueue)
+            fdc_bytes = fdc.packed_bytes + batch * k * 2 + batch * n * 2
+            row["fdc"] = {"kernel": sorted(measured),
+                          **bench.hbm(fdc_bytes, fdc_t["us"]),
+                          "spread": fdc_t["spread"], "calls": calls}
+            row["check"] = result
+            del buffers, args
+        else:
+            dense_t = graph_time_us(dense_enqueue)
+            row["fdc"] = {"status": status}
+        # cuSPARSE allocates its workspace per call, which graph capture
+        # forbids; its calls take milliseconds, so eager timing between
+        # events adds no launch gap worth counting.
+        turn = itertools.count()
+        sparse_t = event_time_us(lambda: torch.mm(csrs[next(turn) % len(csrs)], x))
+        row["peers"] = {
+            "cuSPARSE (torch CSR)": bench.hbm(
+                csr_bytes + k * batch * 2 + n * batch * 2, sparse_t["us"]),
+            "cuBLAS dense": bench.hbm(n * k * 2 + k * batch * 2 + n * batch * 2,
+                                      dense_t["us"])}
+        if fdc:
+            row["ratio_dense"] = dense_t["us"] / row["fdc"]["us"]
+            row["ratio_cusparse"] = sparse_t["us"] / row["fdc"]["us"]
+        rows.append(row)
+        fdc_text = (f"fdc {row['fdc']['us']:.1f} us "
+                    f"({row['fdc']['hbm_pct']:.0f}% HBM, err "
+                    f"{row['check']['rel_err']:.1e}), " if fdc else "")
+        print(f"sparse {label} {n}x{k} {sparsity:.0%} M={batch}: {fdc_text}"
+              f"cuSPARSE {sparse_t['us']:.0f} us, dense {dense_t['us']:.1f} us",
+              flush=True)
+    del csrs, denses, fdc, w64
+    return rows
+
+
+def sparse(bench: Bench) -> list[dict]:
+    """Unstructured-sparse fp16 weights (random pruning, fixed seeds): fdc's
+    decode.sparse_linear (its default kernel for each M), cuSPARSE (torch
+    CSR) and dense cuBLAS on the same pruned tensor."""
+    rows = []
+    shapes = list(models.SPARSE_SHAPES.items())
+    batches = SPARSE_BATCHES
+    if bench.quick:
+        shapes, batches = shapes[3:], (8, 32)
+    for label, (n, k) in shapes:
+        library = launcher = None
+        status = ""
+        try:
+            library = bench.library(models.sparse_name(n, k))
+            launcher = CudaLauncher(library)
+        except LibraryError as err:
+            status = f"not built ({err}): run fdc.bench.prepare"
         for sparsity in SPARSITIES:
-            w = bench.randn((n, k), torch.float16, std=k ** -0.5)
-            w *= torch.rand((n, k), device="cuda", generator=bench.gen) >= sparsity
-            csr = w.to_sparse_csr()
-            nnz = csr.values().numel()
-            for batch in batches:
-                x = bench.randn((k, batch), torch.float16)
-                # cuSPARSE allocates its workspace per call, which graph
-                # capture forbids; its calls take milliseconds, so eager
-                # timing between events adds no launch gap worth counting.
-                sparse_us = event_time_us(lambda: torch.mm(csr, x))
-                dense_us = graph_time_us(lambda i: torch.mm(w, x), calls=CALLS)
-                csr_bytes = nnz * (2 + csr.col_indices().element_size()) + \
-                    (n + 1) * csr.crow_indices().element_size()
-                rows.append({
-                    "case": {"N": n, "K": k, "sparsity": sparsity, "batch": batch},
-                    "fdc": {"status": report.NOT_MEASURED["sparse"]},
-                    "peers": {"cuSPARSE (torch CSR)": bench.hbm(
-                                  csr_bytes + k * batch * 2 + n * batch * 2,
-                                  sparse_us["us"]),
-                              "cuBLAS dense": bench.hbm(
-                                  n * k * 2 + k * batch * 2 + n * batch * 2,
-                                  dense_us["us"])}})
-                print(f"sparse {n}x{k} {sparsity:.0%} N={batch}: cuSPARSE "
-                      f"{sparse_us['us']:.0f} us, dense {dense_us['us']:.0f} us",
-                      flush=True)
+            w = sparse_weight(n, k, sparsity)
+            rows += sparse_case(bench, label, w, sparsity, library, launcher,
+                                status, batches)
+            del w
+            torch.cuda.empty_cache()
+        del launcher
+    summary = report.sparse_summary(rows)
+    if summary:
+        print(report.sparse_summary_md(summary), flush=True)
     return rows
 
 

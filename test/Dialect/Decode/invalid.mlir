@@ -50,8 +50,13 @@ func.func private @f(!decode.qtensor<64x128xi4, group_size = 128, scale = i8>)
 
 // -----
 
-// expected-error @+1 {{!decode.tiled_csl tile dimension 64 does not divide K = 100}}
-func.func private @f(!decode.tiled_csl<128x100xf16, tile = 128x64>)
+// expected-error @+1 {{!decode.tiled_csl tile of 3x3 elements is not a multiple of 4 (tile runs are padded to whole 16-byte vectors)}}
+func.func private @f(!decode.tiled_csl<128x100xf16, tile = 3x3>)
+
+// -----
+
+// expected-error @+1 {{!decode.tiled_csl tile dimension 0 along K must be positive}}
+func.func private @f(!decode.tiled_csl<128x100xf16, tile = 128x0>)
 
 // -----
 

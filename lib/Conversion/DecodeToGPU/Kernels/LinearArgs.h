@@ -43,18 +43,19 @@ private:
   int biasIndex = -1, residualIndex = -1;
 };
 
-/// The operands and shapes of one decode.linear on the MMA (flat and tiled
-/// GEMM), and its kernel arguments: input, weight, out, then the optional
-/// bias and residual.
+/// The operands and shapes of one decode.linear or decode.sparse_linear on
+/// the MMA (flat and tiled GEMM, Flash-LLM SpMM), and its kernel arguments:
+/// input, weight, out, then the optional bias and residual.
 struct LinearProblem {
-  LinearProblem(decode::LinearOp linear, StepBuffers &buffers)
+  template <typename LinearOpT>
+  LinearProblem(LinearOpT linear, StepBuffers &buffers)
       : input(buffers.get(linear.getInput())),
         weight(buffers.get(linear.getWeight())),
         out(buffers.result(linear.getResult())),
         bias(buffers.getOptional(linear.getBias())),
         residual(buffers.getOptional(linear.getResidual())),
         activation(linear.getActivation()), n(out.type.getDimSize(1)),
-        k(input.type.getDimSize(1)),
+        k(input.type.getDimSize(1)), element(input.type.getElementType()),
         gateUp(activation == decode::Activation::silu_gate_up),
         optional(activation) {
     args = {KernelArg::buffer(input), KernelArg::buffer(weight),
@@ -66,6 +67,9 @@ struct LinearProblem {
   decode::Activation activation;
   /// Output features and the reduction length.
   int64_t n, k;
+  /// The input's element type, which the MMA's operands share (the weight's
+  /// elements are the same; a sparse weight's buffer holds words).
+  mlir::Type element;
   /// SiLU-gate-up: the weight's rows [n, 2n) are the up half.
   bool gateUp;
   /// The kernel's arguments before the implicit ones, and where the

@@ -23,8 +23,7 @@ void buildSparseRowScan(KernelContext &ctx, int64_t threads, Buffer input,
                         decode::Activation activation, Buffer out) {
   int64_t rows = type.getShape()[0], cols = type.getShape()[1];
   int64_t tileRows = type.getTile()[0], tileCols = type.getTile()[1];
-  int64_t tilesPerRow = cols / tileCols;
-  int64_t tiles = (rows / tileRows) * tilesPerRow;
+  int64_t tilesPerRow = type.getTilesPerRow();
   int64_t warps = threads / ctx.subgroupSize();
   Type valueType = type.getElementType();
 
@@ -44,7 +43,7 @@ void buildSparseRowScan(KernelContext &ctx, int64_t threads, Buffer input,
         auto offsetAt = [&](Value tile) {
           Value word = memref::LoadOp::create(b, v[1], tile);
           Value wide = arith::ExtUIOp::create(b, b.getI64Type(), word);
-          Value valuesBase = e.index(tiles + 1);
+          Value valuesBase = e.index(type.getHeaderWords());
           Value offset = arith::IndexCastOp::create(b, b.getIndexType(), wide);
           return arith::AddIOp::create(b, valuesBase, offset);
         };
@@ -72,10 +71,18 @@ void buildSparseRowScan(KernelContext &ctx, int64_t threads, Buffer input,
                   Value narrow = arith::BitcastOp::create(b, valueType, bits);
                   Value value =
                       arith::ExtFOp::create(b, b.getF32Type(), narrow);
-                  Value col = arith::AddIOp::create(
-                      b, arith::MulIOp::create(b, tc, e.index(tileCols)), c);
+                  Value tileCol =
+                      arith::MulIOp::create(b, tc, e.index(tileCols));
+                  // A padding word's location may be outside the matrix:
+                  // its column is clamped and its zero value not kept.
+                  Value col = arith::AddIOp::create(b, tileCol, c);
+                  col = arith::MinUIOp::create(b, col, e.index(cols - 1));
                   Value term = e.mul(value, e.load(v[0], {i, col}));
-                  Value mine = e.cmpi(CmpIPredicate::eq, r, rowInTile);
+                  Value magnitude =
+                      arith::AndIOp::create(b, word, e.i32(0x7fff));
+                  Value real = e.cmpi(CmpIPredicate::ne, magnitude, e.i32(0));
+                  Value inRow = e.cmpi(CmpIPredicate::eq, r, rowInTile);
+                  Value mine = arith::AndIOp::create(b, real, inRow);
                   return SmallVector<Value>{
                       e.add(sum[0], e.select(mine, term, e.f32(0)))};
                 })[0];

@@ -40,20 +40,23 @@ std::optional<int64_t> quantBytes(ArrayRef<int64_t> shape, int64_t groupSize,
   return checkedSum({*elements / 2 + *elements % 2, *scales});
 }
 
-/// Bytes reserved for a !decode.tiled_csl: TileOffsets and one 4-byte word
-/// per element, enough for a dense matrix (the packed size depends on the
-/// non-zeros).
+/// Bytes reserved for a !decode.tiled_csl (version 2): the padded
+/// TileOffsets and one 4-byte word per element of every tile, enough for a
+/// dense matrix (the packed size depends on the non-zeros).
 std::optional<int64_t> tiledCSLBytes(ArrayRef<int64_t> shape,
                                      ArrayRef<int64_t> tile) {
-  int64_t n = shape[0], k = shape[1];
-  std::optional<int64_t> tiles = checkedProduct({n / tile[0], k / tile[1]});
-  std::optional<int64_t> words = checkedProduct({n, k, 4});
-  if (!tiles || !words)
+  int64_t tileRows = (shape[0] + tile[0] - 1) / tile[0];
+  int64_t tilesPerRow = (shape[1] + tile[1] - 1) / tile[1];
+  std::optional<int64_t> tiles = checkedProduct({tileRows, tilesPerRow});
+  if (!tiles)
     return std::nullopt;
-  std::optional<int64_t> offsets = checkedProduct({*tiles + 1, 4});
-  if (!offsets)
+  std::optional<int64_t> words = checkedProduct({*tiles, tile[0], tile[1], 4});
+  int64_t vector = TiledCSLType::kWordsPerVector;
+  std::optional<int64_t> header =
+      checkedProduct({*tiles / vector + 1, vector, 4});
+  if (!words || !header)
     return std::nullopt;
-  return checkedSum({*offsets, *words});
+  return checkedSum({*header, *words});
 }
 } // namespace
 
@@ -228,15 +231,22 @@ LogicalResult TiledCSLType::verify(function_ref<InFlightDiagnostic()> emitError,
                        << elementType;
   static const char *dimNames[] = {"N", "K"};
   for (int i = 0; i < 2; ++i) {
-    if (tile[i] <= 0 || shape[i] <= 0 || shape[i] % tile[i] != 0)
+    if (shape[i] <= 0)
+      return emitError() << "!decode.tiled_csl dimension " << dimNames[i]
+                         << " = " << shape[i] << " must be positive";
+    if (tile[i] <= 0)
       return emitError() << "!decode.tiled_csl tile dimension " << tile[i]
-                         << " does not divide " << dimNames[i] << " = "
-                         << shape[i];
+                         << " along " << dimNames[i] << " must be positive";
   }
   std::optional<int64_t> tileElements = checkedProduct(tile);
   if (!tileElements || *tileElements > 65536)
     return emitError() << "!decode.tiled_csl tile of " << tile[0] << "x"
                        << tile[1] << " elements does not fit 16-bit locations";
+  if (*tileElements % TiledCSLType::kWordsPerVector != 0)
+    return emitError() << "!decode.tiled_csl tile of " << tile[0] << "x"
+                       << tile[1] << " elements is not a multiple of "
+                       << TiledCSLType::kWordsPerVector
+                       << " (tile runs are padded to whole 16-byte vectors)";
   if (!tiledCSLBytes(shape, tile))
     return emitError() << "!decode.tiled_csl of " << shape[0] << "x" << shape[1]
                        << " takes more than 2^63 - 1 bytes";

@@ -41,8 +41,17 @@ void convertToF32(const uint8_t *source, DType dtype, uint64_t count,
 uint64_t int4PackedBytes(int64_t n, int64_t k, int64_t groupSize,
                          DType scaleDType);
 
-/// Bytes reserved for an [n, k] tiled_csl weight with tiles of
-/// tileRows x tileCols: (tiles + 1) * 4 + n * k * 4.
+/// The Tiled-CSL layout version this runtime packs and reads (the manifest's
+/// "csl_version"; docs/model-library.md).
+constexpr int64_t kTiledCSLVersion = 2;
+
+/// Words of an [n, k] tiled_csl weight's header with tiles of tileRows x
+/// tileCols: its tiles + 1 TileOffsets padded to a multiple of 4 (16 bytes).
+uint64_t tiledCSLHeaderWords(int64_t n, int64_t k, int64_t tileRows,
+                             int64_t tileCols);
+
+/// Bytes reserved for an [n, k] tiled_csl weight: the header, then one word
+/// per element of every tile (enough for a dense matrix).
 uint64_t tiledCSLCapacityBytes(int64_t n, int64_t k, int64_t tileRows,
                                int64_t tileCols);
 
@@ -60,11 +69,14 @@ Error checkPackedLayout(const WeightSpec &weight);
 Error packInt4(const float *dense, int64_t n, int64_t k, int64_t groupSize,
                DType scaleDType, uint8_t *out);
 
-/// Packs the row-major [n, k] matrix `dense` as tiled_csl of element type
-/// `elementDType` (F16 or BF16) into `out` (at least
-/// tiledCSLCapacityBytes(...) bytes, zeroed): TileOffsets, then one word per
-/// value that is not zero once rounded to the element type, ordered by
-/// location inside each tile. Returns the number of words.
+/// Packs the row-major [n, k] matrix `dense` as tiled_csl version 2 of
+/// element type `elementDType` (F16 or BF16) into `out` (at least
+/// tiledCSLCapacityBytes(...) bytes, zeroed): the header, then per tile one
+/// word per value that is not zero once rounded to the element type, padded
+/// to a multiple of 4 words with zero-valued words at a location that is
+/// zero or outside the matrix, in the order that spreads each warp's
+/// shared-memory stores over the banks (docs/model-library.md). Returns the
+/// number of words, padding included.
 uint64_t packTiledCSL(const float *dense, int64_t n, int64_t k,
                       int64_t tileRows, int64_t tileCols, DType elementDType,
                       uint8_t *out);

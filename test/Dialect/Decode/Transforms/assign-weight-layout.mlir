@@ -20,7 +20,8 @@
 // CHECK-NEXT:    decode.weight @e = concat ["e0", "e1"] : tensor<128x2xf32> {offset = 1024 : i64}
 // INT4: 8*64/2 = 256 bytes of nibbles + 8*(64/32) (scale, min) f16 pairs = 320.
 // CHECK-NEXT:    decode.weight @q : !decode.qtensor<8x64xi4, group_size = 32, scale = f16> {offset = 2048 : i64}
-// Tiled-CSL reserves (4 tiles + 1) * 4 + 16*16*4 = 1044 bytes.
+// Tiled-CSL reserves its header, 4 tiles + 1 offsets padded to 8 words, and
+// a word per element of every tile: 8 * 4 + 4 * 8*8 * 4 = 1056 bytes.
 // CHECK-NEXT:    decode.weight @s : !decode.tiled_csl<16x16xf16, tile = 8x8> {offset = 2560 : i64}
 // CHECK-NEXT:    decode.weight @z : tensor<4xf32> {offset = 3840 : i64}
 // CHECK-NEXT:    func.func @step
@@ -44,7 +45,7 @@
 // A1-NEXT:    decode.weight @e = concat ["e0", "e1"] : tensor<128x2xf32> {offset = 410 : i64}
 // A1-NEXT:    decode.weight @q : !decode.qtensor<8x64xi4, group_size = 32, scale = f16> {offset = 1434 : i64}
 // A1-NEXT:    decode.weight @s : !decode.tiled_csl<16x16xf16, tile = 8x8> {offset = 1754 : i64}
-// A1-NEXT:    decode.weight @z : tensor<4xf32> {offset = 2798 : i64}
+// A1-NEXT:    decode.weight @z : tensor<4xf32> {offset = 2810 : i64}
 
 // An alignment that is not a positive power of two is refused.
 // BAD48: error: decode-assign-weight-layout: alignment must be a power of two between 1 and 1073741824, got 48

@@ -141,6 +141,20 @@ TEST_F(TypesTest, TiledCSL) {
                                         ArrayRef<int64_t>{512, 256}));
   EXPECT_TRUE(oneDiagnostic("does not fit 16-bit "
                             "locations"));
+
+  // Partial tiles: a 200x100 weight in 128x64 tiles is 2 x 2 tiles, and its
+  // 5 TileOffsets take a header of 8 words.
+  auto partial = TiledCSLType::getChecked([this] { return emitError(); }, &ctx,
+                                          ArrayRef<int64_t>{200, 100}, f16,
+                                          ArrayRef<int64_t>{128, 64});
+  ASSERT_TRUE(partial);
+  EXPECT_EQ(partial.getTileRows(), 2);
+  EXPECT_EQ(partial.getTilesPerRow(), 2);
+  EXPECT_EQ(partial.getTileCount(), 4);
+  EXPECT_EQ(partial.getHeaderWords(), 8);
+  FailureOr<int64_t> bytes = getWeightBytes(partial);
+  ASSERT_TRUE(succeeded(bytes));
+  EXPECT_EQ(*bytes, 8 * 4 + 4 * 128 * 64 * 4);
 }
 
 TEST_F(TypesTest, ParseErrorsReachTheDiagnosticHandler) {

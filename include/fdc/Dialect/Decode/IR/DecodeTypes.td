@@ -75,9 +75,11 @@ def Decode_TiledCSLType : Decode_Type<"TiledCSL", "tiled_csl"> {
   let summary = "unstructured-sparse weight in Tiled-CSL format";
   let description = [{
     A 2-D weight [N, K] pruned to unstructured sparsity and stored in
-    Flash-LLM's Tiled-CSL format: per `tile` (default 128x64) a list of 32-bit
-    words (16-bit value | 16-bit location within the tile), plus a TileOffsets
-    array giving where each tile's words start.
+    Flash-LLM's Tiled-CSL format (version 2, docs/model-library.md): the
+    matrix is cut into `tile`s (default 128x64; the last tile row and column
+    may be partial), and each tile keeps a run of 32-bit words (16-bit value |
+    16-bit location within the tile) padded to four words, after a
+    `TileOffsets` header padded to 16 bytes.
 
     Example: `!decode.tiled_csl<4096x4096xf16, tile = 128x64>`
   }];
@@ -86,6 +88,27 @@ def Decode_TiledCSLType : Decode_Type<"TiledCSL", "tiled_csl"> {
                         ArrayRefParameter<"int64_t">:$tile);
   let hasCustomAssemblyFormat = 1;
   let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    /// The layout's version, recorded in the manifest.
+    static constexpr int64_t kVersion = 2;
+    /// Words per 16-byte vector: the header and every tile's run are padded
+    /// to a multiple of it.
+    static constexpr int64_t kWordsPerVector = 4;
+    /// Tile rows (ceil(N / TN)) and tiles per tile row (ceil(K / TK)).
+    int64_t getTileRows() const {
+      return (getShape()[0] + getTile()[0] - 1) / getTile()[0];
+    }
+    int64_t getTilesPerRow() const {
+      return (getShape()[1] + getTile()[1] - 1) / getTile()[1];
+    }
+    int64_t getTileCount() const { return getTileRows() * getTilesPerRow(); }
+    /// Words of the header (TileOffsets padded to a whole vector): tile t's
+    /// words are [header + TileOffsets[t], header + TileOffsets[t + 1]).
+    int64_t getHeaderWords() const {
+      return (getTileCount() + kWordsPerVector) / kWordsPerVector *
+             kWordsPerVector;
+    }
+  }];
 }
 
 #endif // FDC_DIALECT_DECODE_IR_DECODETYPES_TD

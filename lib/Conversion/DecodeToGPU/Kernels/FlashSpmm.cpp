@@ -1,0 +1,579 @@
+//===- FlashSpmm.cpp - kernel family "flash_spmm" -------------------------===//
+//
+// decode.sparse_linear as Flash-LLM's SpMM: load as sparse, compute as
+// dense. A block computes one Tiled-CSL tile row (TN weight rows, both
+// halves for SiLU-gate-up) by block_batch = batch_tiles * n batch rows, over
+// K's tiles (TK wide) or its split of them, on the target's MMA with the
+// weight as the wide operand A, as the tiled GEMM does
+// (Kernels/TiledGemmBuilder.h). Per k tile:
+//
+//   - load as sparse: each thread holds `vectors` 16-byte vectors of the
+//     tile's words (value | location) in registers, loaded `prefetch` tiles
+//     ahead (their loads are the first thing an iteration issues), so only
+//     the non-zeros cross HBM; words past what the registers hold are
+//     loaded while the tile is scattered;
+//   - expand: the block's threads store each word's value at its location
+//     in a zeroed dense tile in shared memory (the layout's AOT order keeps
+//     the 32 stores of a warp instruction in distinct banks where the banks
+//     allow);
+//   - compute as dense: the tiled GEMM's MMAs multiply the dense tile by the
+//     batch rows, which cp.async (NVIDIA) copies into the same stage.
+//
+// Three stage buffers rotate so that one barrier per tile suffices: at
+// iteration k the block issues the word loads of tile k+prefetch, starts
+// the batch copies of tile k+1, zeroes buffer k+1 (whose MMAs, of tile k-2,
+// every thread finished before the previous barrier), scatters tile k's
+// words into buffer k, waits for tile k's batch copies, and after the
+// barrier multiplies buffer k. Global->register loads of the next tiles
+// thus overlap the scatter and MMAs of tile k (Flash-LLM's two-level
+// overlap). Tile offsets are loaded one tile ahead of their words.
+//
+// Measured on the H100 (docs/perf.md): zeroing the whole buffer beats
+// storing zeros at the previous tile's words (fewer, wider stores), and
+// words two tiles ahead (prefetch = 2) gain nothing over one.
+//
+// Split-K and the epilogues are the tiled GEMM's: split_k > 1 stores f32
+// sums into the workspace and linear_epilogue adds them.
+//
+//===----------------------------------------------------------------------===//
+
+#include "TiledGemmBuilder.h"
+
+#include "mlir/IR/Diagnostics.h"
+
+using namespace mlir;
+using namespace fdc;
+using namespace fdc::gpu;
+
+namespace {
+/// Stage buffers of the pipeline (see the file comment).
+constexpr int64_t kStages = 3;
+/// The threads of a block of the split-K epilogue.
+constexpr int64_t kEpilogueThreads = 256;
+/// At most this many 16-byte word vectors per thread and tile in registers.
+constexpr int64_t kMaxVectors = 16;
+
+/// The config of one Flash-LLM SpMM kernel.
+struct FlashSpmmConfig {
+  int64_t warpsN, rowTiles, batchTiles, splitK, vectors, prefetch;
+
+  explicit FlashSpmmConfig(const KernelConfig &config)
+      : warpsN(config.get("warps_n")), rowTiles(config.get("row_tiles")),
+        batchTiles(config.get("batch_tiles")), splitK(config.get("split_k")),
+        vectors(config.get("vectors")), prefetch(config.get("prefetch")) {}
+
+  /// The tiled GEMM of the dense compute: one tile row by TK per stage.
+  TiledGemmConfig getTiled(decode::TiledCSLType type) const {
+    return {warpsN,  /*warpsM=*/1, rowTiles, batchTiles, type.getTile()[1],
+            kStages, splitK};
+  }
+};
+
+/// The MMA of a sparse linear: f16 or bf16 input, K a whole number of the
+/// target's vector loads (the batch rows are copied in them), and an MMA
+/// the target lists for the type.
+std::optional<MmaLayout> getSpmmLayout(decode::SparseLinearOp op,
+                                       const GpuPrimitives &target) {
+  auto inputType = cast<RankedTensorType>(op.getInput().getType());
+  Type element = inputType.getElementType();
+  if (!element.isBF16() && !element.isF16())
+    return std::nullopt;
+  if (inputType.getDimSize(1) % (target.vectorBytes() / 2) != 0)
+    return std::nullopt;
+  return target.getMmaLayout(element);
+}
+
+/// Builds the kernel body; one instance per kernel.
+class FlashSpmmBuilder : public TiledGemmBuilder {
+public:
+  FlashSpmmBuilder(GpuEmitter &e, const MmaLayout &layout,
+                   const TiledGemmConfig &config,
+                   const TiledGemmGeometry &geometry,
+                   const LinearProblem &problem,
+                   const LinearOptionalArgs &optional,
+                   decode::TiledCSLType type, int64_t vectors, int64_t prefetch)
+      : TiledGemmBuilder(e, layout, config, geometry, problem, optional),
+        type(type), vectors(vectors), prefetch(prefetch),
+        threads(config.subgroups() * e.target().subgroupSize()) {
+    wordsType = VectorType::get({4}, b.getI32Type());
+  }
+
+protected:
+  /// Only the batch rows are copied; the weight is scattered.
+  void planCopies() override { planInputCopies(); }
+
+  SmallVector<Value> accumulate() override {
+    planOffsets();
+    // Prologue: buffer 0's weight rows zeroed, tile 0's batch rows in
+    // flight, the offsets of tiles 0 .. prefetch + 1 and the words of tiles
+    // 0 .. prefetch - 1 loaded.
+    Value tileZero = e.index(0);
+    zeroRows(tileZero, 0, g.weightRows);
+    copyTile(tileZero, tileZero);
+    target.commitCopies(b);
+    SmallVector<Value> init;
+    Value zero = arith::ConstantOp::create(b, accType, b.getZeroAttr(accType));
+    int64_t accumulators = g.halves * config.rowTiles * config.batchTiles;
+    init.append(accumulators, zero);
+    int64_t offsetsPerHalf = prefetch + 2;
+    SmallVector<Value> offsets;
+    for (int64_t h = 0; h < g.halves; ++h)
+      for (int64_t j = 0; j < offsetsPerHalf; ++j)
+        offsets.push_back(loadOffset(h, e.index(j)));
+    for (int64_t ahead = 0; ahead < prefetch; ++ahead)
+      for (int64_t h = 0; h < g.halves; ++h) {
+        int64_t first = h * offsetsPerHalf + ahead;
+        SmallVector<Value> words =
+            loadWords(offsets[first], offsets[first + 1]);
+        init.append(words);
+      }
+    init.append(offsets);
+    // Every thread's zeroes of buffer 0 before any thread's scatter.
+    e.barrier();
+
+    Value lower = e.index(0);
+    Value one = e.index(1);
+    int64_t wordValues = prefetch * g.halves * vectors;
+    SmallVector<Value> results = e.reduce(
+        lower, tileCount, one, init, [&](Value tile, ValueRange carried) {
+          ValueRange acc = carried.take_front(accumulators);
+          ValueRange words = carried.slice(accumulators, wordValues);
+          ValueRange carriedOffsets =
+              carried.drop_front(accumulators + wordValues);
+          return step(tile, acc, words, carriedOffsets);
+        });
+    results.resize(accumulators);
+    return results;
+  }
+
+private:
+  /// One iteration of the pipeline: returns the next carried values (the
+  /// accumulators, the words of tiles k+1 .. k+prefetch, and per half the
+  /// offsets of tiles k+1 .. k+prefetch+2). `words` holds those of tiles
+  /// k .. k+prefetch-1 (per tile, per half), `offsets` per half those of
+  /// tiles k .. k+prefetch+1.
+  SmallVector<Value> step(Value tile, ValueRange acc, ValueRange words,
+                          ValueRange offsets) {
+    int64_t offsetsPerHalf = prefetch + 2;
+    int64_t tileWords = g.halves * vectors;
+    // Tile k+prefetch's words first: they fly during the work of tiles
+    // k .. k+prefetch-1.
+    SmallVector<Value> nextWords;
+    for (int64_t h = 0; h < g.halves; ++h) {
+      int64_t first = h * offsetsPerHalf + prefetch;
+      SmallVector<Value> loaded = loadWords(offsets[first], offsets[first + 1]);
+      nextWords.append(loaded);
+    }
+    Value next = arith::AddIOp::create(b, tile, e.index(1));
+    Value stages = e.index(kStages);
+    Value nextBuffer = arith::RemUIOp::create(b, next, stages);
+    Value buffer = arith::RemUIOp::create(b, tile, stages);
+    // The batch rows of tile k+1, into the buffer tile k-2 used.
+    Value hasNext = e.cmpi(CmpIPredicate::ult, next, tileCount);
+    e.ifThenElse(hasNext, [&] { copyTile(next, nextBuffer); });
+    target.commitCopies(b);
+    // The offsets one tile ahead of the words loaded above.
+    Value ahead = arith::AddIOp::create(b, tile, e.index(prefetch + 2));
+    SmallVector<Value> newOffsets;
+    for (int64_t h = 0; h < g.halves; ++h)
+      newOffsets.push_back(loadOffset(h, ahead));
+    // Tile k-2's buffer back to zeros for tile k+1: every thread finished
+    // its MMAs before the previous barrier.
+    zeroRows(nextBuffer, 0, g.weightRows);
+    // Expand tile k: the words in registers, then any beyond them.
+    for (int64_t h = 0; h < g.halves; ++h) {
+      Value halfBase = halfBaseOf(buffer, h);
+      Value begin = offsets[h * offsetsPerHalf];
+      Value end = offsets[h * offsetsPerHalf + 1];
+      forEachWordVector(words.slice(h * vectors, vectors), begin, end,
+                        [&](Value vector) { scatter(vector, halfBase); });
+      Value overflow = vectorIndex(begin, vectors);
+      e.loop(overflow, end, e.index(threads),
+             [&](Value index) { scatter(loadVector(index), halfBase); });
+    }
+    // Tile k's batch rows have landed (this thread's copies), and after the
+    // barrier every thread's copies and scatters are visible.
+    target.waitCopies(b, 1);
+    e.barrier();
+    SmallVector<Value> result = multiplyStage(buffer, acc);
+    result.append(words.begin() + tileWords, words.end());
+    result.append(nextWords);
+    for (int64_t h = 0; h < g.halves; ++h) {
+      auto first = offsets.begin() + h * offsetsPerHalf;
+      result.append(first + 1, first + offsetsPerHalf);
+      result.push_back(newOffsets[h]);
+    }
+    return result;
+  }
+
+  /// The element offset of half `h`'s weight rows in stage buffer `buffer`.
+  Value halfBaseOf(Value buffer, int64_t h) {
+    Value base = arith::MulIOp::create(b, buffer, e.index(g.stageElements));
+    return arith::AddIOp::create(b, base,
+                                 e.index(h * g.blockRows * config.kTile));
+  }
+
+  /// `body(vector)` for each of this thread's register vectors of the run
+  /// [begin, end) that is in the run.
+  void forEachWordVector(ValueRange vectorsOfRun, Value begin, Value end,
+                         llvm::function_ref<void(Value)> body) {
+    for (int64_t i = 0; i < vectors; ++i) {
+      Value index = vectorIndex(begin, i);
+      Value valid = e.cmpi(CmpIPredicate::ult, index, end);
+      Value vector = vectorsOfRun[i];
+      e.ifThenElse(valid, [&] { body(vector); });
+    }
+  }
+
+  /// The first TileOffsets entry of each half's tile row in the block's
+  /// split.
+  void planOffsets() {
+    int64_t tileRowsPerHalf =
+        (problem.n + type.getTile()[0] - 1) / type.getTile()[0];
+    Value blockY = e.blockId(Dimension::y);
+    for (int64_t h = 0; h < g.halves; ++h) {
+      Value tileRow =
+          arith::AddIOp::create(b, blockY, e.index(h * tileRowsPerHalf));
+      Value rowStart =
+          arith::MulIOp::create(b, tileRow, e.index(type.getTilesPerRow()));
+      offsetBase.push_back(arith::AddIOp::create(b, rowStart, firstTile));
+    }
+  }
+
+  /// Where the words of the block's k tile `j` (clamped to its tile count:
+  /// the next tile row's first offset, always in the header) of half `h`
+  /// start, in 16-byte vectors of the weight buffer.
+  Value loadOffset(int64_t h, Value j) {
+    Value clamped = arith::MinUIOp::create(b, j, tileCount);
+    Value entry = arith::AddIOp::create(b, offsetBase[h], clamped);
+    Value word = memref::LoadOp::create(b, weight, ValueRange{entry});
+    Value vectorsIn = arith::ShRUIOp::create(b, word, e.i32(2));
+    Value wide = arith::ExtUIOp::create(b, b.getI64Type(), vectorsIn);
+    Value index = arith::IndexCastOp::create(b, b.getIndexType(), wide);
+    int64_t header =
+        type.getHeaderWords() / decode::TiledCSLType::kWordsPerVector;
+    return arith::AddIOp::create(b, index, e.index(header));
+  }
+
+  /// This thread's `i`-th vector of a run starting at vector `begin`.
+  Value vectorIndex(Value begin, int64_t i) {
+    Value first = arith::AddIOp::create(b, begin, e.threadId());
+    return arith::AddIOp::create(b, first, e.index(i * threads));
+  }
+
+  /// The 16-byte vector `index` of the weight buffer, clamped inside it.
+  Value loadVector(Value index) {
+    int64_t lastVector =
+        type.getHeaderWords() / 4 +
+        type.getTileCount() * type.getTile()[0] * type.getTile()[1] / 4 - 1;
+    Value clamped = arith::MinUIOp::create(b, index, e.index(lastVector));
+    Value word = arith::MulIOp::create(b, clamped, e.index(4));
+    return vector::LoadOp::create(b, wordsType, weight, ValueRange{word},
+                                  /*nontemporal=*/false, llvm::MaybeAlign(16));
+  }
+
+  /// This thread's register vectors of the run [begin, end) (vectors past
+  /// the run read vector 0, the header, and are not scattered).
+  SmallVector<Value> loadWords(Value begin, Value end) {
+    SmallVector<Value> loaded;
+    for (int64_t i = 0; i < vectors; ++i) {
+      Value index = vectorIndex(begin, i);
+      Value valid = e.cmpi(CmpIPredicate::ult, index, end);
+      Value safe = e.select(valid, index, e.index(0));
+      loaded.push_back(loadVector(safe));
+    }
+    return loaded;
+  }
+
+  /// Stores the four words of `vector` into the dense tile of a half at
+  /// `halfBase`: location r * TK + c goes to row r's chunk c / pieceLanes,
+  /// XOR the row's swizzle, as the MMAs read it.
+  void scatter(Value vector, Value halfBase) {
+    int64_t tileElements = type.getTile()[0] * type.getTile()[1];
+    int64_t swizzle = g.swizzleChunks * g.pieceLanes;
+    // In 32 bits: a word's location fits 16.
+    for (int64_t j = 0; j < 4; ++j) {
+      Value word = vector::ExtractOp::create(b, vector, j);
+      Value location = arith::ShRUIOp::create(b, word, e.i32(16));
+      // A location past the tile (only a corrupt weight has one) stays in
+      // the tile's buffer.
+      if (tileElements < 65536)
+        location = arith::MinUIOp::create(b, location, e.i32(tileElements - 1));
+      Value element = location;
+      if (swizzle > 0) {
+        Value row = arith::DivUIOp::create(b, location, e.i32(config.kTile));
+        Value odd = arith::AndIOp::create(b, row, e.i32(1));
+        Value mask = arith::MulIOp::create(b, odd, e.i32(swizzle));
+        element = arith::XOrIOp::create(b, location, mask);
+      }
+      Value offset = arith::IndexCastUIOp::create(b, b.getIndexType(), element);
+      Value position = arith::AddIOp::create(b, halfBase, offset);
+      Value bits = arith::TruncIOp::create(b, b.getI16Type(), word);
+      Value value = arith::BitcastOp::create(b, problem.element, bits);
+      memref::StoreOp::create(b, value, shared, ValueRange{position});
+    }
+  }
+
+  /// Zeroes `rows` weight rows of stage buffer `buffer` from `firstRow`.
+  void zeroRows(Value buffer, int64_t firstRow, int64_t rows) {
+    Value bufferBase =
+        arith::MulIOp::create(b, buffer, e.index(g.stageElements));
+    Value base =
+        arith::AddIOp::create(b, bufferBase, e.index(firstRow * config.kTile));
+    VectorType pieces = VectorType::get({g.pieceLanes}, problem.element);
+    Value zero = arith::ConstantOp::create(b, pieces, b.getZeroAttr(pieces));
+    int64_t chunks = rows * config.kTile / g.pieceLanes;
+    for (int64_t start = 0; start < chunks; start += threads) {
+      Value thread = e.threadId();
+      Value chunk = arith::AddIOp::create(b, thread, e.index(start));
+      auto store = [&] {
+        Value offset = arith::MulIOp::create(b, chunk, e.index(g.pieceLanes));
+        Value index = arith::AddIOp::create(b, base, offset);
+        vector::StoreOp::create(b, zero, shared, ValueRange{index},
+                                /*nontemporal=*/false,
+                                llvm::MaybeAlign(target.vectorBytes()));
+      };
+      if (start + threads > chunks)
+        e.ifThenElse(e.cmpi(CmpIPredicate::ult, chunk, e.index(chunks)), store);
+      else
+        store();
+    }
+  }
+
+  decode::TiledCSLType type;
+  /// Register vectors of words per thread and tile, and the tiles whose
+  /// words are in flight.
+  int64_t vectors, prefetch, threads;
+  VectorType wordsType;
+  /// Per half: the TileOffsets entry of the block's first k tile.
+  SmallVector<Value> offsetBase;
+};
+
+class FlashSpmmFamily : public KernelFamily {
+public:
+  StringRef getName() const override { return "flash_spmm"; }
+  bool canLower(Operation *op) const override {
+    return isa<decode::SparseLinearOp>(op);
+  }
+  DictionaryAttr getDefaultConfig(Operation *op,
+                                  const GpuPrimitives &target) const override {
+    auto sparse = cast<decode::SparseLinearOp>(op);
+    int64_t tileRows = sparse.getWeight().getType().getTile()[0];
+    std::optional<MmaLayout> layout = getSpmmLayout(sparse, target);
+    int64_t m = layout ? layout->m() : 16;
+    // Four subgroups over the tile row where it holds them.
+    int64_t warpsN = std::clamp<int64_t>(tileRows / m, 1, 4);
+    int64_t rowTiles = std::max<int64_t>(1, tileRows / (m * warpsN));
+    // Registers for a tile's words at 70 % sparsity and above (Flash-LLM's
+    // range; a denser tile loads the rest while it scatters). On the H100
+    // 5 vectors of 128 threads measured best of 4, 5 and 6 over the
+    // benchmark's shapes at 70-90 %: more registers cost occupancy, fewer
+    // put 70 %'s words on the synchronous path.
+    int64_t threads = warpsN * target.subgroupSize();
+    int64_t tileWords = tileRows * sparse.getWeight().getType().getTile()[1];
+    int64_t vectors = std::clamp<int64_t>(
+        (3 * tileWords + 40 * threads - 1) / (40 * threads), 1, kMaxVectors);
+    return makeConfig(op->getContext(), {{"warps_n", warpsN},
+                                         {"row_tiles", rowTiles},
+                                         {"batch_tiles", 1},
+                                         {"split_k", 1},
+                                         {"vectors", vectors},
+                                         {"prefetch", 1}});
+  }
+  int64_t getWorkspaceBytesPerRow(Operation *op,
+                                  const KernelConfig &config) const override {
+    int64_t splitK = config.get("split_k");
+    if (splitK == 1)
+      return 0;
+    auto sparse = cast<decode::SparseLinearOp>(op);
+    int64_t n = sparse.getResult().getType().getDimSize(1);
+    bool gateUp = sparse.getActivation() == decode::Activation::silu_gate_up;
+    return splitK * (gateUp ? 2 : 1) * n * 4;
+  }
+  LogicalResult verifyConfig(Operation *op, const KernelConfig &config,
+                             const GpuPrimitives &target) const override {
+    auto sparse = cast<decode::SparseLinearOp>(op);
+    std::optional<MmaLayout> layout = getSpmmLayout(sparse, target);
+    if (!layout)
+      return op->emitOpError()
+             << "cannot use kernel 'flash_spmm': it needs f16 or bf16 input, "
+                "K a multiple of the target's vector width, and a target "
+                "with a matrix multiply-accumulate for them";
+    int64_t maxSubgroups =
+        target.target().getMaxWorkgroupSize() / target.subgroupSize();
+    if (failed(checkRange(op, config, "warps_n", 1, maxSubgroups)) ||
+        failed(checkRange(op, config, "row_tiles", 1, 4)) ||
+        failed(checkRange(op, config, "batch_tiles", 1, 8)) ||
+        failed(checkRange(op, config, "split_k", 1, 16)) ||
+        failed(checkRange(op, config, "vectors", 0, kMaxVectors)) ||
+        failed(checkRange(op, config, "prefetch", 1, 4)))
+      return failure();
+    FlashSpmmConfig spmm(config);
+    decode::TiledCSLType type = sparse.getWeight().getType();
+    int64_t tileRows = type.getTile()[0], tileCols = type.getTile()[1];
+    int64_t blockRows = spmm.warpsN * spmm.rowTiles * layout->m();
+    if (blockRows != tileRows)
+      return op->emitOpError()
+             << "kernel 'flash_spmm': warps_n * row_tiles * " << layout->m()
+             << " = " << blockRows << " rows per block must be the tile's "
+             << tileRows << " rows";
+    int64_t n = sparse.getResult().getType().getDimSize(1);
+    bool gateUp = sparse.getActivation() == decode::Activation::silu_gate_up;
+    if (gateUp && n % tileRows != 0)
+      return op->emitOpError()
+             << "kernel 'flash_spmm': silu_gate_up needs the tile's "
+             << tileRows << " rows to divide N = " << n
+             << " (a tile would hold gate and up rows)";
+    TiledGemmConfig tiled = spmm.getTiled(type);
+    int64_t k = type.getShape()[1];
+    int64_t tiles = TiledGemmGeometry::getTiles(tiled, k);
+    if ((tiled.splitK - 1) * TiledGemmGeometry::getTilesPerSplit(tiled, k) >=
+        tiles)
+      return op->emitOpError()
+             << "kernel 'flash_spmm': split_k " << tiled.splitK
+             << " leaves a split without k tiles (K = " << k << " has " << tiles
+             << " tiles of " << tileCols << ")";
+    TiledGemmGeometry geometry(tiled, *layout, target,
+                               sparse.getInput().getType().getElementType(),
+                               gateUp);
+    if (tileCols % geometry.stepK != 0)
+      return op->emitOpError()
+             << "kernel 'flash_spmm': the tile's " << tileCols
+             << " columns must be a multiple of " << geometry.stepK
+             << " (one vector-wide run of k per lane of the MMA)";
+    if (geometry.sharedBytes > target.target().getSharedMemory())
+      return op->emitOpError()
+             << "kernel 'flash_spmm': " << kStages << " stages of "
+             << geometry.stageRows << " x " << tileCols << " elements take "
+             << geometry.sharedBytes << " bytes of shared memory, more than "
+             << "the " << target.target().getSharedMemory()
+             << " a workgroup may use on the target";
+    constexpr int64_t kMaxAccumulators = 128;
+    if (geometry.accumulators > kMaxAccumulators)
+      return op->emitOpError()
+             << "kernel 'flash_spmm': a lane would hold "
+             << geometry.accumulators << " f32 accumulators (at most "
+             << kMaxAccumulators << ")";
+    return success();
+  }
+  LogicalResult build(Operation *op, const KernelConfig &config,
+                      StepBuffers &buffers, KernelContext &ctx) const override {
+    auto sparse = cast<decode::SparseLinearOp>(op);
+    MmaLayout layout = *getSpmmLayout(sparse, ctx.primitives);
+    decode::TiledCSLType type = sparse.getWeight().getType();
+    FlashSpmmConfig spmm(config);
+    TiledGemmConfig tiled = spmm.getTiled(type);
+    LinearProblem problem(sparse, buffers);
+    TiledGemmGeometry geometry(tiled, layout, ctx.primitives, problem.element,
+                               problem.gateUp);
+
+    SmallVector<KernelArg> args = problem.args;
+    Buffer partials;
+    int64_t workspaceIndex = -1;
+    if (tiled.splitK > 1) {
+      int64_t perRow = tiled.splitK * geometry.halves * problem.n;
+      partials = buffers.workspace(MemRefType::get(
+          {ShapedType::kDynamic, perRow}, Builder(op).getF32Type()));
+      workspaceIndex = args.size();
+      args.push_back(KernelArg::buffer(partials));
+    }
+
+    Value gridX =
+        ctx.toIndex(ctx.ceilDiv(ctx.batch, ctx.hostI64(geometry.blockBatch)));
+    Value gridY = ctx.hostIndex((problem.n + geometry.blockRows - 1) /
+                                geometry.blockRows);
+    size_t implicitStart = args.size();
+    ctx.launch(
+        "sparse_linear", args, {gridX, gridY, ctx.hostIndex(tiled.splitK)},
+        tiled.subgroups() * ctx.subgroupSize(),
+        KernelContext::SharedMemory{geometry.sharedElements, problem.element},
+        [&](GpuEmitter &e, ArrayRef<Value> v) {
+          FlashSpmmBuilder(e, layout, tiled, geometry, problem,
+                           problem.optional, type, spmm.vectors, spmm.prefetch)
+              .build(v, implicitStart, workspaceIndex);
+        });
+    if (tiled.splitK > 1)
+      launchLinearEpilogue(ctx, kEpilogueThreads, partials, tiled.splitK,
+                           problem.out, problem.bias, problem.residual,
+                           problem.activation);
+    return success();
+  }
+};
+} // namespace
+
+std::optional<decode::KernelDispatchAttr>
+fdc::gpu::getDefaultSparseLinearDispatch(decode::SparseLinearOp op,
+                                         const GpuPrimitives &target) {
+  const KernelFamily *family = KernelRegistry::get().lookup("flash_spmm");
+  std::optional<MmaLayout> layout = getSpmmLayout(op, target);
+  if (!family || !layout)
+    return std::nullopt;
+  MLIRContext *context = op.getContext();
+  Builder b(context);
+  decode::TiledCSLType type = op.getWeight().getType();
+  int64_t tileRows = type.getTile()[0];
+  int64_t blocks =
+      (op.getResult().getType().getDimSize(1) + tileRows - 1) / tileRows;
+  int64_t tiles = type.getTilesPerRow();
+  DictionaryAttr defaults = family->getDefaultConfig(op, target);
+  // One batch tile per block up to the MMA's narrow side, then two, then
+  // four (grid x covers larger batches). K is split until the tile rows give
+  // every unit `blocksPerUnit` blocks (8 for up to two batch tiles, 4 for
+  // four, whose f32 partial sums are larger), keeping at least 8 k tiles
+  // per split so a block's prologue stays small beside its pipeline.
+  auto splitFor = [&](int64_t blocksPerUnit) {
+    int64_t wanted = (blocksPerUnit * target.units() + blocks - 1) / blocks;
+    int64_t splitK = std::clamp<int64_t>(
+        wanted, 1, std::min<int64_t>(16, std::max<int64_t>(1, tiles / 8)));
+    while (splitK > 1 &&
+           (splitK - 1) * ((tiles + splitK - 1) / splitK) >= tiles)
+      --splitK;
+    return splitK;
+  };
+  auto kernel = [&](int64_t batchTiles) -> FailureOr<decode::KernelAttr> {
+    int64_t splitK = splitFor(batchTiles <= 2 ? 8 : 4);
+    SmallVector<NamedAttribute> entries(defaults.begin(), defaults.end());
+    for (NamedAttribute &entry : entries) {
+      if (entry.getName() == "batch_tiles")
+        entry.setValue(b.getI64IntegerAttr(batchTiles));
+      if (entry.getName() == "split_k")
+        entry.setValue(b.getI64IntegerAttr(splitK));
+    }
+    auto attr = decode::KernelAttr::get(context, b.getStringAttr("flash_spmm"),
+                                        b.getDictionaryAttr(entries));
+    // A default the family refuses (shared memory, a gate-up tile straddling
+    // the halves) leaves the op to sparse_row_scan, quietly.
+    ScopedDiagnosticHandler quiet(context,
+                                  [](Diagnostic &) { return success(); });
+    return completeKernel(op, attr, target);
+  };
+  int64_t n = layout->n();
+  SmallVector<int64_t> bounds;
+  SmallVector<Attribute> kernels;
+  for (int64_t wanted : {1, 2, 4}) {
+    // The widest batch tile up to `wanted` whose stages fit the target's
+    // shared memory.
+    FailureOr<decode::KernelAttr> chosen = failure();
+    for (int64_t batchTiles = wanted; batchTiles >= 1 && failed(chosen);
+         batchTiles /= 2)
+      chosen = kernel(batchTiles);
+    if (failed(chosen))
+      return std::nullopt;
+    if (!kernels.empty() && kernels.back() == *chosen) {
+      if (wanted < 4)
+        bounds.back() = wanted * n;
+      else
+        bounds.pop_back();
+      continue;
+    }
+    if (wanted < 4)
+      bounds.push_back(wanted * n);
+    kernels.push_back(*chosen);
+  }
+  return decode::KernelDispatchAttr::get(
+      context, b.getDenseI64ArrayAttr(bounds), b.getArrayAttr(kernels));
+}
+
+std::unique_ptr<KernelFamily> fdc::gpu::createFlashSpmmFamily() {
+  return std::make_unique<FlashSpmmFamily>();
+}

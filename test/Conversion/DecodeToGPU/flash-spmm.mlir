@@ -1,0 +1,57 @@
+// Flash-LLM's SpMM (kernel family "flash_spmm") of decode.sparse_linear: a
+// block streams one Tiled-CSL tile row's words in 16-byte vectors, scatters
+// them into a zeroed dense tile in shared memory, and runs the tiled GEMM's
+// MMAs on it with the batch rows cp.async-copied into the same stage.
+
+// The default: a dispatch over the batch, one to four MMA batch tiles per
+// block, K split until the tile rows give every unit 8 blocks (4 with four
+// batch tiles), keeping 8 k tiles per split; 5 register vectors of words
+// per thread (a tile at 70 % sparsity), loaded one tile ahead.
+// RUN: fdc-opt %S/Inputs/sparse-linear-f16.mlir --decode-select-kernels=target=sm_90 | FileCheck %s --check-prefix=SELECT
+// SELECT: decode.sparse_linear {{.*}} {decode.kernel = #decode.dispatch<max_batch = [8, 16], kernels = [#decode.kernel<"flash_spmm", {batch_tiles = 1 : i64, prefetch = 1 : i64, row_tiles = 2 : i64, split_k = 2 : i64, vectors = 5 : i64, warps_n = 4 : i64}>, #decode.kernel<"flash_spmm", {batch_tiles = 2 : i64, {{.*}}}>, #decode.kernel<"flash_spmm", {batch_tiles = 4 : i64, {{.*}}}>]>} : tensor<?x1024xf16>, !decode.tiled_csl<1000x1024xf16
+// SELECT: decode.sparse_linear {{.*}} {activation = #decode<activation silu_gate_up>, decode.kernel = #decode.dispatch<max_batch = [8, 16], kernels = [#decode.kernel<"flash_spmm"
+// On CDNA (64 KiB of LDS) the widest batch tile is two MMA tiles of 16,
+// and the gate-up halves' three stages do not fit: sparse_row_scan serves it.
+// RUN: fdc-opt %S/Inputs/sparse-linear-f16.mlir --decode-select-kernels=target=gfx942 | FileCheck %s --check-prefix=CDNA
+// CDNA: decode.sparse_linear {{.*}} {decode.kernel = #decode.dispatch<max_batch = [16], kernels = [#decode.kernel<"flash_spmm", {batch_tiles = 1 : i64, {{.*}}}>, #decode.kernel<"flash_spmm", {batch_tiles = 2 : i64, {{.*}}}>]>}
+// CDNA: decode.sparse_linear {{.*}} {activation = #decode<activation silu_gate_up>, decode.kernel = #decode.kernel<"sparse_row_scan", {threads = 256 : i64}>}
+
+// The kernel: 3 stages x (128 weight rows + 8 batch rows) x 64 k of f16;
+// the offsets (u32 loads), 16-byte word vectors, zeroed tiles, 2-byte
+// scatters, cp.async batch rows, one barrier per tile, and mma.sync.
+// RUN: fdc-opt %S/Inputs/sparse-linear-f16.mlir --decode-assign-weight-layout --convert-decode-to-gpu=target=sm_90 | FileCheck %s --check-prefix=SM90
+// SM90: gpu.func @[[K:sparse_linear_[0-9]+]]({{.*}}) kernel attributes {known_block_size = array<i32: 128, 1, 1>}
+// SM90: gpu.dynamic_shared_memory
+// SM90: memref.view {{.*}} to memref<26112xf16, #gpu.address_space<workgroup>>
+// SM90: vector.store {{.*}} : memref<26112xf16, #gpu.address_space<workgroup>>, vector<8xf16>
+// SM90: nvgpu.device_async_copy {{.*}} : memref<?x1024xf16> to memref<26112xf16, #gpu.address_space<workgroup>>
+// SM90: memref.load {{.*}} : memref<1048708xi32>
+// SM90: vector.load {{.*}} {alignment = 16 : i64} : memref<1048708xi32>, vector<4xi32>
+// SM90: gpu.barrier
+// SM90: scf.for
+// SM90: arith.shrui
+// SM90: arith.xori
+// SM90: memref.store {{.*}} : memref<26112xf16, #gpu.address_space<workgroup>>
+// SM90: nvvm.cp.async.wait.group 1
+// SM90-NEXT: gpu.barrier
+// SM90: nvvm.mma.sync
+// SM90: gpu.return
+// Grid: batch tiles x tile rows (1000 rows: 8) x the 2 splits of K (16 k
+// tiles, at least 8 per split), then linear_epilogue adds the splits.
+// SM90: func.func @fdc_model_step
+// SM90: gpu.launch_func @fdc_kernels::@[[K]] blocks in (%{{.*}}, %c8, %c2) {{.*}} dynamic_shared_memory_size %c52224_i32
+// SM90: gpu.launch_func @fdc_kernels::@linear_epilogue_
+
+// Pinned configs the family cannot build are refused, naming the op.
+// RUN: sed 's/%y = decode.sparse_linear %x, %w :/%y = decode.sparse_linear %x, %w {decode.kernel = #decode.kernel<"flash_spmm", {warps_n = 2, row_tiles = 2}>} :/' %S/Inputs/sparse-linear-f16.mlir \
+// RUN:   | not fdc-opt --decode-select-kernels=target=sm_90 2>&1 | FileCheck %s --check-prefix=ROWS
+// ROWS: error: 'decode.sparse_linear' op kernel 'flash_spmm': warps_n * row_tiles * 16 = 64 rows per block must be the tile's 128 rows
+// RUN: sed 's/%y = decode.sparse_linear %x, %w :/%y = decode.sparse_linear %x, %w {decode.kernel = #decode.kernel<"flash_spmm", {split_k = 12}>} :/' %S/Inputs/sparse-linear-f16.mlir \
+// RUN:   | not fdc-opt --decode-select-kernels=target=sm_90 2>&1 | FileCheck %s --check-prefix=SPLIT
+// SPLIT: error: 'decode.sparse_linear' op kernel 'flash_spmm': split_k 12 leaves a split without k tiles (K = 1024 has 16 tiles of 64)
+// RUN: sed 's/%y = decode.sparse_linear %x, %w :/%y = decode.sparse_linear %x, %w {decode.kernel = #decode.kernel<"flash_spmm", {vectors = 17}>} :/' %S/Inputs/sparse-linear-f16.mlir \
+// RUN:   | not fdc-opt --decode-select-kernels=target=sm_90 2>&1 | FileCheck %s --check-prefix=VECTORS
+// VECTORS: error: 'decode.sparse_linear' op kernel config vectors = 17 is outside [0, 16]
+// RUN: sed 's/%g = decode.sparse_linear %y, %gu {activation = #decode<activation silu_gate_up>}/%g = decode.sparse_linear %y, %gu {activation = #decode<activation silu_gate_up>, decode.kernel = #decode.kernel<"flash_spmm", {batch_tiles = 8}>}/' %S/Inputs/sparse-linear-f16.mlir \
+// RUN:   | not fdc-opt --decode-select-kernels=target=gfx942 2>&1 | FileCheck %s --check-prefix=LDS
+// LDS: error: 'decode.sparse_linear' op kernel 'flash_spmm': 3 stages of 384 x 64 elements take 147456 bytes of shared memory, more than the 65536 a workgroup may use on the target
