@@ -1,10 +1,10 @@
 """The sparse benchmark family's and the GPU sparse test's GPU-free parts: the
-Tiled-CSL packers of fdc.bench.tiled_csl (the spec read literally, against
-fdc.packing, the runtime's packer in numpy), the benchmark and test models
-(verified, and run on the host target against float64 with weights packed
-as the GPU side packs them), which kernels the suite times, and the report's
-sparse table and summary. The torch packer and the timing run only on a GPU
-(test/gpu/gpu_check.py's sparse_checks cross-checks pack_torch there)."""
+benchmark and test models (verified, and run on the host target against
+float64 with weights packed by fdc.packing, whose words the GPU side's torch
+packer reproduces), which kernels the suite times, the layout version the
+suite accepts, and the report's sparse table and summary. The torch packer
+and the timing run only on a GPU (test/gpu/gpu_check.py's sparse_checks
+checks pack_torch against fdc.packing there)."""
 
 from __future__ import annotations
 
@@ -32,9 +32,6 @@ HAVE_CUDA_TOOLKIT = (CUDA / "bin" / "ptxas").exists() and \
 needs_fdc = pytest.mark.skipif(not FDC.exists(), reason=f"{FDC} is not built")
 needs_cuda = pytest.mark.skipif(not HAVE_CUDA_TOOLKIT,
                                 reason="no CUDA toolkit (ptxas, libdevice)")
-needs_v2_packing = pytest.mark.skipif(
-    getattr(packing, "TILED_CSL_VERSION", 1) != 2,
-    reason="fdc.packing does not pack Tiled-CSL version 2")
 
 
 def pruned(rng, shape, sparsity) -> np.ndarray:
@@ -42,66 +39,18 @@ def pruned(rng, shape, sparsity) -> np.ndarray:
     return w * (rng.random(shape) >= sparsity)
 
 
-CASES = [  # N, K, tile, sparsity, dtype
-    (200, 100, (128, 64), 0.5, "f16"),
-    (1000, 520, (128, 64), 0.9, "bf16"),
-    (256, 128, (128, 64), 0.0, "f16"),
-    (129, 65, (128, 64), 0.95, "bf16"),
-    (300, 130, (64, 32), 0.7, "f16"),
-    (64, 96, (32, 96), 0.3, "f16"),
-    (77, 33, (4, 1), 0.5, "f16"),
-    (512, 256, (128, 128), 0.8, "bf16"),
-    (300, 200, (128, 64), 1.0, "f16"),
-]
+def packed_words(w: np.ndarray, tile, dtype: str) -> np.ndarray:
+    """The packed words (u32: header, then the runs) of w, as the runtime
+    packs them."""
+    return np.frombuffer(packing.pack_tiled_csl(w, tile, dtype, capacity=False),
+                         dtype="<u4")
 
 
-@needs_v2_packing
-@pytest.mark.parametrize("n,k,tile,sparsity,dtype", CASES)
-def test_pack_numpy_is_the_runtime_packing(n, k, tile, sparsity, dtype):
-    """The spec read literally gives fdc.packing's words, word for word."""
-    w = pruned(np.random.default_rng(n * k), (n, k), sparsity)
-    w[3] = 0.0
-    ours = tiled_csl.pack_numpy(packing.to_bits(w, dtype), tile, 2)
-    theirs = np.frombuffer(packing.pack_tiled_csl(w, tile, dtype, capacity=False),
-                           dtype="<u4")
-    np.testing.assert_array_equal(ours, theirs)
-    assert len(packing.pack_tiled_csl(w, tile, dtype)) == \
-        tiled_csl.capacity_bytes(n, k, tile)
-
-
-@needs_v2_packing
-def test_pack_numpy_queues_of_one_or_two_banks():
-    """Tiles whose words sit in one or two banks: the greedy fill's passes
-    take fewer words than lanes."""
-    w = np.zeros((1000, 520), np.float32)
-    w[:, 0], w[:, 64], w[::3, 130:134] = 1.0, 2.0, 3.0
-    ours = tiled_csl.pack_numpy(packing.to_bits(w, "f16"), (128, 64), 2)
-    theirs = np.frombuffer(packing.pack_tiled_csl(w, (128, 64), "f16",
-                                                  capacity=False), dtype="<u4")
-    np.testing.assert_array_equal(ours, theirs)
-
-
-@pytest.mark.parametrize("version", [1, 2])
-def test_pack_numpy_round_trip(version):
-    rng = np.random.default_rng(version)
-    n, k = (256, 192) if version == 1 else (250, 170)
-    bits = packing.to_bits(pruned(rng, (n, k), 0.8), "bf16")
-    words = tiled_csl.pack_numpy(bits, (128, 64), version)
-    rows, cols = tiled_csl.grid(n, k, (128, 64))
-    runs = int(words[rows * cols])  # TileOffsets[tiles]
-    assert words.size == tiled_csl.header_words(n, k, (128, 64), version) + runs
-    if version == 1:
-        assert runs == np.count_nonzero(bits & 0x7FFF)
-    kept = np.where((bits & 0x7FFF) != 0, bits, 0).astype(np.uint16)
-    np.testing.assert_array_equal(
-        tiled_csl.dense_bits_of(words, n, k, (128, 64), version), kept)
-
-
-def test_version_1_needs_whole_tiles():
-    with pytest.raises(tiled_csl.TiledCSLError, match="multiples of the tile"):
-        tiled_csl.pack_numpy(np.ones((200, 100), np.uint16), (128, 64), 1)
-    assert tiled_csl.layout_version({"csl_version": 2}) == 2
-    assert tiled_csl.layout_version({}) == 1
+def test_layout_version_is_the_packed_one():
+    assert tiled_csl.layout_version({"name": "w", "csl_version": 2}) == 2
+    for entry in ({"name": "w"}, {"name": "w", "csl_version": 1}):
+        with pytest.raises(tiled_csl.TiledCSLError, match="weight 'w'"):
+            tiled_csl.layout_version(entry)
 
 
 def test_sparse_op_kernels_are_those_between_embedding_and_head():
@@ -188,12 +137,12 @@ def test_sparse_bench_model_on_host_matches_float64(tmp_path):
     n, k = 384, 256
     model = models.sparse_model(n, k)
     library = compile_ir(model.ir, model.name, tmp_path, "host")
-    version = tiled_csl.layout_version(library.weight("w"))
+    assert tiled_csl.layout_version(library.weight("w")) == 2
     dense = {"table": packing.round_to(rng.standard_normal((models.TABLE_ROWS, k)), "f16"),
              "head": packing.round_to(rng.standard_normal((models.HEAD_ROWS, n))
                                       / math.sqrt(n), "f16")}
     w = packing.round_to(pruned(rng, (n, k), 0.8) / math.sqrt(k), "f16")
-    words = tiled_csl.pack_numpy(packing.to_bits(w, "f16"), models.SPARSE_TILE, version)
+    words = packed_words(w, models.SPARSE_TILE, "f16")
     for m in (1, 8, 17):
         tokens = rng.integers(0, models.TABLE_ROWS, m)
         logits = host_step(library, dense, words, "f16", tokens)
@@ -223,9 +172,7 @@ def test_sparse_gpu_test_models_on_host(v, tmp_path):
     the host target: every epilogue and the reference it uses, on a random
     weight and on one with empty rows, empty tiles and a dense tile."""
     library = compile_ir(sparse_models.model_ir(v), v.name, tmp_path, "host")
-    version = tiled_csl.layout_version(library.weight("w"))
-    if version == 1 and (v.rows % v.tile[0] or v.k % v.tile[1]):
-        pytest.skip("this fdc packs Tiled-CSL version 1 (whole tiles only)")
+    assert tiled_csl.layout_version(library.weight("w")) == 2
     rng = np.random.default_rng(len(v.name))
     dense = {}
     for name, shape in v.weight_shapes().items():
@@ -239,7 +186,7 @@ def test_sparse_gpu_test_models_on_host(v, tmp_path):
     weights.append(holes)
     for w in weights:
         w = packing.round_to(w, v.dtype)
-        words = tiled_csl.pack_numpy(packing.to_bits(w, v.dtype), v.tile, version)
+        words = packed_words(w, v.tile, v.dtype)
         for m in (1, 3, 17):
             tokens = rng.integers(0, sparse_models.TABLE_ROWS, m)
             logits = host_step(library, dense, words, v.dtype, tokens)
@@ -255,7 +202,7 @@ def test_suite_times_the_sparse_kernels_of_a_cuda_library(tmp_path):
     library = compile_ir(model.ir, model.name, tmp_path, "cuda:sm_90")
     assert tiled_csl.layout_version(library.weight("w")) == 2
     entry = library.weight("w")
-    assert entry["bytes"] == tiled_csl.capacity_bytes(1024, 512, models.SPARSE_TILE)
+    assert entry["bytes"] == packing.tiled_csl_capacity_bytes(1024, 512, models.SPARSE_TILE)
     for batch in (1, 8, 32):
         recorder = LaunchRecorder()
         recorder.run(library, step_args(batch=batch, num_slots=batch, max_context=1,

@@ -457,31 +457,27 @@ def sparse_checks(work, rng):
     weights pruned at random to 50..95 % and on one with empty rows, empty
     tiles and a dense tile, at M = 1, 3, 8, 17, 32, 64. The weights are made
     here from a seed and packed into the arena by fdc.bench.tiled_csl's torch
-    packer, checked word for word against the spec read literally
-    (pack_numpy) and against fdc.packing (the runtime's packer). The logits
+    packer, checked word for word against fdc.packing (the runtime's packer
+    mirrored in numpy). The logits
     start NaN, the scratch (the sparse op's output and any split-K partial
     sums) 0xFF bytes, and the arena's words past the packed runs 0xFF too,
     so that a value left unwritten or a word read past its tile's run
     fails."""
-    from fdc import packing
     from fdc.testing import sparse_models
 
     seed = int(rng.integers(0, 2**31))
     gen = torch.Generator(device="cuda")
     gen.manual_seed(seed)
-    # fdc.packing mirrors the runtime's packer: the same words where it packs
-    # the library's layout version.
-    runtime_version = getattr(packing, "TILED_CSL_VERSION", 1)
     for v in sparse_models.VARIANTS:
         try:
-            _sparse_variant(v, gen, seed, runtime_version)
+            _sparse_variant(v, gen, seed)
         except Exception as e:  # report and go on to the next library
             record(f"{v.name} crashed", False,
                    error=f"{type(e).__name__}: {e}"[:400])
         torch.cuda.empty_cache()
 
 
-def _sparse_variant(v, gen, seed, runtime_version):
+def _sparse_variant(v, gen, seed):
     """sparse_checks for one library (sparse_models.SparseVariant v)."""
     from fdc import packing
     from fdc.bench import models as bench_models
@@ -521,19 +517,14 @@ def _sparse_variant(v, gen, seed, runtime_version):
     worst, kernels, failures = 0.0, set(), []
     for pattern in sparse_models.PATTERNS:
         w = sparse_models.make_weight(v, pattern, gen)
-        packed = tiled_csl.pack_torch(w, v.tile, version)
+        packed = tiled_csl.pack_torch(w, v.tile)
         nbytes = packed.numel() * 4
         words = packed.cpu().numpy().view(np.uint32)
-        bits = w.cpu().view(torch.int16).numpy().view(np.uint16)
-        if not np.array_equal(words, tiled_csl.pack_numpy(bits, v.tile, version)):
-            failures.append(f"{pattern}: pack_torch differs from pack_numpy")
-        if version == runtime_version:
-            dense = (w.float().cpu().numpy())
-            ref_words = np.frombuffer(packing.pack_tiled_csl(
-                dense, v.tile, v.dtype, capacity=False), dtype="<u4")
-            if not np.array_equal(words, ref_words):
-                failures.append(f"{pattern}: pack_torch differs from "
-                                "fdc.packing")
+        dense = w.float().cpu().numpy()
+        ref_words = np.frombuffer(packing.pack_tiled_csl(
+            dense, v.tile, v.dtype, capacity=False), dtype="<u4")
+        if not np.array_equal(words, ref_words):
+            failures.append(f"{pattern}: pack_torch differs from fdc.packing")
         if nbytes > entry["bytes"]:
             failures.append(f"{pattern}: {nbytes} packed bytes, "
                             f"{entry['bytes']} reserved")

@@ -537,7 +537,7 @@ class SparseLibrary:
             bench.randn((models.TABLE_ROWS, k), torch.float16))
         base.view("head", torch.float16).copy_(
             bench.randn((models.HEAD_ROWS, n), torch.float16, std=n ** -0.5))
-        packed = tiled_csl.pack_torch(w, self.tile, self.version)
+        packed = tiled_csl.pack_torch(w, self.tile)
         # What the kernel reads of the weight: the header and the runs.
         self.packed_bytes = tiled_csl.words_read(packed.numel())
         if self.packed_bytes > entry["bytes"]:
