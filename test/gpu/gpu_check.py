@@ -341,7 +341,9 @@ def linear_checks(work, rng):
             ref = linear_models.reference(v, weights, tokens)
             err = float(torch.linalg.norm(logits.double() - ref)
                         / torch.linalg.norm(ref))
-            if not err <= 1e-2:  # NaN fails too
+            # Worst seen 1.1e-4 (y rounded to f16/bf16 on both sides); a lost
+            # tile or word moves whole rows by percents. NaN fails too.
+            if not err <= 1e-3:
                 failures.append(f"M={m}: rel_err={err:.2e}")
             worst = max(worst, err) if err == err else float("nan")
         record(f"{v.name} vs float64, M = 1..128", not failures,
@@ -455,7 +457,8 @@ def sparse_checks(work, rng):
     residual), f16 and bf16, N and K no multiple of the 128x64 tile, the
     default dispatch and flash_spmm configs pinned by hand; each library on
     weights pruned at random to 50..95 % and on one with empty rows, empty
-    tiles and a dense tile, at M = 1, 3, 8, 17, 32, 64. The weights are made
+    tiles and a dense tile, at M = 1, 3, 8, 9, 16, 17, 32, 64; the family
+    that ran must be the one expected. The weights are made
     here from a seed and packed into the arena by fdc.bench.tiled_csl's torch
     packer, checked word for word against fdc.packing (the runtime's packer
     mirrored in numpy). The logits
@@ -556,12 +559,21 @@ def _sparse_variant(v, gen, seed):
             ref = sparse_models.reference(v, weights, w, tokens)
             err = float(torch.linalg.norm(logits.double() - ref)
                         / torch.linalg.norm(ref))
-            if not err <= 1e-2:  # NaN fails too
+            # Worst seen 1.1e-4 (y rounded to f16/bf16 on both sides); a lost
+            # tile or word moves whole rows by percents. NaN fails too.
+            if not err <= 1e-3:
                 failures.append(f"{pattern} M={m}: rel_err={err:.2e}")
             worst = max(worst, err) if err == err else float("nan")
     # Each sparse kernel's launch (grid, threads, dynamic shared bytes) at
     # the largest M: flash_spmm's grid is (batch blocks, tile rows, splits).
     launches = "; ".join(f"{k} {launcher.geometry[k]}" for k in sorted(kernels))
+    # Which family ran: flash_spmm stages its tiles in dynamic shared memory,
+    # the row scan takes none (the dispatch falls back to it quietly).
+    flash_ran = any(k.startswith("sparse_linear_") and launcher.geometry[k][2] > 0
+                    for k in kernels)
+    if flash_ran != v.flash:
+        failures.append(f"expected {'flash_spmm' if v.flash else 'sparse_row_scan'}"
+                        f", ran {launches}")
     record(f"{v.name} [{v.rows}x{v.k}] vs float64, "
            f"{len(sparse_models.PATTERNS)} weights x M = 1..64",
            not failures, worst_rel_err=f"{worst:.2e}",

@@ -198,7 +198,11 @@ Value fdc::emitSparseProduct(Emitter &e, Value input, Value words,
       Value weight = arith::ExtFOp::create(b, b.getF32Type(), bitcast);
       Value shifted = arith::ShRUIOp::create(b, word, e.i32(16));
       Value location = arith::IndexCastOp::create(b, b.getIndexType(), shifted);
-      memref::StoreOp::create(b, weight, dense, location);
+      // A location past the tile (only a corrupt weight has one) stays in
+      // the tile, as on the GPU.
+      Value inTile =
+          arith::MinUIOp::create(b, location, e.index(tileRows * tileCols - 1));
+      memref::StoreOp::create(b, weight, dense, inTile);
     });
     Value tileRow = arith::DivUIOp::create(b, tile, e.index(tilesPerRow));
     Value tileCol = arith::RemUIOp::create(b, tile, e.index(tilesPerRow));

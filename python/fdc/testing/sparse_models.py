@@ -23,10 +23,11 @@ from pathlib import Path
 TABLE_ROWS = 256
 HEAD_ROWS = 128
 TILE = (128, 64)
-BATCHES = (1, 3, 8, 17, 32, 64)
+BATCHES = (1, 3, 8, 9, 16, 17, 32, 64)
 # Random pruning at these sparsities, then "holes": 80 % pruned, with every
-# fifth weight row and the last one empty, the tile right of the first and
-# the bottom-right (partial) tile empty, and the bottom-left tile dense.
+# fifth weight row above the last tile row and the row just above it empty,
+# the tile right of the first and the bottom-right (partial) tile empty, and
+# the bottom-left tile dense.
 PATTERNS = ("s50", "s70", "s80", "s90", "s95", "holes")
 
 
@@ -192,11 +193,13 @@ def make_weight(v: SparseVariant, pattern: str, gen, device="cuda"):
     w = w.masked_fill(pruned, 0.0)
     if pattern == "holes":
         tn, tk = v.tile
-        w[::5] = 0.0
-        w[-1] = 0.0
+        last_row = (rows - 1) // tn * tn
+        # Empty rows above the last tile row (which holds the dense tile).
+        w[:last_row:5] = 0.0
+        if last_row > 0:
+            w[last_row - 1] = 0.0
         if k > tk:
             w[:tn, tk:2 * tk] = 0.0  # the tile right of the first
-        last_row = (rows - 1) // tn * tn
         last_col = (k - 1) // tk * tk
         w[last_row:, last_col:] = 0.0  # the bottom-right tile
         if last_col > 0:  # the bottom-left tile, dense

@@ -366,9 +366,9 @@ public:
     int64_t rowTiles = std::max<int64_t>(1, tileRows / (m * warpsN));
     // Registers for a tile's words at 70 % sparsity and above (Flash-LLM's
     // range; a denser tile loads the rest while it scatters). On the H100
-    // 5 vectors of 128 threads measured best of 4, 5 and 6 over the
-    // benchmark's shapes at 70-90 %: more registers cost occupancy, fewer
-    // put 70 %'s words on the synchronous path.
+    // 5 vectors of 128 threads gave the best geomean of 4, 5 and 6 over the
+    // benchmark at 70-90 % (4 is faster at 80-90 %, but puts 70 %'s words
+    // on the synchronous path; 6 costs occupancy).
     int64_t threads = warpsN * target.subgroupSize();
     int64_t tileWords = tileRows * sparse.getWeight().getType().getTile()[1];
     int64_t vectors = std::clamp<int64_t>(
