@@ -3,7 +3,8 @@
 # clang evaluate a call's arguments in different orders, so two builder calls
 # in one argument list emit ops in different orders. This builds fdc-opt with
 # GCC and checks that its host and GPU lowerings of the frontend's models
-# (f32 and bf16, MHA/GQA, unified max, INT4 KV and weights, Tiled-CSL) are
+# (f32 and bf16, MHA/GQA, unified max, INT4 KV and weights, Tiled-CSL; the
+# sm_90a tuning candidates build every linear family, group GEMMs too) are
 # byte-identical to the clang build's, then runs the dialect and lowering lit
 # tests with the GCC build.
 #
@@ -39,8 +40,9 @@ export PYTHONPATH="$repo/python"
 status=0
 for model in "$tmp"/*.mlir; do
   for lowering in convert-decode-to-host convert-decode-to-gpu=target=sm_90 \
+      convert-decode-to-gpu=target=sm_90a \
       convert-decode-to-gpu=target=gfx942 convert-decode-to-gpu=target=gfx1100 \
-      "convert-decode-to-gpu=target=sm_90 tuning-candidates=1"; do
+      "convert-decode-to-gpu=target=sm_90a tuning-candidates=1"; do
     name="$(basename "$model" .mlir).${lowering//=/-}"
     name="${name// /-}"
     for compiler in clang gcc; do

@@ -80,11 +80,13 @@ for dtype in float32 bfloat16; do
     --preset head128 --dtype "$dtype" --config-out "$out/models/head128-$dtype.json"
   compile "head128-$dtype" "$tmp/head128-$dtype"
 done
-# One decode.linear per model: every epilogue, f16 / bf16, pinned kernels.
-"$py" -m fdc.testing.linear_models "$out/models"
-for ir in "$out"/models/linear-*.mlir; do
-  "$build/bin/fdc" compile "$ir" --target=cuda:sm_90 -o "${ir%.mlir}.so"
-done
+# One decode.linear per model: every epilogue, f16 / bf16, pinned kernels,
+# each for its arch (sm_90a for the group MMA).
+"$py" -m fdc.testing.linear_models "$out/models" --archs |
+  while read -r name arch; do
+    "$build/bin/fdc" compile "$out/models/$name.mlir" --target=cuda:$arch \
+      -o "$out/models/$name.so"
+  done
 # One decode.sparse_linear per model: every epilogue, f16 / bf16, partial
 # tiles, pinned flash_spmm configs (the weights are made on the device).
 "$py" -m fdc.testing.sparse_models "$out/models"

@@ -92,6 +92,7 @@ KernelRegistry::KernelRegistry() {
   families.push_back(createGemvFamily());
   families.push_back(createFlatGemmFamily());
   families.push_back(createTiledGemmFamily());
+  families.push_back(createGroupGemmFamily());
   families.push_back(createSparseRowScanFamily());
   families.push_back(createFlashSpmmFamily());
   families.push_back(createRopeFamily());

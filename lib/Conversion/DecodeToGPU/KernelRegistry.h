@@ -185,6 +185,7 @@ std::unique_ptr<KernelFamily> createRMSNormFamily();
 std::unique_ptr<KernelFamily> createGemvFamily();
 std::unique_ptr<KernelFamily> createFlatGemmFamily();
 std::unique_ptr<KernelFamily> createTiledGemmFamily();
+std::unique_ptr<KernelFamily> createGroupGemmFamily();
 std::unique_ptr<KernelFamily> createSparseRowScanFamily();
 std::unique_ptr<KernelFamily> createFlashSpmmFamily();
 std::unique_ptr<KernelFamily> createRopeFamily();
@@ -218,6 +219,20 @@ struct TiledGemmShape {
 std::optional<decode::KernelAttr>
 getTiledGemmKernel(decode::LinearOp op, const GpuPrimitives &target,
                    const TiledGemmShape &shape);
+
+/// A group GEMM's tile and split for getGroupGemmKernel.
+struct GroupGemmShape {
+  int64_t groups, rowTiles, batch;
+  int64_t maxStages = 4;
+  int64_t splitK = 1;
+};
+/// A complete group GEMM (Kernels/GroupGemm.cpp) of `shape` with the most
+/// stages, at most shape.maxStages, that fit the target's shared memory and
+/// that the family accepts for `op` on `target`; none if not even two
+/// stages do (or the target has no group MMA for the op).
+std::optional<decode::KernelAttr>
+getGroupGemmKernel(decode::LinearOp op, const GpuPrimitives &target,
+                   const GroupGemmShape &shape);
 
 } // namespace fdc::gpu
 

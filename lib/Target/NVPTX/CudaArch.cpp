@@ -34,6 +34,5 @@ LogicalResult nvptx::checkArch(StringRef arch,
     if (decode::getKnownGpuVendor(name) == decode::GpuVendor::nvidia)
       known.push_back(name);
   return emitError() << "unknown NVIDIA GPU arch '" << arch
-                     << "'; known NVIDIA archs: " << llvm::join(known, ", ")
-                     << " (and sm_90a)";
+                     << "'; known NVIDIA archs: " << llvm::join(known, ", ");
 }

@@ -48,6 +48,9 @@ void nvptx::buildKernelPipeline(OpPassManager &pm, unsigned subgroupSize) {
   pm.addPass(createConvertGpuOpsToNVVMOps());
   pm.addPass(createExternDynamicSharedMemoryPass());
   pm.addPass(createConvertVectorToLLVMPass());
+  // NVVM ops that PTX expresses and LLVM has no intrinsic for (wgmma) to
+  // inline PTX.
+  pm.addPass(createConvertNVVMToLLVMPass());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
   pm.addPass(createReconcileUnrealizedCastsPass());

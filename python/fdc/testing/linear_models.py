@@ -6,6 +6,7 @@ default dispatch table. Each model embeds token rows of `table`, runs the
 linear under test, and a 128-row f32 `head` linear gives the logits.
 
     python -m fdc.testing.linear_models OUT_DIR   # writes OUT_DIR/<name>.mlir
+    python -m fdc.testing.linear_models OUT_DIR --archs   # and prints NAME ARCH
 
 `reference` computes the logits in float64 from the weights, for any batch.
 """
@@ -27,6 +28,7 @@ class LinearVariant:
     k: int
     epilogue: str  # "none" | "bias" | "residual" | "silu_gate_up"
     kernel: str = ""  # a #decode.kernel / #decode.dispatch pinned, or ""
+    arch: str = "sm_90"  # the cuda arch the GPU test compiles it for
 
     def weight_shapes(self) -> dict[str, tuple[int, ...]]:
         rows = 2 * self.n if self.epilogue == "silu_gate_up" else self.n
@@ -108,6 +110,53 @@ VARIANTS += [
 ]
 
 
+def _group(config: str) -> str:
+    return f'#decode.kernel<"group_gemm", {{{config}}}>'
+
+
+VARIANTS += [
+    # The group MMA (sm_90a's wgmma) on shared-memory tiles: the gate-up
+    # halves with a bias and a k tail of 8 zero-filled (K = 520, tiles of 64),
+    # a residual in f16 with two row tiles per group on 16 batch columns, the
+    # widest accumulators (two row tiles by 128 columns) with a bias over two
+    # stages, and split-K: 9 k tiles in 3 splits on 8 columns, and in 5
+    # splits (the last with one tile, fewer than the stages in flight) with
+    # the gate-up halves.
+    LinearVariant("linear-group-gateup-bf16", "bf16", 1000, 520,
+                  "silu_gate_up",
+                  _group("groups = 2, row_tiles = 1, batch = 64, stages = 4"),
+                  arch="sm_90a"),
+    LinearVariant("linear-group-residual-f16", "f16", 520, 520, "residual",
+                  _group("groups = 1, row_tiles = 2, batch = 16, stages = 3"),
+                  arch="sm_90a"),
+    LinearVariant("linear-group-bias-bf16", "bf16", 1000, 520, "bias",
+                  _group("groups = 2, row_tiles = 2, batch = 128, stages = 2"),
+                  arch="sm_90a"),
+    LinearVariant("linear-group-split-none-bf16", "bf16", 1000, 520, "none",
+                  _group("groups = 1, row_tiles = 1, batch = 8, stages = 4, "
+                         "split_k = 3"),
+                  arch="sm_90a"),
+    LinearVariant("linear-group-split-gateup-f16", "f16", 1000, 520,
+                  "silu_gate_up",
+                  _group("groups = 2, row_tiles = 1, batch = 32, stages = 4, "
+                         "split_k = 5"),
+                  arch="sm_90a"),
+]
+
+
+VARIANTS += [
+    # sm_90a's default tables, with group GEMMs from 17 rows (K split to fill
+    # the units), on every epilogue and both types; and one whose rows are
+    # long (K >= 2N), which group GEMMs take from 2 rows.
+    *(LinearVariant(f"linear-{e}-{t}-sm90a", t, 520 if e == "residual" else 1000,
+                    520, e, arch="sm_90a")
+      for t in ("bf16", "f16")
+      for e in ("none", "bias", "residual", "silu_gate_up")),
+    LinearVariant("linear-longk-bias-bf16-sm90a", "bf16", 520, 1048, "bias",
+                  arch="sm_90a"),
+]
+
+
 def model_ir(v: LinearVariant) -> str:
     t, n, k = v.dtype, v.n, v.k
     shapes = v.weight_shapes()
@@ -185,11 +234,16 @@ def reference(v: LinearVariant, weights: dict, tokens):
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("out_dir")
+    ap.add_argument("--archs", action="store_true",
+                    help="also print 'NAME ARCH' per model, the cuda arch "
+                         "to compile it for")
     args = ap.parse_args(argv)
     out = Path(args.out_dir)
     out.mkdir(parents=True, exist_ok=True)
     for v in VARIANTS:
         (out / f"{v.name}.mlir").write_text(model_ir(v))
+        if args.archs:
+            print(v.name, v.arch)
     return 0
 
 

@@ -21,6 +21,19 @@
 // RUN: fdc-opt %S/Inputs/linear-4096x4096-bf16.mlir --decode-select-kernels=target=sm_90 | FileCheck %s --check-prefix=SPLIT
 // SPLIT: decode.linear {{.*}}{decode.kernel = #decode.dispatch<max_batch = [1, 8, 16], kernels = [#decode.kernel<"gemv", {{.*}}>, #decode.kernel<"flat_gemm", {{.*}}>, #decode.kernel<"flat_gemm", {{.*}}>, #decode.kernel<"tiled_gemm", {batch_tiles = 4 : i64, k_tile = 64 : i64, row_tiles = 4 : i64, split_k = 4 : i64, stages = 4 : i64, warps_m = 2 : i64, warps_n = 2 : i64}>]>} : tensor<?x4096xbf16>, tensor<4096x4096xbf16>
 
+// sm_90a adds the group GEMM (wgmma). N = 4096 leaves units idle with
+// 64-row tiles: from 17 rows one tile per block, K split 2 ways (about 132 /
+// 64), batch tiles of 32, 64 and 128 columns. A weight of 128 rows by 4096
+// (K >= 2N) takes it from 2 rows, K split 16 ways (twice 132 / 2, at most
+// 16) up to 16 rows and above.
+// RUN: fdc-opt %S/Inputs/linear-4096x4096-bf16.mlir --decode-select-kernels=target=sm_90a | FileCheck %s --check-prefix=GROUP
+// GROUP: decode.linear {{.*}}{decode.kernel = #decode.dispatch<max_batch = [1, 8, 16, 32, 64], kernels = [#decode.kernel<"gemv", {{.*}}>, #decode.kernel<"flat_gemm", {{.*}}>, #decode.kernel<"flat_gemm", {{.*}}>, #decode.kernel<"group_gemm", {batch = 32 : i64, groups = 1 : i64, row_tiles = 1 : i64, split_k = 2 : i64, stages = 6 : i64}>, #decode.kernel<"group_gemm", {batch = 64 : i64, groups = 1 : i64, row_tiles = 1 : i64, split_k = 2 : i64, stages = 6 : i64}>, #decode.kernel<"group_gemm", {batch = 128 : i64, groups = 1 : i64, row_tiles = 1 : i64, split_k = 2 : i64, stages = 6 : i64}>]>} : tensor<?x4096xbf16>, tensor<4096x4096xbf16>
+// GROUP: decode.linear {{.*}}{decode.kernel = #decode.dispatch<max_batch = [1, 16, 32, 64], kernels = [#decode.kernel<"gemv", {{.*}}>, #decode.kernel<"group_gemm", {batch = 16 : i64, groups = 1 : i64, row_tiles = 1 : i64, split_k = 16 : i64, stages = 6 : i64}>, {{.*}}]>} : tensor<?x4096xbf16>, tensor<128x4096xbf16>
+// Where N / 64 tiles fill the units (N = 12288 on the H100): two row tiles
+// per block, K whole, from 33 rows; the small tiled GEMM from 9 rows.
+// RUN: fdc-opt %S/Inputs/linear-12288x4096-bf16.mlir --decode-select-kernels=target=sm_90a | FileCheck %s --check-prefix=WIDE
+// WIDE: decode.linear {{.*}}{decode.kernel = #decode.dispatch<max_batch = [1, 8, 32, 64], kernels = [#decode.kernel<"gemv", {{.*}}>, #decode.kernel<"flat_gemm", {{.*}}>, #decode.kernel<"tiled_gemm", {batch_tiles = 2 : i64, k_tile = 128 : i64, row_tiles = 1 : i64, split_k = 1 : i64, stages = 3 : i64, warps_m = 2 : i64, warps_n = 2 : i64}>, #decode.kernel<"group_gemm", {batch = 64 : i64, groups = 1 : i64, row_tiles = 2 : i64, split_k = 1 : i64, stages = 6 : i64}>, #decode.kernel<"group_gemm", {batch = 128 : i64, groups = 1 : i64, row_tiles = 2 : i64, split_k = 1 : i64, stages = 6 : i64}>]>} : tensor<?x4096xbf16>, tensor<12288x4096xbf16>
+
 // f32 weights have no MMA: one GEMV for every batch size; an f32 cache
 // neither: the per-query-head attention.
 // RUN: sed 's/bf16/f32/g' %S/Inputs/head128-bf16.mlir | fdc-opt --decode-select-kernels=target=sm_90 | FileCheck %s --check-prefix=F32
@@ -75,7 +88,7 @@
 // Bad kernels are refused, naming the op and the entry.
 // RUN: sed 's/%q_0 = decode.linear %x_0, %wq_0 :/%q_0 = decode.linear %x_0, %wq_0 {decode.kernel = #decode.kernel<"flat_gemm_v9", {}>} :/' %S/Inputs/head128-bf16.mlir \
 // RUN:   | not fdc-opt --decode-select-kernels=target=sm_90 2>&1 | FileCheck %s --check-prefix=UNKNOWN
-// UNKNOWN: error: 'decode.linear' op names unknown kernel family 'flat_gemm_v9'; known families: embedding, rms_norm, gemv, flat_gemm, tiled_gemm, sparse_row_scan, flash_spmm, rope, kv_append, split_kv_attention, gqa_attention, argmax, sample
+// UNKNOWN: error: 'decode.linear' op names unknown kernel family 'flat_gemm_v9'; known families: embedding, rms_norm, gemv, flat_gemm, tiled_gemm, group_gemm, sparse_row_scan, flash_spmm, rope, kv_append, split_kv_attention, gqa_attention, argmax, sample
 // RUN: sed 's/%q_0 = decode.linear %x_0, %wq_0 :/%q_0 = decode.linear %x_0, %wq_0 {decode.kernel = #decode.kernel<"rms_norm", {}>} :/' %S/Inputs/head128-bf16.mlir \
 // RUN:   | not fdc-opt --decode-select-kernels=target=sm_90 2>&1 | FileCheck %s --check-prefix=WRONG
 // WRONG: error: 'decode.linear' op cannot be lowered by kernel family 'rms_norm'

@@ -1,7 +1,8 @@
 // convert-decode-to-gpu{tuning-candidates}: every distinct decode.linear
 // signature that has a choice lists its candidates (getLinearCandidates:
 // gemv, then flat_gemm over row_tiles x batch_tiles x subgroups, then ten
-// tiled_gemms, four of them split in K, each complete and checked), with the
+// tiled_gemms, four of them split in K, then on sm_90a group_gemms, each
+// complete and checked), with the
 // workspace its split-K candidates take, and fdc_tune_launch launches the
 // one it is given on the buffers of FdcTuneArgs.
 // RUN: fdc-opt %S/Inputs/head128-bf16.mlir --decode-assign-weight-layout --convert-decode-to-gpu="target=sm_90 tuning-candidates=1" | FileCheck %s --check-prefix=SM90
@@ -32,6 +33,15 @@
 // RUN: fdc-opt %S/Inputs/head128-bf16.mlir --decode-assign-weight-layout --convert-decode-to-gpu="target=sm_90 tuning-candidates=1" | FileCheck %s --check-prefix=COUNT
 // COUNT-COUNT-31: #decode.kernel<
 // COUNT-SAME: dtype = "bf16", input_dtype = "bf16", k = 512 : i64, n = 512 : i64,
+
+// sm_90a adds 36 group GEMMs (wgmma): batch tiles of 16 to 128 columns,
+// one group of one or two row tiles or two groups of one, K whole or split
+// 2 or 4 ways, each with the most stages (up to 6) that fit.
+// RUN: fdc-opt %S/Inputs/head128-bf16.mlir --decode-assign-weight-layout --convert-decode-to-gpu="target=sm_90a tuning-candidates=1" | FileCheck %s --check-prefix=SM90A
+// SM90A: fdc.tune_signatures = [{activation = "none", bias = false, candidates = [#decode.kernel<"gemv"
+// SM90A-SAME: #decode.kernel<"group_gemm", {batch = 16 : i64, groups = 1 : i64, row_tiles = 1 : i64, split_k = 1 : i64, stages = 6 : i64}>
+// SM90A-COUNT-35: #decode.kernel<"group_gemm"
+// SM90A-SAME: ], dtype = "bf16", input_dtype = "bf16", k = 512 : i64, n = 512 : i64,
 
 // The launches read the FdcDeviceApi from FdcTuneArgs::device (field 9).
 // RUN: fdc-opt %S/Inputs/head128-bf16.mlir --decode-assign-weight-layout --convert-decode-to-gpu="target=sm_90 tuning-candidates=1" --fdc-lower-kernel-launches | FileCheck %s --check-prefix=LAUNCH

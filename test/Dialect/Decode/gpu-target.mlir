@@ -59,3 +59,43 @@ module attributes {decode.gpu_target = #decode.gpu_target<vendor = nvidia, arch 
 // expected-error @+1 {{failed to parse Decode_GpuTargetAttr parameter 'mma'}}
 module attributes {decode.gpu_target = #decode.gpu_target<vendor = amd, arch = "gfx90a", subgroup = 64, units = 110, shared_memory = 65536, vector_bytes = 16, max_workgroup_size = 1024, mma = [#decode.mma<m = 16, n = 0, k = 16, a = bf16, acc = f32>]>} {
 }
+
+// -----
+
+// A group MMA (sm_90a's wgmma) round-trips.
+// CHECK: group_mma = [#decode.group_mma<subgroups = 4, m = 64, n_step = 8, max_n = 256, k = 16, a = bf16, acc = f32, row_bytes = 128>]
+module attributes {decode.gpu_target = #decode.gpu_target<vendor = nvidia, arch = "sm_90a", subgroup = 32, units = 132, shared_memory = 232448, vector_bytes = 16, max_workgroup_size = 1024, mma = [], group_mma = [#decode.group_mma<subgroups = 4, m = 64, n_step = 8, max_n = 256, k = 16, a = bf16, acc = f32, row_bytes = 128>]>} {
+}
+
+// -----
+
+// expected-error @+1 {{#decode.gpu_target group_mma lists #decode.group_mma shapes, got #decode.mma<m = 16, n = 8, k = 16, a = bf16, acc = f32>}}
+module attributes {decode.gpu_target = #decode.gpu_target<vendor = nvidia, arch = "sm_90a", subgroup = 32, units = 132, shared_memory = 232448, vector_bytes = 16, max_workgroup_size = 1024, mma = [], group_mma = [#decode.mma<m = 16, n = 8, k = 16, a = bf16, acc = f32>]>} {
+}
+
+// -----
+
+// expected-error @+1 {{#decode.gpu_target group_mma of 4 subgroups exceeds max_workgroup_size 64}}
+module attributes {decode.gpu_target = #decode.gpu_target<vendor = nvidia, arch = "sm_90a", subgroup = 32, units = 132, shared_memory = 232448, vector_bytes = 16, max_workgroup_size = 64, mma = [], group_mma = [#decode.group_mma<subgroups = 4, m = 64, n_step = 8, max_n = 256, k = 16, a = bf16, acc = f32, row_bytes = 128>]>} {
+}
+
+// -----
+
+// expected-error @+2 {{#decode.group_mma max_n (100) must be a multiple of n_step (8)}}
+// expected-error @+1 {{failed to parse Decode_GpuTargetAttr parameter 'group_mma'}}
+module attributes {decode.gpu_target = #decode.gpu_target<vendor = nvidia, arch = "sm_90a", subgroup = 32, units = 132, shared_memory = 232448, vector_bytes = 16, max_workgroup_size = 1024, mma = [], group_mma = [#decode.group_mma<subgroups = 4, m = 64, n_step = 8, max_n = 100, k = 16, a = bf16, acc = f32, row_bytes = 128>]>} {
+}
+
+// -----
+
+// expected-error @+2 {{#decode.group_mma row_bytes must be a power of two of at least one k step (32 bytes) and at most 1024, got 16}}
+// expected-error @+1 {{failed to parse Decode_GpuTargetAttr parameter 'group_mma'}}
+module attributes {decode.gpu_target = #decode.gpu_target<vendor = nvidia, arch = "sm_90a", subgroup = 32, units = 132, shared_memory = 232448, vector_bytes = 16, max_workgroup_size = 1024, mma = [], group_mma = [#decode.group_mma<subgroups = 4, m = 64, n_step = 8, max_n = 256, k = 16, a = bf16, acc = f32, row_bytes = 16>]>} {
+}
+
+// -----
+
+// expected-error @+2 {{#decode.group_mma subgroups must be in [1, 32], got 0}}
+// expected-error @+1 {{failed to parse Decode_GpuTargetAttr parameter 'group_mma'}}
+module attributes {decode.gpu_target = #decode.gpu_target<vendor = nvidia, arch = "sm_90a", subgroup = 32, units = 132, shared_memory = 232448, vector_bytes = 16, max_workgroup_size = 1024, mma = [], group_mma = [#decode.group_mma<subgroups = 0, m = 64, n_step = 8, max_n = 256, k = 16, a = bf16, acc = f32, row_bytes = 128>]>} {
+}

@@ -6,7 +6,8 @@
 // by the target's workgroup), k_unroll from the default table's register
 // budget, 32 subgroups with up to 8 super-steps in flight, and ten tiled
 // GEMMs: five tiles in static shared memory, a larger one in dynamic shared
-// memory whole and split in K two to four ways, and one split four ways.
+// memory whole and split in K two to four ways, and one split four ways;
+// on targets with a group MMA, group GEMMs (addGroupGemm).
 // Each candidate is completed and checked by its family's verifier; one
 // that fails is not listed. A family adds its candidates with one generator
 // and one line in kGenerators.
@@ -96,6 +97,29 @@ void addTiledGemm(decode::LinearOp op, const GpuPrimitives &target,
   }
 }
 
+/// Group GEMMs (targets with a group MMA): batch tiles of 16 to 128
+/// columns, one or two row tiles per group and one or two groups, K whole
+/// or split two or four ways, each with the most stages (up to 6) its
+/// shared memory holds. Two groups of two row tiles never led the H100
+/// sweep of the benchmark shapes and are left out.
+void addGroupGemm(decode::LinearOp op, const GpuPrimitives &target,
+                  CandidateList &out) {
+  for (int64_t batch : {16, 32, 64, 128})
+    for (auto [groups, rowTiles] :
+         {std::pair<int64_t, int64_t>{1, 1}, {1, 2}, {2, 1}})
+      for (int64_t splitK : {1, 2, 4}) {
+        std::optional<decode::KernelAttr> kernel = getGroupGemmKernel(
+            op, target, {groups, rowTiles, batch, /*maxStages=*/6, splitK});
+        if (!kernel)
+          continue;
+        Entries entries;
+        for (NamedAttribute entry : kernel->getConfig())
+          entries.push_back({entry.getName().strref(),
+                             cast<IntegerAttr>(entry.getValue()).getInt()});
+        out.push_back({"group_gemm", entries});
+      }
+}
+
 using Generator = void (*)(decode::LinearOp, const GpuPrimitives &,
                            CandidateList &);
 /// One line per family, in the order the candidates are listed.
@@ -103,6 +127,7 @@ constexpr Generator kGenerators[] = {
     addGemv,
     addFlatGemm,
     addTiledGemm,
+    addGroupGemm,
 };
 } // namespace
 

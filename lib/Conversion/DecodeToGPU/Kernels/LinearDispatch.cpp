@@ -39,6 +39,60 @@ int64_t fdc::gpu::getFlatGemmUnroll(decode::LinearOp op,
                              maxUnroll);
 }
 
+namespace {
+/// On a target with a group MMA (#decode.group_mma, sm_90a's wgmma), group
+/// GEMMs take the batches where they measured fastest (an H100 fdc tune
+/// sweep of the benchmark shapes at M = 8..128, 2026-11-25), in place of
+/// the entries of `entries` for those batches: batch tiles of 2n, 4n, 8n
+/// and 16n columns (16, 32, 64, 128 on NVIDIA), the most stages (up to 6)
+/// that fit shared memory.
+///   - Where N / m row tiles leave units idle (N = 4096 on the H100): one
+///     row tile per block, K split to fill the units (about units / tiles
+///     ways, twice that up to 2n rows), from 2n + 1 rows; and from 2 rows
+///     where K is at least twice N, whose long rows the flat GEMM streams
+///     with too few blocks (K = 11008 and 14336: 0.99-1.06x the flat GEMM
+///     at M = 8, 1.06-1.11x at M = 16).
+///   - Elsewhere two row tiles per block, K whole, from 4n + 1 rows (below,
+///     the tiled GEMM stays: 1-2 % faster at M = 32).
+void useGroupGemm(decode::LinearOp op, const GpuPrimitives &target,
+                  const GroupMmaLayout &group,
+                  SmallVectorImpl<std::pair<int64_t, Attribute>> &entries) {
+  int64_t step = group.shape.getNStep();
+  int64_t features = op.getResult().getType().getDimSize(1);
+  int64_t reduction = op.getInput().getType().getDimSize(1);
+  int64_t tiles = (features + group.m() - 1) / group.m();
+  bool idle = tiles < target.units();
+  bool longRows = reduction >= 2 * features;
+  int64_t splitK =
+      std::clamp<int64_t>((target.units() + tiles / 2) / tiles, 1, 16);
+  // Fewer row tiles where the accumulators do not fit (SiLU-gate-up holds
+  // both halves), fewer splits where K's tiles leave a split empty.
+  auto groupGemm = [&](int64_t batch, int64_t rowTiles,
+                       int64_t split) -> Attribute {
+    for (int64_t ways = std::min<int64_t>(split, 16); ways >= 1; --ways)
+      for (int64_t perGroup = rowTiles; perGroup >= 1; --perGroup)
+        if (std::optional<decode::KernelAttr> kernel = getGroupGemmKernel(
+                op, target,
+                {/*groups=*/1, perGroup, batch, /*maxStages=*/6, ways}))
+          return *kernel;
+    return {};
+  };
+  // The batch bounds of entries [1..]: n, 2n, then the two tiled ones
+  // (smallBatch, 2 * smallBatch), then the last.
+  for (auto &[bound, kernel] : llvm::drop_begin(entries)) {
+    int64_t rows = bound == 0 ? 16 * step : std::max(bound, 2 * step);
+    int64_t batch = std::min<int64_t>(llvm::PowerOf2Ceil(rows), 16 * step);
+    Attribute chosen;
+    if (idle && (rows > 2 * step || longRows))
+      chosen = groupGemm(batch, 1, rows > 2 * step ? splitK : 2 * splitK);
+    else if (!idle && rows > 4 * step)
+      chosen = groupGemm(batch, 2, 1);
+    if (chosen)
+      kernel = chosen;
+  }
+}
+} // namespace
+
 std::optional<decode::KernelDispatchAttr>
 fdc::gpu::getDefaultLinearDispatch(decode::LinearOp op,
                                    const GpuPrimitives &target) {
@@ -85,8 +139,10 @@ fdc::gpu::getDefaultLinearDispatch(decode::LinearOp op,
   //     sharing each batch row's loads where the accumulators stay within 32
   //     registers and a lane's k values of a row fit one vector load;
   //   - a small tiled GEMM (2 x 2 subgroups, 32 weight rows by 32 batch rows
-  //     on NVIDIA, k tiles of four super-steps): from M = 17 to 32 where
-  //     N / 32 blocks fill the units, and from 33 to 64 where N / 64 do not;
+  //     on NVIDIA, k tiles of four super-steps): from M = n + 1 to 32 where
+  //     N / 32 blocks fill the units (at M = 16 on the H100, 1.03-1.04x the
+  //     flat GEMM on N = 11008, 12288, 28672), and from 33 to 64 where
+  //     N / 64 do not;
   //   - a large tiled GEMM (4 subgroups over N, 64 weight rows by 32 batch
   //     rows, k tiles of two super-steps): from 33 to 64 where N / 64 blocks
   //     fill the units;
@@ -149,7 +205,9 @@ fdc::gpu::getDefaultLinearDispatch(decode::LinearOp op,
   SmallVector<std::pair<int64_t, Attribute>> entries = {
       {1, kernel("gemv", {})},
       {n, flatGemm(1, 1, subgroups, 4)},
-      {2 * n, flatGemm(1, 2, subgroups, 2)},
+      {2 * n, fillsUnits(2 * layout->m()) && small
+                  ? Attribute(*small)
+                  : flatGemm(1, 2, subgroups, 2)},
       {smallBatch, fillsUnits(2 * layout->m()) ? smallOrFlat
                    : wideWhenIdle              ? Attribute(*wideWhenIdle)
                                                : flatWide},
@@ -157,6 +215,9 @@ fdc::gpu::getDefaultLinearDispatch(decode::LinearOp op,
                        : wideWhenIdle              ? Attribute(*wideWhenIdle)
                                                    : smallOrFlat},
       {0, wide ? Attribute(*wide) : largeOrSmall}};
+  if (std::optional<GroupMmaLayout> group = target.getGroupMmaLayout(
+          op.getInput().getType().getElementType(), 2 * n))
+    useGroupGemm(op, target, *group, entries);
   // Bounds that do not grow (n = 16 makes 2n the small tile's batch) and
   // neighbours with one kernel merge.
   SmallVector<int64_t> bounds;

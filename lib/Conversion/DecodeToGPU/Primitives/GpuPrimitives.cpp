@@ -60,6 +60,55 @@ decode::MmaShapeAttr GpuPrimitives::findMmaShape(Type element, int64_t m,
   return {};
 }
 
+decode::GroupMmaShapeAttr GpuPrimitives::findGroupMmaShape(Type element,
+                                                           int64_t n) const {
+  for (decode::GroupMmaShapeAttr shape : gpuTarget.getGroupMmaShapes())
+    if (shape.getA() == element && shape.getAcc().isF32() && n > 0 &&
+        n % shape.getNStep() == 0 && n <= shape.getMaxN())
+      return shape;
+  return {};
+}
+
+[[noreturn]] static void noGroupMma() {
+  llvm::report_fatal_error("group MMA primitive used on a target without one "
+                           "(check getGroupMmaLayout first)");
+}
+
+Value GpuPrimitives::getGroupMmaChunkOffset(ImplicitLocOpBuilder &,
+                                            const GroupMmaLayout &, Value,
+                                            Value) const {
+  noGroupMma();
+}
+Value GpuPrimitives::groupMmaZero(ImplicitLocOpBuilder &,
+                                  const GroupMmaLayout &) const {
+  noGroupMma();
+}
+Value GpuPrimitives::groupMmaExtract(ImplicitLocOpBuilder &,
+                                     const GroupMmaLayout &, Value,
+                                     int64_t) const {
+  noGroupMma();
+}
+std::pair<Value, Value> GpuPrimitives::getGroupMmaAccumulator(
+    ImplicitLocOpBuilder &, const GroupMmaLayout &, Value, int64_t) const {
+  noGroupMma();
+}
+void GpuPrimitives::fenceSharedForGroupMma(ImplicitLocOpBuilder &) const {
+  noGroupMma();
+}
+void GpuPrimitives::beginGroupMmas(ImplicitLocOpBuilder &) const {
+  noGroupMma();
+}
+Value GpuPrimitives::groupMma(ImplicitLocOpBuilder &, const GroupMmaLayout &,
+                              Value, Value, int64_t, Value) const {
+  noGroupMma();
+}
+void GpuPrimitives::commitGroupMmas(ImplicitLocOpBuilder &) const {
+  noGroupMma();
+}
+void GpuPrimitives::waitGroupMmas(ImplicitLocOpBuilder &, int64_t) const {
+  noGroupMma();
+}
+
 [[noreturn]] static void noMma() {
   llvm::report_fatal_error("MMA primitive used on a target without one "
                            "(check getMmaLayout first)");

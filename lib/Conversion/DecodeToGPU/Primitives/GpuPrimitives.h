@@ -44,6 +44,26 @@ struct MmaLayout {
   int64_t kGroups() const { return k() / kPerLane; }
 };
 
+/// A group MMA (#decode.group_mma) at one width n: the subgroups of a group
+/// (`subgroups()` consecutive ones, the group starting at a multiple of
+/// that) issue D (m x n, f32, spread over their registers) += A (m x k) *
+/// B (k x n) together, both operands K-major tiles that the instruction
+/// reads from shared memory. A tile's row holds rowBytes() of K in 16-byte
+/// chunks placed by getGroupMmaChunkOffset; a tile starts at a multiple of
+/// `tileAlignment` bytes, and its rows follow each other every rowBytes().
+struct GroupMmaLayout {
+  decode::GroupMmaShapeAttr shape;
+  int64_t n;
+  /// The f32 accumulators each thread of the group holds (m * n / threads).
+  int64_t accPerThread;
+  int64_t tileAlignment;
+
+  int64_t m() const { return shape.getM(); }
+  int64_t k() const { return shape.getK(); }
+  int64_t subgroups() const { return shape.getSubgroups(); }
+  int64_t rowBytes() const { return shape.getRowBytes(); }
+};
+
 class GpuPrimitives {
 public:
   explicit GpuPrimitives(decode::GpuTargetAttr target) : gpuTarget(target) {}
@@ -138,10 +158,57 @@ public:
                           llvm::ArrayRef<mlir::Value> aRows,
                           mlir::Value bColumn, mlir::Value acc) const;
 
+  /// The group MMA of the target on `element` (f16 / bf16) operands at
+  /// width `n`, if the target lists one (#decode.gpu_target's `group_mma`)
+  /// that this vendor implements and `n` is one of its widths.
+  virtual std::optional<GroupMmaLayout> getGroupMmaLayout(mlir::Type element,
+                                                          int64_t n) const {
+    return std::nullopt;
+  }
+  /// The byte offset in a tile of 16-byte chunk `chunk` (< rowBytes() / 16)
+  /// of row `row` (index values).
+  virtual mlir::Value getGroupMmaChunkOffset(mlir::ImplicitLocOpBuilder &b,
+                                             const GroupMmaLayout &layout,
+                                             mlir::Value row,
+                                             mlir::Value chunk) const;
+  /// A thread's accumulators, all zero; element `j` (< accPerThread) of
+  /// them; and the (row, column) of D that element `j` of thread `thread`
+  /// (an index in the group) holds.
+  virtual mlir::Value groupMmaZero(mlir::ImplicitLocOpBuilder &b,
+                                   const GroupMmaLayout &layout) const;
+  virtual mlir::Value groupMmaExtract(mlir::ImplicitLocOpBuilder &b,
+                                      const GroupMmaLayout &layout,
+                                      mlir::Value acc, int64_t j) const;
+  virtual std::pair<mlir::Value, mlir::Value>
+  getGroupMmaAccumulator(mlir::ImplicitLocOpBuilder &b,
+                         const GroupMmaLayout &layout, mlir::Value thread,
+                         int64_t j) const;
+  /// Makes this thread's completed writes to shared memory (stores or
+  /// copyToShared) visible to the group MMAs that follow a barrier after it.
+  virtual void fenceSharedForGroupMma(mlir::ImplicitLocOpBuilder &b) const;
+  /// Opens a batch of group MMAs: after it, the accumulators are the
+  /// MMAs' until a wait completes the batch.
+  virtual void beginGroupMmas(mlir::ImplicitLocOpBuilder &b) const;
+  /// acc + A * B over k step `kStep` (< rowBytes() / (k * element bytes)) of
+  /// the A and B tiles at shared-memory byte addresses `aTile` and `bTile`
+  /// (i64); asynchronous until committed and waited for.
+  virtual mlir::Value groupMma(mlir::ImplicitLocOpBuilder &b,
+                               const GroupMmaLayout &layout, mlir::Value aTile,
+                               mlir::Value bTile, int64_t kStep,
+                               mlir::Value acc) const;
+  /// Closes the batch of group MMAs issued since the last commit, and waits
+  /// until at most `pending` committed batches are in flight.
+  virtual void commitGroupMmas(mlir::ImplicitLocOpBuilder &b) const;
+  virtual void waitGroupMmas(mlir::ImplicitLocOpBuilder &b,
+                             int64_t pending) const;
+
 protected:
   /// The target's MMA shape for `element` with m x n x k, if listed.
   decode::MmaShapeAttr findMmaShape(mlir::Type element, int64_t m, int64_t n,
                                     int64_t k) const;
+  /// The target's group MMA shape for `element` whose widths include `n`.
+  decode::GroupMmaShapeAttr findGroupMmaShape(mlir::Type element,
+                                              int64_t n) const;
 
 private:
   decode::GpuTargetAttr gpuTarget;

@@ -20,6 +20,15 @@ struct MmaShape {
   Element a;
 };
 
+/// A group MMA (#decode.group_mma): `subgroups` subgroups issue an m x n x k
+/// MMA, n a multiple of nStep up to maxN, on K-major shared-memory tiles
+/// whose rows hold rowBytes of K.
+struct GroupMmaShape {
+  int64_t subgroups, m, nStep, maxN, k;
+  Element a;
+  int64_t rowBytes;
+};
+
 struct KnownTarget {
   const char *arch;
   GpuVendor vendor;
@@ -34,6 +43,7 @@ struct KnownTarget {
   /// sizes agree (MFMA and WMMA 16x16x16).
   const char *mmaFamily;
   std::initializer_list<MmaShape> mma;
+  std::initializer_list<GroupMmaShape> groupMma = {};
 };
 
 constexpr int64_t KiB = 1024;
@@ -43,6 +53,12 @@ constexpr int64_t KiB = 1024;
   {                                                                            \
     {16, 8, 16, Element::F16}, { 16, 8, 16, Element::BF16 }                    \
   }
+// wgmma (sm_90a only): a warpgroup of 4 warps, m64nNk16 with N a multiple of
+// 8 up to 256, f16 / bf16 operands read from shared memory in 128-byte
+// swizzled rows, f32 accumulators.
+#define HOPPER_WGMMA                                                           \
+  {{4, 64, 8, 256, 16, Element::F16, 128},                                     \
+   {4, 64, 8, 256, 16, Element::BF16, 128}}
 // MFMA (CDNA2/3): 32x32x8 and 16x16x16, f16 and bf16 (the _1k forms).
 #define CDNA_MFMA                                                              \
   {                                                                            \
@@ -98,6 +114,18 @@ const KnownTarget kKnownTargets[] = {
      1024,
      "mma.sync",
      NVIDIA_MMA},
+    // H100 SXM with its arch-specific instructions (PTX and cubins for
+    // exactly sm_90): wgmma beside mma.sync.
+    {"sm_90a",
+     GpuVendor::nvidia,
+     {32},
+     132,
+     227 * KiB,
+     16,
+     1024,
+     "mma.sync",
+     NVIDIA_MMA,
+     HOPPER_WGMMA},
     // MI250X (one GCD): 110 CUs, 64 KiB of LDS, wave64.
     {"gfx90a",
      GpuVendor::amd,
@@ -131,21 +159,24 @@ const KnownTarget kKnownTargets[] = {
 };
 
 #undef NVIDIA_MMA
+#undef HOPPER_WGMMA
 #undef CDNA_MFMA
 #undef RDNA3_WMMA
 
-/// "sm_90a" (an arch-specific NVIDIA target) has sm_90's facts.
-StringRef tableName(StringRef arch) {
-  if (arch.starts_with("sm_") && arch.ends_with("a"))
-    return arch.drop_back();
-  return arch;
+const KnownTarget *findExact(StringRef arch) {
+  for (const KnownTarget &target : kKnownTargets)
+    if (arch == target.arch)
+      return &target;
+  return nullptr;
 }
 
+/// An arch-specific NVIDIA target ("sm_XXa") without an entry of its own
+/// has sm_XX's facts.
 const KnownTarget *find(StringRef arch) {
-  StringRef name = tableName(arch);
-  for (const KnownTarget &target : kKnownTargets)
-    if (name == target.arch)
-      return &target;
+  if (const KnownTarget *target = findExact(arch))
+    return target;
+  if (arch.starts_with("sm_") && arch.ends_with("a"))
+    return findExact(arch.drop_back());
   return nullptr;
 }
 
@@ -165,6 +196,20 @@ ArrayAttr mmaShapes(MLIRContext *context, const KnownTarget &target) {
   for (const MmaShape &shape : target.mma)
     shapes.push_back(MmaShapeAttr::get(context, shape.m, shape.n, shape.k,
                                        elementType(context, shape.a), f32));
+  return ArrayAttr::get(context, shapes);
+}
+
+/// The target's group MMA shapes; null (the attribute's default, not
+/// printed) when it has none.
+ArrayAttr groupMmaShapes(MLIRContext *context, const KnownTarget &target) {
+  if (target.groupMma.size() == 0)
+    return {};
+  SmallVector<Attribute> shapes;
+  Type f32 = Float32Type::get(context);
+  for (const GroupMmaShape &shape : target.groupMma)
+    shapes.push_back(GroupMmaShapeAttr::get(
+        context, shape.subgroups, shape.m, shape.nStep, shape.maxN, shape.k,
+        elementType(context, shape.a), f32, shape.rowBytes));
   return ArrayAttr::get(context, shapes);
 }
 
@@ -207,7 +252,7 @@ fdc::decode::lookupGpuTarget(MLIRContext *context, StringRef arch,
       context, target->vendor, StringAttr::get(context, arch),
       *target->subgroups.begin(), target->units, target->sharedMemory,
       target->vectorBytes, target->maxWorkgroupSize,
-      mmaShapes(context, *target));
+      mmaShapes(context, *target), groupMmaShapes(context, *target));
 }
 
 FailureOr<GpuTargetAttr>
@@ -225,6 +270,9 @@ fdc::decode::getCommonGpuTarget(MLIRContext *context,
   int64_t vectorBytes = first->getVectorBytes();
   int64_t maxWorkgroupSize = first->getMaxWorkgroupSize();
   SmallVector<Attribute> mma(first->getMma().getValue());
+  SmallVector<Attribute> groupMma;
+  if (ArrayAttr shapes = first->getGroupMma())
+    groupMma.assign(shapes.begin(), shapes.end());
   for (StringRef arch : ArrayRef<std::string>(archs).drop_front()) {
     FailureOr<GpuTargetAttr> other = lookupGpuTarget(context, arch, emitError);
     if (failed(other))
@@ -245,21 +293,27 @@ fdc::decode::getCommonGpuTarget(MLIRContext *context,
     llvm::erase_if(mma, [&](Attribute shape) {
       return !llvm::is_contained(other->getMma().getValue(), shape);
     });
+    SmallVector<GroupMmaShapeAttr> otherGroupMma = other->getGroupMmaShapes();
+    llvm::erase_if(groupMma, [&](Attribute shape) {
+      return !llvm::is_contained(otherGroupMma, cast<GroupMmaShapeAttr>(shape));
+    });
   }
   if (subgroups.empty())
     return emitError() << "GPU archs " << llvm::join(archs, ", ")
                        << " share no subgroup size";
-  return GpuTargetAttr::get(context, first->getVendor(), first->getArch(),
-                            subgroups.front(), first->getUnits(), sharedMemory,
-                            vectorBytes, maxWorkgroupSize,
-                            ArrayAttr::get(context, mma));
+  return GpuTargetAttr::get(
+      context, first->getVendor(), first->getArch(), subgroups.front(),
+      first->getUnits(), sharedMemory, vectorBytes, maxWorkgroupSize,
+      ArrayAttr::get(context, mma),
+      groupMma.empty() ? ArrayAttr() : ArrayAttr::get(context, groupMma));
 }
 
 LogicalResult
 GpuTargetAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                       GpuVendor vendor, StringAttr arch, int64_t subgroup,
                       int64_t units, int64_t sharedMemory, int64_t vectorBytes,
-                      int64_t maxWorkgroupSize, ArrayAttr mma) {
+                      int64_t maxWorkgroupSize, ArrayAttr mma,
+                      ArrayAttr groupMma) {
   if (!mma)
     return emitError() << "#decode.gpu_target needs an mma list (maybe [])";
   for (Attribute shape : mma)
@@ -267,6 +321,19 @@ GpuTargetAttr::verify(function_ref<InFlightDiagnostic()> emitError,
       return emitError() << "#decode.gpu_target mma lists #decode.mma "
                             "shapes, got "
                          << shape;
+  if (groupMma)
+    for (Attribute shape : groupMma) {
+      auto group = dyn_cast<GroupMmaShapeAttr>(shape);
+      if (!group)
+        return emitError() << "#decode.gpu_target group_mma lists "
+                              "#decode.group_mma shapes, got "
+                           << shape;
+      if (group.getSubgroups() * subgroup > maxWorkgroupSize)
+        return emitError() << "#decode.gpu_target group_mma of "
+                           << group.getSubgroups()
+                           << " subgroups exceeds max_workgroup_size "
+                           << maxWorkgroupSize;
+    }
   if (!arch || arch.getValue().empty())
     return emitError() << "#decode.gpu_target needs an arch name";
   if (subgroup != 32 && subgroup != 64)
@@ -307,6 +374,44 @@ LogicalResult MmaShapeAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                           "floats, got "
                        << a << " and " << acc;
   return success();
+}
+
+LogicalResult
+GroupMmaShapeAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                          int64_t subgroups, int64_t m, int64_t nStep,
+                          int64_t maxN, int64_t k, Type a, Type acc,
+                          int64_t rowBytes) {
+  if (subgroups < 1 || subgroups > 32)
+    return emitError() << "#decode.group_mma subgroups must be in [1, 32], "
+                          "got "
+                       << subgroups;
+  for (int64_t size : {m, nStep, maxN, k})
+    if (size < 1 || size > 256)
+      return emitError() << "#decode.group_mma sizes must be in [1, 256], got "
+                         << "m = " << m << ", n_step = " << nStep
+                         << ", max_n = " << maxN << ", k = " << k;
+  if (maxN % nStep != 0)
+    return emitError() << "#decode.group_mma max_n (" << maxN
+                       << ") must be a multiple of n_step (" << nStep << ")";
+  if (!isa<FloatType>(a) || !isa<FloatType>(acc))
+    return emitError() << "#decode.group_mma operand and accumulator types "
+                          "must be floats, got "
+                       << a << " and " << acc;
+  int64_t kBytes = k * a.getIntOrFloatBitWidth() / 8;
+  if (!llvm::isPowerOf2_64(rowBytes) || rowBytes < kBytes || rowBytes > 1024)
+    return emitError() << "#decode.group_mma row_bytes must be a power of two "
+                          "of at least one k step ("
+                       << kBytes << " bytes) and at most 1024, got "
+                       << rowBytes;
+  return success();
+}
+
+SmallVector<GroupMmaShapeAttr> GpuTargetAttr::getGroupMmaShapes() const {
+  if (!getGroupMma())
+    return {};
+  return llvm::map_to_vector(getGroupMma(), [](Attribute shape) {
+    return cast<GroupMmaShapeAttr>(shape);
+  });
 }
 
 SmallVector<MmaShapeAttr> GpuTargetAttr::getMmaShapes() const {

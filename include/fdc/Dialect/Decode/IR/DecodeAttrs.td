@@ -92,6 +92,28 @@ def Decode_MmaShapeAttr : AttrDef<Decode_Dialect, "MmaShape"> {
   let genVerifyDecl = 1;
 }
 
+def Decode_GroupMmaShapeAttr : AttrDef<Decode_Dialect, "GroupMmaShape"> {
+  let mnemonic = "group_mma";
+  let summary = "a matrix-multiply-accumulate that a group of subgroups "
+                "issues on operands in shared memory";
+  let description = [{
+    `#decode.group_mma<subgroups = 4, m = 64, n_step = 8, max_n = 256, k = 16,
+    a = bf16, acc = f32, row_bytes = 128>`: `subgroups` consecutive subgroups
+    together compute an `m x n` accumulator of `acc`, held in their
+    registers, for any `n` that is a multiple of `n_step` up to `max_n`, from
+    an `m x k` and a `k x n` operand of `a` that the instruction reads from
+    shared memory itself (NVIDIA sm_90a `wgmma.mma_async`). Both operands are
+    K-major tiles whose rows hold `row_bytes` of K, laid out in shared memory
+    as the vendor's primitives place them. The instruction runs
+    asynchronously: issued, committed, then waited for.
+  }];
+  let parameters = (ins "int64_t":$subgroups, "int64_t":$m, "int64_t":$n_step,
+                        "int64_t":$max_n, "int64_t":$k, "::mlir::Type":$a,
+                        "::mlir::Type":$acc, "int64_t":$row_bytes);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
 def Decode_GpuTargetAttr : AttrDef<Decode_Dialect, "GpuTarget"> {
   let mnemonic = "gpu_target";
   let summary = "the hardware facts kernel generators read";
@@ -101,7 +123,10 @@ def Decode_GpuTargetAttr : AttrDef<Decode_Dialect, "GpuTarget"> {
     (SMs / CUs) a grid should fill, the shared memory (LDS) one workgroup may
     use, the widest vector load, and the matrix-multiply shapes, instead of
     naming a vendor. `fdc compile` fills it from the known-targets table
-    (`decode::lookupGpuTarget`); a test can write one by hand.
+    (`decode::lookupGpuTarget`); a test can write one by hand. `group_mma`
+    (optional, none by default) lists the matrix-multiply shapes a group of
+    subgroups issues on shared-memory operands (`#decode.group_mma`, sm_90a's
+    wgmma).
 
     ```mlir
     #decode.gpu_target<vendor = nvidia, arch = "sm_90", subgroup = 32,
@@ -118,7 +143,8 @@ def Decode_GpuTargetAttr : AttrDef<Decode_Dialect, "GpuTarget"> {
     "int64_t":$shared_memory,
     "int64_t":$vector_bytes,
     "int64_t":$max_workgroup_size,
-    "::mlir::ArrayAttr":$mma);
+    "::mlir::ArrayAttr":$mma,
+    OptionalParameter<"::mlir::ArrayAttr">:$group_mma);
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
   let extraClassDeclaration = [{
@@ -126,6 +152,8 @@ def Decode_GpuTargetAttr : AttrDef<Decode_Dialect, "GpuTarget"> {
     static llvm::StringRef getModuleAttrName() { return "decode.gpu_target"; }
     /// The MMA shapes (every element of `mma` is a #decode.mma).
     llvm::SmallVector<MmaShapeAttr> getMmaShapes() const;
+    /// The group MMA shapes (`group_mma`, empty when absent).
+    llvm::SmallVector<GroupMmaShapeAttr> getGroupMmaShapes() const;
   }];
 }
 

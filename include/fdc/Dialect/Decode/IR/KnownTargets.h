@@ -17,7 +17,9 @@ namespace fdc::decode {
 /// The arch names of the table ("sm_80", ..., "gfx1100"), in table order.
 llvm::SmallVector<llvm::StringRef> getKnownGpuArchs();
 
-/// The vendor of a known arch, if it is one. "sm_90a" is sm_90's entry.
+/// The vendor of a known arch, if it is one. An arch-specific NVIDIA arch
+/// without an entry of its own ("sm_XXa") has sm_XX's; "sm_90a" has its
+/// own (wgmma).
 std::optional<GpuVendor> getKnownGpuVendor(llvm::StringRef arch);
 
 /// The subgroup sizes `arch` can run kernels with, preferred first (RDNA
@@ -30,7 +32,7 @@ llvm::StringRef getKnownMmaFamily(llvm::StringRef arch);
 
 /// The table's description of `arch`; an error naming the arch and the known
 /// ones through `emitError` if there is none. "sm_90a" is sm_90's entry
-/// under its own name.
+/// plus its group MMA (wgmma), under its own name.
 mlir::FailureOr<GpuTargetAttr>
 lookupGpuTarget(mlir::MLIRContext *context, llvm::StringRef arch,
                 llvm::function_ref<mlir::InFlightDiagnostic()> emitError);

@@ -8,6 +8,15 @@
 // Copies to shared memory are cp.async (nvgpu.device_async_copy), in
 // commit groups.
 //
+// The group MMA is sm_90a's wgmma.mma_async m64nNk16 (a warpgroup of 4
+// warps, f32 accumulators), both operands read from shared memory through
+// matrix descriptors, K-major with the 128-byte swizzle: in each 1024-byte
+// block of 8 rows of 128 bytes, row r's 16-byte chunk c lies at chunk
+// c ^ (r % 8). A k step of 16 elements advances the descriptor's start by
+// 32 bytes inside the swizzled row. Warp w of the warpgroup holds rows
+// 16w..16w+15 of D; lane 4g + c holds, for each 8 columns i, the elements
+// (16w + g, 8i + 2c + {0, 1}) and (16w + g + 8, 8i + 2c + {0, 1}).
+//
 //===----------------------------------------------------------------------===//
 
 #include "../GpuPrimitives.h"
@@ -119,6 +128,91 @@ public:
     return result;
   }
 
+  std::optional<GroupMmaLayout> getGroupMmaLayout(Type element,
+                                                  int64_t n) const override {
+    decode::GroupMmaShapeAttr shape = findGroupMmaShape(element, n);
+    if (!shape || subgroupSize() != 32 || shape.getSubgroups() != 4 ||
+        shape.getM() != 64 || shape.getK() != 16 ||
+        shape.getRowBytes() != kSwizzleBytes ||
+        element.getIntOrFloatBitWidth() != 16)
+      return std::nullopt;
+    return GroupMmaLayout{shape, n, /*accPerThread=*/n / 2,
+                          /*tileAlignment=*/kSwizzleRows * kSwizzleBytes};
+  }
+
+  /// Row r's chunk c at r * 128 + (c ^ (r % 8)) * 16.
+  Value getGroupMmaChunkOffset(ImplicitLocOpBuilder &b, const GroupMmaLayout &,
+                               Value row, Value chunk) const override {
+    Value phase = arith::RemUIOp::create(b, row, index(b, kSwizzleRows));
+    Value swizzled = arith::XOrIOp::create(b, chunk, phase);
+    Value chunkBytes = arith::MulIOp::create(b, swizzled, index(b, 16));
+    Value rowBytes = arith::MulIOp::create(b, row, index(b, kSwizzleBytes));
+    return arith::AddIOp::create(b, rowBytes, chunkBytes);
+  }
+
+  Value groupMmaZero(ImplicitLocOpBuilder &b,
+                     const GroupMmaLayout &layout) const override {
+    return LLVM::ZeroOp::create(b, accumulatorType(b, layout));
+  }
+  Value groupMmaExtract(ImplicitLocOpBuilder &b, const GroupMmaLayout &,
+                        Value acc, int64_t j) const override {
+    return LLVM::ExtractValueOp::create(b, acc, j);
+  }
+  std::pair<Value, Value> getGroupMmaAccumulator(ImplicitLocOpBuilder &b,
+                                                 const GroupMmaLayout &,
+                                                 Value thread,
+                                                 int64_t j) const override {
+    // One op-creating call per argument list (scripts/check-determinism.sh).
+    Value warp = arith::DivUIOp::create(b, thread, index(b, 32));
+    Value warpRow = arith::MulIOp::create(b, warp, index(b, 16));
+    Value lane = arith::RemUIOp::create(b, thread, index(b, 32));
+    Value g = group(b, lane);
+    Value rowInWarp = arith::AddIOp::create(b, g, index(b, 8 * ((j / 2) % 2)));
+    Value row = arith::AddIOp::create(b, warpRow, rowInWarp);
+    Value c = arith::RemUIOp::create(b, lane, index(b, 4));
+    Value pair = arith::MulIOp::create(b, c, index(b, 2));
+    Value column =
+        arith::AddIOp::create(b, pair, index(b, 8 * (j / 4) + j % 2));
+    return {row, column};
+  }
+
+  /// cp.async and st.shared write through the generic proxy, wgmma reads
+  /// through the async proxy.
+  void fenceSharedForGroupMma(ImplicitLocOpBuilder &b) const override {
+    MLIRContext *ctx = b.getContext();
+    NVVM::FenceProxyOp::create(
+        b, NVVM::ProxyKindAttr::get(ctx, NVVM::ProxyKind::async_shared),
+        NVVM::SharedSpaceAttr::get(ctx, NVVM::SharedSpace::shared_cta));
+  }
+  void beginGroupMmas(ImplicitLocOpBuilder &b) const override {
+    NVVM::WgmmaFenceAlignedOp::create(b);
+  }
+  Value groupMma(ImplicitLocOpBuilder &b, const GroupMmaLayout &layout,
+                 Value aTile, Value bTile, int64_t kStep,
+                 Value acc) const override {
+    Type element = layout.shape.getA();
+    int64_t stepBytes = layout.k() * element.getIntOrFloatBitWidth() / 8;
+    Value descriptorA = descriptor(b, aTile, kStep * stepBytes);
+    Value descriptorB = descriptor(b, bTile, kStep * stepBytes);
+    auto type =
+        element.isF16() ? NVVM::WGMMATypes::f16 : NVVM::WGMMATypes::bf16;
+    MLIRContext *ctx = b.getContext();
+    return NVVM::WgmmaMmaAsyncOp::create(
+        b, accumulatorType(b, layout), acc, descriptorA, descriptorB,
+        NVVM::MMAShapeAttr::get(ctx, layout.m(), layout.n, layout.k()), type,
+        type, NVVM::WGMMATypes::f32, NVVM::WGMMAScaleOut::one,
+        NVVM::WGMMAScaleIn::one, NVVM::WGMMAScaleIn::one,
+        // Both K-major: A row-major (m x k), B column-major (k x n).
+        NVVM::MMALayout::row, NVVM::MMALayout::col,
+        /*satfinite=*/NVVM::MMAIntOverflowAttr());
+  }
+  void commitGroupMmas(ImplicitLocOpBuilder &b) const override {
+    NVVM::WgmmaGroupSyncAlignedOp::create(b);
+  }
+  void waitGroupMmas(ImplicitLocOpBuilder &b, int64_t pending) const override {
+    NVVM::WgmmaWaitGroupSyncOp::create(b, pending);
+  }
+
   /// A static __shared__ allocation is limited to 48 KiB (more takes a
   /// dynamic allocation and an opt-in per kernel).
   int64_t staticSharedBytes() const override {
@@ -148,6 +242,36 @@ public:
   }
 
 private:
+  /// The 128-byte swizzle: rows of 128 bytes in blocks of 8 rows.
+  static constexpr int64_t kSwizzleBytes = 128;
+  static constexpr int64_t kSwizzleRows = 8;
+
+  static Type accumulatorType(ImplicitLocOpBuilder &b,
+                              const GroupMmaLayout &layout) {
+    return LLVM::LLVMStructType::getLiteral(
+        b.getContext(), SmallVector<Type>(layout.accPerThread, b.getF32Type()));
+  }
+
+  /// The wgmma matrix descriptor of a K-major 128-byte-swizzled tile at
+  /// shared byte address `tile` + `offset`: the start address (bits 0-13,
+  /// in 16-byte units), the leading-dimension offset (bits 16-29; unused by
+  /// swizzled K-major tiles, 1 by convention), the stride between blocks of
+  /// 8 rows (bits 32-45, 16-byte units) and the swizzle mode (bits 62-63,
+  /// 1 = 128 bytes).
+  static Value descriptor(ImplicitLocOpBuilder &b, Value tile, int64_t offset) {
+    Type i64 = b.getI64Type();
+    auto constant = [&](int64_t value) {
+      return arith::ConstantIntOp::create(b, i64, value);
+    };
+    Value address = arith::AddIOp::create(b, tile, constant(offset));
+    Value low = arith::AndIOp::create(b, address, constant(0x3FFFF));
+    Value start = arith::ShRUIOp::create(b, low, constant(4));
+    int64_t fixed = (int64_t(1) << 16) |
+                    (int64_t(kSwizzleRows * kSwizzleBytes / 16) << 32) |
+                    (int64_t(1) << 62);
+    return arith::OrIOp::create(b, start, constant(fixed));
+  }
+
   static Value index(ImplicitLocOpBuilder &b, int64_t value) {
     return arith::ConstantIndexOp::create(b, value);
   }

@@ -1,0 +1,553 @@
+//===- GroupGemm.cpp - kernel family "group_gemm" -------------------------===//
+//
+// decode.linear on the target's group MMA (#decode.group_mma: sm_90a's
+// wgmma), the flat GEMM's operand swap on the largest MMA there is: the
+// weight is the wide operand A (m = 64 rows per MMA) and the batch, padded to
+// the MMA's n step (8), is the narrow operand B, up to `batch` columns per
+// block. Both operands are read by the MMA unit itself from shared memory, so
+// no thread spends registers or issue slots on operand fragments; the block's
+// threads only copy.
+//
+//   - A block has `groups` groups of subgroups (warpgroups); each group
+//     computes row_tiles MMA tiles of 64 weight rows (both halves for
+//     SiLU-gate-up) by the block's `batch` columns, so the block covers
+//     groups * row_tiles * 64 rows by `batch` batch rows.
+//   - K streams through `stages` shared-memory buffers of one tile row width
+//     (the MMA's row_bytes, 64 elements of 16 bits), in the K-major layout
+//     the MMA reads (the vendor's swizzle, getGroupMmaChunkOffset), with the
+//     target's vector-wide asynchronous copies (cp.async): at iteration k the
+//     block waits for tile k, fences it for the MMA unit, synchronises,
+//     starts the copies of tile k + stages - 1 into the buffer tile k - 1
+//     used, then issues tile k's MMAs and waits for them.
+//   - Grid x walks the batch tiles, grid y the weight tiles, grid z the
+//     splits of K (split_k, as the tiled GEMM: f32 sums into the workspace,
+//     then linear_epilogue adds them in a fixed order).
+//
+// Rows past N, batch rows past M and k past K are zero-filled in shared
+// memory (the copies read nothing there) and not stored; the epilogue (bias,
+// SiLU-gate-up, residual) is the shared one.
+//
+//===----------------------------------------------------------------------===//
+
+#include "LinearArgs.h"
+
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/Diagnostics.h"
+
+using namespace mlir;
+using namespace fdc;
+using namespace fdc::gpu;
+using arith::CmpIPredicate;
+using mlir::gpu::Dimension;
+
+namespace {
+/// The threads of a block of the split-K epilogue.
+constexpr int64_t kEpilogueThreads = 256;
+/// The most f32 accumulators a thread may hold.
+constexpr int64_t kMaxAccumulators = 128;
+
+struct GroupGemmConfig {
+  int64_t groups, rowTiles, batch, stages, splitK;
+
+  static GroupGemmConfig get(const KernelConfig &config) {
+    return {config.get("groups"), config.get("row_tiles"), config.get("batch"),
+            config.get("stages"), config.get("split_k")};
+  }
+};
+
+/// The sizes that follow from a config, the group MMA and the problem.
+struct GroupGemmGeometry {
+  GroupGemmGeometry(const GroupGemmConfig &config, const GroupMmaLayout &layout,
+                    int64_t subgroupSize, Type element, bool gateUp) {
+    elementBytes = element.getIntOrFloatBitWidth() / 8;
+    rowBytes = layout.rowBytes();
+    kTile = rowBytes / elementBytes;
+    kSteps = kTile / layout.k();
+    halves = gateUp ? 2 : 1;
+    groupRows = config.rowTiles * layout.m();
+    blockRows = config.groups * groupRows;
+    weightRows = halves * blockRows;
+    groupThreads = layout.subgroups() * subgroupSize;
+    threads = config.groups * groupThreads;
+    stageBytes = llvm::alignTo((weightRows + config.batch) * rowBytes,
+                               layout.tileAlignment);
+    // The base of shared memory is aligned up to a tile in the kernel.
+    sharedBytes = config.stages * stageBytes + layout.tileAlignment;
+    accumulators = halves * config.rowTiles * layout.accPerThread;
+  }
+
+  static int64_t getTiles(int64_t kTile, int64_t k) {
+    return (k + kTile - 1) / kTile;
+  }
+  static int64_t getTilesPerSplit(int64_t kTile, int64_t splitK, int64_t k) {
+    return (getTiles(kTile, k) + splitK - 1) / splitK;
+  }
+
+  int64_t elementBytes, rowBytes, kTile, kSteps, halves;
+  int64_t groupRows, blockRows, weightRows, groupThreads, threads;
+  int64_t stageBytes, sharedBytes, accumulators;
+};
+
+/// The group MMA of `op` at width `batch`: f16 / bf16 input and weight of
+/// one type and K a multiple of the vector width (as the flat GEMM needs),
+/// and a target group MMA for them.
+std::optional<GroupMmaLayout>
+getLayout(decode::LinearOp op, const GpuPrimitives &target, int64_t batch) {
+  if (!getFlatGemmLayout(op, target))
+    return std::nullopt;
+  Type element = op.getInput().getType().getElementType();
+  return target.getGroupMmaLayout(element, batch);
+}
+
+/// One thread's copy of a stage row chunk: where it comes from and where it
+/// goes in a stage.
+struct StageCopy {
+  Value memref;
+  /// The source row (clamped in bounds) and whether it is a real row.
+  Value sourceRow, inBounds;
+  /// The element offset of the chunk in a stage, and its k in a tile.
+  Value destination, k;
+  /// Null, or whether this thread has the copy (a partial last round).
+  Value active;
+};
+
+/// The body of one group GEMM kernel.
+class GroupGemmBuilder {
+public:
+  GroupGemmBuilder(GpuEmitter &e, const GroupMmaLayout &layout,
+                   const GroupGemmConfig &config, const GroupGemmGeometry &g,
+                   const LinearProblem &problem)
+      : e(e), b(e.builder()), target(e.target()), layout(layout),
+        config(config), g(g), problem(problem) {}
+
+  void build(ArrayRef<Value> v, size_t implicitStart, int64_t workspaceIndex) {
+    input = v[0];
+    weight = v[1];
+    Value out = v[2];
+    if (workspaceIndex >= 0)
+      workspace = v[workspaceIndex];
+    Value batch64 = v[implicitStart];
+    shared = v.back();
+    batch = arith::IndexCastOp::create(b, b.getIndexType(), batch64);
+    epilogue = problem.optional.operands(v, out);
+
+    thread = e.threadId();
+    Value groupIndex =
+        arith::DivUIOp::create(b, thread, e.index(g.groupThreads));
+    groupThread = arith::RemUIOp::create(b, thread, e.index(g.groupThreads));
+    groupRowBase = arith::MulIOp::create(b, groupIndex, e.index(g.groupRows));
+    // One op-creating call per argument list: the order of a call's
+    // arguments is the C++ compiler's (see scripts/check-determinism.sh).
+    Value blockX = e.blockId(Dimension::x);
+    columnBase = arith::MulIOp::create(b, blockX, e.index(config.batch));
+    Value blockY = e.blockId(Dimension::y);
+    rowBase = arith::MulIOp::create(b, blockY, e.index(g.blockRows));
+
+    planShared();
+    planK();
+    planCopies();
+    SmallVector<Value> acc = accumulate();
+    if (workspace)
+      storePartials(acc);
+    else
+      storeAccumulators(acc);
+  }
+
+private:
+  /// The shared-memory byte address of the first stage: the allocation's
+  /// base rounded up to the MMA's tile alignment (the allocation has that
+  /// much to spare).
+  void planShared() {
+    Value pointer = memref::ExtractAlignedPointerAsIndexOp::create(b, shared);
+    Value base = arith::IndexCastOp::create(b, b.getI64Type(), pointer);
+    Value alignment = e.i64(layout.tileAlignment);
+    Value misaligned = arith::RemUIOp::create(b, base, alignment);
+    Value shortBy = arith::SubIOp::create(b, alignment, misaligned);
+    Value pad64 = arith::RemUIOp::create(b, shortBy, alignment);
+    stagesAddress = arith::AddIOp::create(b, base, pad64);
+    padBytes = arith::IndexCastOp::create(b, b.getIndexType(), pad64);
+  }
+
+  /// The block's run of K's tiles: all of them, or its split's.
+  void planK() {
+    int64_t tiles = GroupGemmGeometry::getTiles(g.kTile, problem.k);
+    if (config.splitK == 1) {
+      firstTile = e.index(0);
+      tileCount = e.index(tiles);
+      return;
+    }
+    int64_t perSplit =
+        GroupGemmGeometry::getTilesPerSplit(g.kTile, config.splitK, problem.k);
+    split = e.blockId(Dimension::z);
+    firstTile = arith::MulIOp::create(b, split, e.index(perSplit));
+    Value left = arith::SubIOp::create(b, e.index(tiles), firstTile);
+    tileCount = arith::MinUIOp::create(b, left, e.index(perSplit));
+  }
+
+  /// The thread's copies of `rows` stage rows from `first` on; `source`
+  /// maps a row of the region to its source row and whether it is real.
+  void planRegion(Value memref, int64_t first, int64_t rows,
+                  llvm::function_ref<std::pair<Value, Value>(Value)> source) {
+    int64_t chunksPerRow = g.rowBytes / target.vectorBytes();
+    int64_t chunks = rows * chunksPerRow;
+    for (int64_t start = 0; start < chunks; start += g.threads) {
+      Value chunk = arith::AddIOp::create(b, thread, e.index(start));
+      StageCopy copy;
+      copy.memref = memref;
+      if (start + g.threads > chunks) {
+        copy.active = e.cmpi(CmpIPredicate::ult, chunk, e.index(chunks));
+        chunk = e.select(copy.active, chunk, e.index(0));
+      }
+      Value regionRow = arith::DivUIOp::create(b, chunk, e.index(chunksPerRow));
+      Value column = arith::RemUIOp::create(b, chunk, e.index(chunksPerRow));
+      auto [sourceRow, inBounds] = source(regionRow);
+      copy.sourceRow = sourceRow;
+      copy.inBounds = inBounds;
+      Value row = arith::AddIOp::create(b, regionRow, e.index(first));
+      Value offset = target.getGroupMmaChunkOffset(b, layout, row, column);
+      copy.destination =
+          arith::DivUIOp::create(b, offset, e.index(g.elementBytes));
+      copy.k = arith::MulIOp::create(
+          b, column, e.index(target.vectorBytes() / g.elementBytes));
+      copies.push_back(copy);
+    }
+  }
+
+  /// Every thread's copies: the weight rows (both halves), then the batch.
+  void planCopies() {
+    planRegion(weight, 0, g.weightRows, [&](Value row) {
+      Value half = arith::DivUIOp::create(b, row, e.index(g.blockRows));
+      Value inHalf = arith::RemUIOp::create(b, row, e.index(g.blockRows));
+      Value global = arith::AddIOp::create(b, rowBase, inHalf);
+      Value inBounds = e.cmpi(CmpIPredicate::ult, global, e.index(problem.n));
+      Value clamped = arith::MinUIOp::create(b, global, e.index(problem.n - 1));
+      Value halfBase = arith::MulIOp::create(b, half, e.index(problem.n));
+      Value source = arith::AddIOp::create(b, clamped, halfBase);
+      return std::make_pair(source, inBounds);
+    });
+    Value lastColumn = arith::SubIOp::create(b, batch, e.index(1));
+    planRegion(input, g.weightRows, config.batch, [&](Value row) {
+      Value global = arith::AddIOp::create(b, columnBase, row);
+      Value inBounds = e.cmpi(CmpIPredicate::ult, global, batch);
+      Value source = arith::MinUIOp::create(b, global, lastColumn);
+      return std::make_pair(source, inBounds);
+    });
+  }
+
+  /// Starts the copies of the block's k tile `tile` (counted from its
+  /// first) into stage buffer `buffer`.
+  void copyTile(Value tile, Value buffer) {
+    Value global = arith::AddIOp::create(b, firstTile, tile);
+    Value tileK = arith::MulIOp::create(b, global, e.index(g.kTile));
+    Value stageBytes = arith::MulIOp::create(b, buffer, e.index(g.stageBytes));
+    Value stageStart = arith::AddIOp::create(b, padBytes, stageBytes);
+    Value base = arith::DivUIOp::create(b, stageStart, e.index(g.elementBytes));
+    bool kTail = problem.k % g.kTile != 0;
+    for (const StageCopy &copy : copies) {
+      auto issue = [&] {
+        Value k = arith::AddIOp::create(b, tileK, copy.k);
+        Value valid = copy.inBounds;
+        if (kTail) {
+          Value inK = e.cmpi(CmpIPredicate::ult, k, e.index(problem.k));
+          k = e.select(inK, k, e.index(0));
+          valid = arith::AndIOp::create(b, valid, inK);
+        }
+        Value destination = arith::AddIOp::create(b, base, copy.destination);
+        target.copyToShared(b, shared, ValueRange{destination}, copy.memref,
+                            ValueRange{copy.sourceRow, k}, valid);
+      };
+      if (copy.active)
+        e.ifThenElse(copy.active, issue);
+      else
+        issue();
+    }
+  }
+
+  int64_t accIndex(int64_t h, int64_t r) const {
+    return h * config.rowTiles + r;
+  }
+
+  /// Issues the MMAs of the stage in buffer `buffer` into `acc`, and waits
+  /// for them.
+  SmallVector<Value> multiplyStage(Value buffer, ValueRange acc) {
+    Value bufferIndex = arith::IndexCastOp::create(b, b.getI64Type(), buffer);
+    Value stageOffset =
+        arith::MulIOp::create(b, bufferIndex, e.i64(g.stageBytes));
+    Value stage = arith::AddIOp::create(b, stagesAddress, stageOffset);
+    Value groupRows64 =
+        arith::IndexCastOp::create(b, b.getI64Type(), groupRowBase);
+    Value groupBytes = arith::MulIOp::create(b, groupRows64, e.i64(g.rowBytes));
+    Value groupStage = arith::AddIOp::create(b, stage, groupBytes);
+    Value bTile =
+        arith::AddIOp::create(b, stage, e.i64(g.weightRows * g.rowBytes));
+    SmallVector<Value> aTiles;
+    for (int64_t h = 0; h < g.halves; ++h)
+      for (int64_t r = 0; r < config.rowTiles; ++r)
+        aTiles.push_back(arith::AddIOp::create(
+            b, groupStage,
+            e.i64((h * g.blockRows + r * layout.m()) * g.rowBytes)));
+    SmallVector<Value> result(acc.begin(), acc.end());
+    target.beginGroupMmas(b);
+    for (int64_t step = 0; step < g.kSteps; ++step)
+      for (int64_t h = 0; h < g.halves; ++h)
+        for (int64_t r = 0; r < config.rowTiles; ++r) {
+          Value &slot = result[accIndex(h, r)];
+          slot = target.groupMma(b, layout, aTiles[accIndex(h, r)], bTile, step,
+                                 slot);
+        }
+    target.commitGroupMmas(b);
+    target.waitGroupMmas(b, 0);
+    return result;
+  }
+
+  /// The pipeline over K's tiles: stages - 1 tiles in flight before the
+  /// loop, one more started by each iteration.
+  SmallVector<Value> accumulate() {
+    int64_t tiles = GroupGemmGeometry::getTiles(g.kTile, problem.k);
+    int64_t perSplit =
+        GroupGemmGeometry::getTilesPerSplit(g.kTile, config.splitK, problem.k);
+    int64_t fewest =
+        config.splitK == 1 ? tiles : tiles - (config.splitK - 1) * perSplit;
+    for (int64_t s = 0; s + 1 < config.stages; ++s) {
+      // Tile s goes to buffer s; a split's last run may have fewer tiles.
+      Value tile = e.index(s);
+      if (s < fewest)
+        copyTile(tile, tile);
+      else if (config.splitK > 1 && s < tiles)
+        e.ifThenElse(e.cmpi(CmpIPredicate::ult, tile, tileCount),
+                     [&] { copyTile(tile, tile); });
+      target.commitCopies(b);
+    }
+    SmallVector<Value> acc(g.halves * config.rowTiles,
+                           target.groupMmaZero(b, layout));
+    return e.reduce(
+        e.index(0), tileCount, acc, [&](Value tile, ValueRange carried) {
+          // Tile `tile` has landed (this thread's copies) and is visible to
+          // the MMA unit; after the barrier every thread's copies are, and
+          // every group is past the MMAs of tile - 1, whose buffer the next
+          // copies reuse.
+          target.waitCopies(b, config.stages - 2);
+          target.fenceSharedForGroupMma(b);
+          e.barrier();
+          Value next =
+              arith::AddIOp::create(b, tile, e.index(config.stages - 1));
+          Value inK = e.cmpi(CmpIPredicate::ult, next, tileCount);
+          e.ifThenElse(inK, [&] {
+            Value buffer =
+                arith::RemUIOp::create(b, next, e.index(config.stages));
+            copyTile(next, buffer);
+          });
+          target.commitCopies(b);
+          Value buffer =
+              arith::RemUIOp::create(b, tile, e.index(config.stages));
+          return multiplyStage(buffer, carried);
+        });
+  }
+
+  /// For every accumulator j of this thread's row tile r whose output
+  /// (batch row m, feature n) is in bounds: emits `body(r, j, m, n)` under
+  /// that condition.
+  void
+  forEachOutput(llvm::function_ref<void(int64_t, int64_t, Value, Value)> body) {
+    Value groupRows = arith::AddIOp::create(b, rowBase, groupRowBase);
+    for (int64_t r = 0; r < config.rowTiles; ++r)
+      for (int64_t j = 0; j < layout.accPerThread; ++j) {
+        auto [row, column] =
+            target.getGroupMmaAccumulator(b, layout, groupThread, j);
+        Value tileRow = arith::AddIOp::create(b, row, e.index(r * layout.m()));
+        Value n = arith::AddIOp::create(b, groupRows, tileRow);
+        Value m = arith::AddIOp::create(b, columnBase, column);
+        Value inRows = e.cmpi(CmpIPredicate::ult, n, e.index(problem.n));
+        Value inBatch = e.cmpi(CmpIPredicate::ult, m, batch);
+        e.ifThenElse(arith::AndIOp::create(b, inRows, inBatch),
+                     [&] { body(r, j, m, n); });
+      }
+  }
+
+  /// Split-K: the block's sums into workspace[m][(split * halves + h) * N +
+  /// n].
+  void storePartials(ArrayRef<Value> acc) {
+    Value splitBase =
+        arith::MulIOp::create(b, split, e.index(g.halves * problem.n));
+    forEachOutput([&](int64_t r, int64_t j, Value m, Value n) {
+      for (int64_t h = 0; h < g.halves; ++h) {
+        Value value = target.groupMmaExtract(b, layout, acc[accIndex(h, r)], j);
+        Value half =
+            arith::AddIOp::create(b, splitBase, e.index(h * problem.n));
+        Value column = arith::AddIOp::create(b, half, n);
+        e.store(value, workspace, {m, column});
+      }
+    });
+  }
+
+  /// The epilogue of this thread's outputs, from its accumulators.
+  void storeAccumulators(ArrayRef<Value> acc) {
+    forEachOutput([&](int64_t r, int64_t j, Value m, Value n) {
+      Value value = target.groupMmaExtract(b, layout, acc[accIndex(0, r)], j);
+      Value up = problem.gateUp
+                     ? target.groupMmaExtract(b, layout, acc[accIndex(1, r)], j)
+                     : Value();
+      emitLinearOutput(e, epilogue, m, n, value, up);
+    });
+  }
+
+  GpuEmitter &e;
+  ImplicitLocOpBuilder &b;
+  const GpuPrimitives &target;
+  const GroupMmaLayout &layout;
+  const GroupGemmConfig &config;
+  const GroupGemmGeometry &g;
+  const LinearProblem &problem;
+
+  Value input, weight, batch, shared, workspace;
+  LinearEpilogueOperands epilogue;
+  Value thread, groupThread, groupRowBase, rowBase, columnBase;
+  /// The shared byte address of stage 0 (i64) and its element offset in
+  /// the allocation (padBytes / element bytes).
+  Value stagesAddress, padBytes;
+  /// The block's split of K (null without split-K), its first k tile and
+  /// its number of k tiles.
+  Value split, firstTile, tileCount;
+  SmallVector<StageCopy> copies;
+};
+
+class GroupGemmFamily : public KernelFamily {
+public:
+  StringRef getName() const override { return "group_gemm"; }
+  bool canLower(Operation *op) const override {
+    return isa<decode::LinearOp>(op);
+  }
+  DictionaryAttr getDefaultConfig(Operation *op,
+                                  const GpuPrimitives &target) const override {
+    return makeConfig(op->getContext(), {{"groups", 2},
+                                         {"row_tiles", 1},
+                                         {"batch", 64},
+                                         {"stages", 4},
+                                         {"split_k", 1}});
+  }
+  int64_t getWorkspaceBytesPerRow(Operation *op,
+                                  const KernelConfig &config) const override {
+    int64_t splitK = config.get("split_k");
+    if (splitK == 1)
+      return 0;
+    auto linear = cast<decode::LinearOp>(op);
+    int64_t n = linear.getResult().getType().getDimSize(1);
+    bool gateUp = linear.getActivation() == decode::Activation::silu_gate_up;
+    return splitK * (gateUp ? 2 : 1) * n * 4;
+  }
+  LogicalResult verifyConfig(Operation *op, const KernelConfig &config,
+                             const GpuPrimitives &target) const override {
+    auto linear = cast<decode::LinearOp>(op);
+    GroupGemmConfig group = GroupGemmConfig::get(config);
+    std::optional<GroupMmaLayout> layout =
+        getLayout(linear, target, group.batch);
+    if (!layout)
+      return op->emitOpError()
+             << "cannot use kernel 'group_gemm' with batch " << group.batch
+             << ": it needs f16 or bf16 input and weight, K a multiple of the "
+                "target's vector width, and a group MMA of the target "
+                "(#decode.gpu_target's group_mma) of that width";
+    int64_t groupThreads = layout->subgroups() * target.subgroupSize();
+    int64_t maxGroups = target.target().getMaxWorkgroupSize() / groupThreads;
+    if (failed(checkRange(op, config, "groups", 1, maxGroups)) ||
+        failed(checkRange(op, config, "row_tiles", 1, 4)) ||
+        failed(checkRange(op, config, "stages", 2, 8)) ||
+        failed(checkRange(op, config, "split_k", 1, 16)))
+      return failure();
+    Type element = linear.getInput().getType().getElementType();
+    bool gateUp = linear.getActivation() == decode::Activation::silu_gate_up;
+    GroupGemmGeometry geometry(group, *layout, target.subgroupSize(), element,
+                               gateUp);
+    int64_t k = linear.getInput().getType().getDimSize(1);
+    int64_t tiles = GroupGemmGeometry::getTiles(geometry.kTile, k);
+    if ((group.splitK - 1) * GroupGemmGeometry::getTilesPerSplit(
+                                 geometry.kTile, group.splitK, k) >=
+        tiles)
+      return op->emitOpError()
+             << "kernel 'group_gemm': split_k " << group.splitK
+             << " leaves a split without k tiles (K = " << k << " has " << tiles
+             << " tiles of " << geometry.kTile << ")";
+    if (geometry.sharedBytes > target.target().getSharedMemory())
+      return op->emitOpError()
+             << "kernel 'group_gemm': " << group.stages << " stages of "
+             << geometry.stageBytes << " bytes take " << geometry.sharedBytes
+             << " bytes of shared memory with the alignment, more than the "
+             << target.target().getSharedMemory()
+             << " a workgroup may use on the target";
+    if (geometry.accumulators > kMaxAccumulators)
+      return op->emitOpError()
+             << "kernel 'group_gemm': a thread would hold "
+             << geometry.accumulators << " f32 accumulators (at most "
+             << kMaxAccumulators << ")";
+    return success();
+  }
+  LogicalResult build(Operation *op, const KernelConfig &config,
+                      StepBuffers &buffers, KernelContext &ctx) const override {
+    auto linear = cast<decode::LinearOp>(op);
+    GroupGemmConfig group = GroupGemmConfig::get(config);
+    GroupMmaLayout layout = *getLayout(linear, ctx.primitives, group.batch);
+    LinearProblem problem(linear, buffers);
+    GroupGemmGeometry geometry(group, layout, ctx.subgroupSize(),
+                               problem.element, problem.gateUp);
+
+    SmallVector<KernelArg> args = problem.args;
+    Buffer partials;
+    int64_t workspaceIndex = -1;
+    if (group.splitK > 1) {
+      int64_t perRow = group.splitK * geometry.halves * problem.n;
+      partials = buffers.workspace(MemRefType::get(
+          {ShapedType::kDynamic, perRow}, Builder(op).getF32Type()));
+      workspaceIndex = args.size();
+      args.push_back(KernelArg::buffer(partials));
+    }
+
+    Value gridX = ctx.toIndex(ctx.ceilDiv(ctx.batch, ctx.hostI64(group.batch)));
+    Value gridY = ctx.hostIndex((problem.n + geometry.blockRows - 1) /
+                                geometry.blockRows);
+    size_t implicitStart = args.size();
+    ctx.launch("linear", args, {gridX, gridY, ctx.hostIndex(group.splitK)},
+               geometry.threads,
+               KernelContext::SharedMemory{geometry.sharedBytes /
+                                               geometry.elementBytes,
+                                           problem.element},
+               [&](GpuEmitter &e, ArrayRef<Value> v) {
+                 GroupGemmBuilder(e, layout, group, geometry, problem)
+                     .build(v, implicitStart, workspaceIndex);
+               });
+    if (group.splitK > 1)
+      launchLinearEpilogue(ctx, kEpilogueThreads, partials, group.splitK,
+                           problem.out, problem.bias, problem.residual,
+                           problem.activation);
+    return success();
+  }
+};
+} // namespace
+
+std::optional<decode::KernelAttr>
+fdc::gpu::getGroupGemmKernel(decode::LinearOp op, const GpuPrimitives &target,
+                             const GroupGemmShape &shape) {
+  MLIRContext *context = op.getContext();
+  Builder b(context);
+  // A config the family refuses is not an error here: fewer stages are
+  // tried, then none is returned.
+  ScopedDiagnosticHandler quiet(context,
+                                [](Diagnostic &) { return success(); });
+  for (int64_t stages = shape.maxStages; stages >= 2; --stages) {
+    SmallVector<NamedAttribute> entries = {
+        b.getNamedAttr("groups", b.getI64IntegerAttr(shape.groups)),
+        b.getNamedAttr("row_tiles", b.getI64IntegerAttr(shape.rowTiles)),
+        b.getNamedAttr("batch", b.getI64IntegerAttr(shape.batch)),
+        b.getNamedAttr("stages", b.getI64IntegerAttr(stages)),
+        b.getNamedAttr("split_k", b.getI64IntegerAttr(shape.splitK))};
+    auto kernel = decode::KernelAttr::get(
+        context, b.getStringAttr("group_gemm"), b.getDictionaryAttr(entries));
+    FailureOr<decode::KernelAttr> complete = completeKernel(op, kernel, target);
+    if (succeeded(complete))
+      return *complete;
+  }
+  return std::nullopt;
+}
+
+std::unique_ptr<KernelFamily> fdc::gpu::createGroupGemmFamily() {
+  return std::make_unique<GroupGemmFamily>();
+}

@@ -1,0 +1,84 @@
+// The group GEMM (kernel family "group_gemm"): the target's group MMA
+// (sm_90a's wgmma) reads both operands from shared memory. The block's
+// threads copy each stage (weight rows, then batch rows, 128-byte rows in the
+// MMA's swizzled layout) with cp.async; before a stage's MMAs every thread
+// waits for its copies, fences them for the MMA unit (fence.proxy.async)
+// and synchronises; the MMAs of a stage are one batch (fence, k steps of
+// wgmma.mma_async on the carried accumulators, commit, wait 0).
+// RUN: sed 's/%q_0 = decode.linear %x_0, %wq_0 :/%q_0 = decode.linear %x_0, %wq_0 {decode.kernel = #decode.kernel<"group_gemm", {groups = 2, row_tiles = 1, batch = 32, stages = 3}>} :/' %S/Inputs/head128-bf16.mlir > %t.group.mlir
+// RUN: fdc-opt %t.group.mlir --decode-assign-weight-layout --convert-decode-to-gpu=target=sm_90a | FileCheck %s --check-prefix=SM90A
+// 2 warpgroups (256 threads); 3 stages of (128 weight rows + 32 batch rows)
+// x 128 bytes, plus 1 KiB to align the first stage: 62464 bytes of dynamic
+// shared memory.
+// SM90A: gpu.func @[[K:linear_[0-9]+]]({{[^)]*}}) kernel attributes {known_block_size = array<i32: 256, 1, 1>}
+// SM90A: gpu.dynamic_shared_memory : memref<?xi8, #gpu.address_space<workgroup>>
+// SM90A: memref.extract_aligned_pointer_as_index %{{.*}} : memref<31232xbf16, #gpu.address_space<workgroup>> -> index
+// SM90A: nvgpu.device_async_copy {{.*}} : memref<512x512xbf16> to memref<31232xbf16, #gpu.address_space<workgroup>>
+// SM90A: nvgpu.device_async_copy {{.*}} : memref<?x512xbf16> to memref<31232xbf16, #gpu.address_space<workgroup>>
+// SM90A: nvvm.cp.async.commit.group
+// SM90A: scf.for {{.*}} -> (!llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>)
+// SM90A-NEXT: nvvm.cp.async.wait.group 1
+// SM90A-NEXT: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
+// SM90A-NEXT: gpu.barrier
+// SM90A: nvvm.cp.async.commit.group
+// SM90A: nvvm.wgmma.fence.aligned
+// SM90A-COUNT-4: nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 32, k = 16>, D[<f32>, <one>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>]
+// SM90A-NEXT: nvvm.wgmma.commit.group.sync.aligned
+// SM90A-NEXT: nvvm.wgmma.wait.group.sync.aligned 0
+// SM90A: gpu.return
+// Grid x covers the batch in blocks of 32 rows, grid y N in blocks of 128
+// (4 of 512); 62464 bytes of dynamic shared memory.
+// SM90A: func.func @fdc_model_step
+// SM90A: %[[ROWS:.*]] = arith.constant 32 : i64
+// SM90A: arith.ceildivsi %{{.*}}, %[[ROWS]] : i64
+// SM90A: %[[BYTES:.*]] = arith.constant 62464 : i32
+// SM90A: gpu.launch_func @fdc_kernels::@[[K]] {{.*}} dynamic_shared_memory_size %[[BYTES]]
+
+// The NVVM pipeline turns the MMAs into inline PTX.
+// RUN: fdc-opt %t.group.mlir --decode-assign-weight-layout --convert-decode-to-gpu=target=sm_90a --fdc-lower-kernel-launches --fdc-nvvm-kernels | FileCheck %s --check-prefix=NVVM
+// NVVM: nvvm.fence.proxy
+// NVVM: nvvm.wgmma.fence.aligned
+// NVVM: llvm.inline_asm has_side_effects {{.*}}wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16
+// NVVM: nvvm.wgmma.commit.group.sync.aligned
+
+// The gate-up halves: each group holds both halves' accumulators.
+// RUN: sed 's/%g_0 = decode.linear %x2_0, %wgu_0 {activation = #decode<activation silu_gate_up>}/%g_0 = decode.linear %x2_0, %wgu_0 {activation = #decode<activation silu_gate_up>, decode.kernel = #decode.kernel<"group_gemm", {groups = 1, row_tiles = 2, batch = 16, stages = 2}>}/' %S/Inputs/head128-bf16.mlir \
+// RUN:   | fdc-opt --decode-assign-weight-layout --convert-decode-to-gpu=target=sm_90a | FileCheck %s --check-prefix=GATEUP
+// 2 stages of (2 x 128 weight rows + 16 batch rows) x 128 bytes + 1 KiB.
+// GATEUP: memref.extract_aligned_pointer_as_index %{{.*}} : memref<35328xbf16, #gpu.address_space<workgroup>>
+// GATEUP: nvvm.wgmma.fence.aligned
+// GATEUP-COUNT-16: nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 16, k = 16>
+// GATEUP-NOT: nvvm.wgmma.mma_async
+// GATEUP: nvvm.wgmma.commit.group.sync.aligned
+
+// Split-K: grid z splits K's tiles, the sums go to the workspace and
+// linear_epilogue adds them.
+// RUN: sed 's/batch = 32, stages = 3/batch = 32, stages = 3, split_k = 2/' %t.group.mlir \
+// RUN:   | fdc-opt --decode-assign-weight-layout --convert-decode-to-gpu=target=sm_90a | FileCheck %s --check-prefix=SPLIT
+// SPLIT: gpu.func @[[K:linear_[0-9]+]]
+// SPLIT: gpu.block_id  z
+// SPLIT: nvvm.wgmma.mma_async
+// SPLIT: memref.store {{.*}} : memref<?x1024xf32>
+// SPLIT: gpu.func @[[E:linear_epilogue_[0-9]+]]
+// SPLIT: func.func @fdc_model_step
+// SPLIT: gpu.launch_func @fdc_kernels::@[[K]]
+// SPLIT: gpu.launch_func @fdc_kernels::@[[E]]
+
+// A config the family cannot build is refused, naming the op and the value.
+// RUN: not fdc-opt %t.group.mlir --decode-select-kernels=target=sm_90 2>&1 | FileCheck %s --check-prefix=NOGROUP
+// NOGROUP: error: 'decode.linear' op cannot use kernel 'group_gemm' with batch 32: it needs f16 or bf16 input and weight, K a multiple of the target's vector width, and a group MMA of the target (#decode.gpu_target's group_mma) of that width
+// RUN: sed 's/batch = 32/batch = 36/' %t.group.mlir \
+// RUN:   | not fdc-opt --decode-select-kernels=target=sm_90a 2>&1 | FileCheck %s --check-prefix=WIDTH
+// WIDTH: error: 'decode.linear' op cannot use kernel 'group_gemm' with batch 36
+// RUN: sed 's/batch = 32, stages = 3/batch = 256, stages = 6/' %t.group.mlir \
+// RUN:   | not fdc-opt --decode-select-kernels=target=sm_90a 2>&1 | FileCheck %s --check-prefix=SHARED
+// SHARED: error: 'decode.linear' op kernel 'group_gemm': 6 stages of 49152 bytes take 295936 bytes of shared memory with the alignment, more than the 232448 a workgroup may use on the target
+// RUN: sed 's/batch = 32, stages = 3/batch = 32, stages = 3, split_k = 7/' %t.group.mlir \
+// RUN:   | not fdc-opt --decode-select-kernels=target=sm_90a 2>&1 | FileCheck %s --check-prefix=SPLITK
+// SPLITK: error: 'decode.linear' op kernel 'group_gemm': split_k 7 leaves a split without k tiles (K = 512 has 8 tiles of 64)
+// RUN: sed 's/groups = 2, row_tiles = 1, batch = 32/groups = 1, row_tiles = 4, batch = 128/' %t.group.mlir \
+// RUN:   | not fdc-opt --decode-select-kernels=target=sm_90a 2>&1 | FileCheck %s --check-prefix=ACC
+// ACC: error: 'decode.linear' op kernel 'group_gemm': a thread would hold 256 f32 accumulators (at most 128)
+// RUN: sed 's/groups = 2/groups = 9/' %t.group.mlir \
+// RUN:   | not fdc-opt --decode-select-kernels=target=sm_90a 2>&1 | FileCheck %s --check-prefix=GROUPS
+// GROUPS: error: 'decode.linear' op kernel config groups = 9 is outside [1, 8]
