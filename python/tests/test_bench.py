@@ -214,7 +214,8 @@ def test_prepare_builds_every_library(tmp_path):
     names = {m.name for m in models.all_models()} | {"wide-bf16-online"}
     for name in names:
         library = ModelLibrary(out / "models" / f"{name}.so")
-        assert library.target == "cuda:sm_90" and library.cubin("sm_90")
+        # The H100's arch-specific target, whose tables use the group GEMM.
+        assert library.target == "cuda:sm_90a" and library.cubin("sm_90a")
     config = json.loads((out / "models" / "wide-config.json").read_text())
     assert config["hidden_size"] == 4096
 
@@ -301,10 +302,22 @@ def test_tuning_table_names_each_kernel_and_its_split(tmp_path):
         "dispatch": {"max_batch": [1, 16], "kernels": [
             {"family": "gemv", "config": {}},
             {"family": "tiled_gemm", "config": dict(tiled, split_k=1)},
-            {"family": "tiled_gemm", "config": dict(tiled, split_k=3)}]}}]}
+            {"family": "tiled_gemm", "config": dict(tiled, split_k=3)}]}}],
+        "arch": "sm_90"}
     path = tmp_path / "linear_4096x11008_bf16.json"
     path.write_text(json.dumps(tuning))
     row = next(line for line in report.tuning_md([path]).splitlines()
                if "[4096,11008]" in line)
     assert ("1: gemv; 2–16: tiled 2×2 r4 t4 k64 s4; "
             "17+: tiled 2×2 r4 t4 k64 s4 split 3") in row
+    assert "| sm_90 |" in row
+
+
+def test_tuning_table_names_group_gemms():
+    """A group GEMM in a dispatch table: its groups, row tiles, batch
+    columns, stages and split."""
+    kernel = {"family": "group_gemm", "config": {
+        "groups": 1, "row_tiles": 2, "batch": 64, "stages": 6, "split_k": 2}}
+    assert report._kernel_short(kernel) == "group g1 r2 b64 s6 split 2"
+    kernel["config"]["split_k"] = 1
+    assert report._kernel_short(kernel) == "group g1 r2 b64 s6"

@@ -30,12 +30,14 @@ def generated(results: dict) -> str:
     files = sorted(TUNING.glob("*.json"))
     if files:
         text += ("### Measured dispatch tables (fdc tune)\n\n"
-                 "The tuning files in docs/perf/tuning, which "
-                 "`bash scripts/bench.sh prepare` compiles into the tuned "
-                 "libraries above (flat: row tiles, batch tiles, subgroups, "
-                 "k unroll; tiled: subgroups over N × over M, row tiles, batch "
-                 "tiles, k tile, stages, and the ways K is split where it "
-                 "is).\n\n"
+                 "The tuning files in docs/perf/tuning, each measured for the "
+                 "arch it names; `bash scripts/bench.sh prepare` compiles "
+                 "those of the arch it prepares into the tuned libraries "
+                 "the tables above time (flat: row tiles, batch tiles, "
+                 "subgroups, k unroll; tiled: subgroups over N × over M, row "
+                 "tiles, batch tiles, k tile, stages; group: groups, row "
+                 "tiles, batch columns, stages; and the ways K is split where "
+                 "it is).\n\n"
                  f"{report.tuning_md(files)}\n\n")
     return f"{text}### Plots\n\n{plots}\n"
 

@@ -1,6 +1,6 @@
 """Builds what the benchmark suite runs, where fdc is built (no GPU needed):
 
-    python -m fdc.bench.prepare [--out .bench-artifacts] [--arch sm_90]
+    python -m fdc.bench.prepare [--out .bench-artifacts] [--arch sm_90a]
 
 writes the benchmark models' IR and compiles each with
 ``fdc compile --target=cuda:ARCH`` into OUT/models/ (the sparse family's
@@ -58,7 +58,7 @@ def main(argv=None) -> int:
     ap.add_argument("--out", type=Path, default=REPO / ".bench-artifacts")
     ap.add_argument("--build", type=Path,
                     default=Path(os.environ.get("FDC_BUILD_DIR", REPO / "build")))
-    ap.add_argument("--arch", default="sm_90",
+    ap.add_argument("--arch", default="sm_90a",
                     help="cuda target architectures, comma-separated")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--tuning-dir", type=Path, default=REPO / "docs" / "perf" / "tuning",

@@ -347,6 +347,10 @@ def _kernel_short(kernel: dict) -> str:
         return (f"tiled {c['warps_n']}×{c['warps_m']} r{c['row_tiles']} "
                 f"t{c['batch_tiles']} k{c['k_tile']} s{c['stages']}"
                 + (f" split {split}" if split > 1 else ""))
+    if family == "group_gemm":
+        split = c.get("split_k", 1)
+        return (f"group g{c['groups']} r{c['row_tiles']} b{c['batch']} "
+                f"s{c['stages']}" + (f" split {split}" if split > 1 else ""))
     return family
 
 
@@ -373,9 +377,10 @@ def tuning_md(files: list[Path], min_features: int = 1024) -> str:
                 sig["activation"] if sig["activation"] != "none" else "",
                 "+bias" if sig.get("bias") else "",
                 "+residual" if sig.get("residual") else "") if x)
-            body.append([Path(path).stem, f"[{sig['n']},{sig['k']}] {extra}".strip(),
+            body.append([Path(path).stem, data.get("arch", ""),
+                         f"[{sig['n']},{sig['k']}] {extra}".strip(),
                          "; ".join(ranges)])
-    return _table(["library", "weight [N,K]", "M: kernel"], body)
+    return _table(["library", "arch", "weight [N,K]", "M: kernel"], body)
 
 
 def failed_checks(results: dict) -> list[str]:
