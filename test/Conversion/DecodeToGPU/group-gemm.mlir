@@ -13,6 +13,18 @@
 // SM90A: gpu.func @[[K:linear_[0-9]+]]({{[^)]*}}) kernel attributes {known_block_size = array<i32: 256, 1, 1>}
 // SM90A: gpu.dynamic_shared_memory : memref<?xi8, #gpu.address_space<workgroup>>
 // SM90A: memref.extract_aligned_pointer_as_index %{{.*}} : memref<31232xbf16, #gpu.address_space<workgroup>> -> index
+// The first stage starts at the allocation rounded up to 1 KiB.
+// SM90A: %[[ALIGN:.*]] = arith.constant 1024 : i64
+// SM90A: arith.remui %{{.*}}, %[[ALIGN]] : i64
+// A chunk's place: row * 128 + (chunk ^ (row % 8)) * 16 bytes (wgmma's
+// 128-byte swizzle), in elements.
+// SM90A: arith.minui %{{.*}}, %c511{{.*}} : index
+// SM90A: %[[PHASE:.*]] = arith.remui %[[ROW:.*]], %c8{{.*}} : index
+// SM90A-NEXT: %[[SWIZZLED:.*]] = arith.xori %{{.*}}, %[[PHASE]] : index
+// SM90A-NEXT: %c16{{.*}} = arith.constant 16 : index
+// SM90A-NEXT: arith.muli %[[SWIZZLED]], %c16{{.*}} : index
+// SM90A-NEXT: %c128{{.*}} = arith.constant 128 : index
+// SM90A-NEXT: arith.muli %[[ROW]], %c128{{.*}} : index
 // SM90A: nvgpu.device_async_copy {{.*}} : memref<512x512xbf16> to memref<31232xbf16, #gpu.address_space<workgroup>>
 // SM90A: nvgpu.device_async_copy {{.*}} : memref<?x512xbf16> to memref<31232xbf16, #gpu.address_space<workgroup>>
 // SM90A: nvvm.cp.async.commit.group
@@ -22,6 +34,14 @@
 // SM90A-NEXT: gpu.barrier
 // SM90A: nvvm.cp.async.commit.group
 // SM90A: nvvm.wgmma.fence.aligned
+// A matrix descriptor: the 18-bit shared address >> 4, then LBO 1 (bit 16),
+// SBO 1024 bytes = 64 (bits 32-45) and the 128-byte swizzle (bit 62):
+// 1 << 16 | 64 << 32 | 1 << 62 = 4611686293305360384.
+// SM90A: %[[MASKED:.*]] = arith.andi %{{.*}}, %c262143_i64{{.*}} : i64
+// SM90A-NEXT: %c4_i64{{.*}} = arith.constant 4 : i64
+// SM90A-NEXT: %[[START:.*]] = arith.shrui %[[MASKED]], %c4_i64{{.*}} : i64
+// SM90A-NEXT: %c4611686293305360384_i64{{.*}} = arith.constant 4611686293305360384 : i64
+// SM90A-NEXT: arith.ori %[[START]], %c4611686293305360384_i64{{.*}} : i64
 // SM90A-COUNT-4: nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 32, k = 16>, D[<f32>, <one>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>]
 // SM90A-NEXT: nvvm.wgmma.commit.group.sync.aligned
 // SM90A-NEXT: nvvm.wgmma.wait.group.sync.aligned 0
@@ -79,6 +99,9 @@
 // RUN: sed 's/groups = 2, row_tiles = 1, batch = 32/groups = 1, row_tiles = 4, batch = 128/' %t.group.mlir \
 // RUN:   | not fdc-opt --decode-select-kernels=target=sm_90a 2>&1 | FileCheck %s --check-prefix=ACC
 // ACC: error: 'decode.linear' op kernel 'group_gemm': a thread would hold 256 f32 accumulators (at most 128)
+// RUN: sed 's/groups = 2, row_tiles = 1, batch = 32, stages = 3/groups = 8, row_tiles = 1, batch = 128, stages = 2/' %t.group.mlir \
+// RUN:   | not fdc-opt --decode-select-kernels=target=sm_90a 2>&1 | FileCheck %s --check-prefix=REGS
+// REGS: error: 'decode.linear' op kernel 'group_gemm': 1024 threads of 64 accumulators and 32 other registers exceed the target's 65536 registers per workgroup
 // RUN: sed 's/groups = 2/groups = 9/' %t.group.mlir \
 // RUN:   | not fdc-opt --decode-select-kernels=target=sm_90a 2>&1 | FileCheck %s --check-prefix=GROUPS
 // GROUPS: error: 'decode.linear' op kernel config groups = 9 is outside [1, 8]

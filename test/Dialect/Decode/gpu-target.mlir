@@ -99,3 +99,9 @@ module attributes {decode.gpu_target = #decode.gpu_target<vendor = nvidia, arch 
 // expected-error @+1 {{failed to parse Decode_GpuTargetAttr parameter 'group_mma'}}
 module attributes {decode.gpu_target = #decode.gpu_target<vendor = nvidia, arch = "sm_90a", subgroup = 32, units = 132, shared_memory = 232448, vector_bytes = 16, max_workgroup_size = 1024, mma = [], group_mma = [#decode.group_mma<subgroups = 0, m = 64, n_step = 8, max_n = 256, k = 16, a = bf16, acc = f32, row_bytes = 128>]>} {
 }
+
+// -----
+
+// expected-error @+1 {{#decode.gpu_target group_mma needs an arch-specific NVIDIA arch (sm_XXa), got 'sm_90'}}
+module attributes {decode.gpu_target = #decode.gpu_target<vendor = nvidia, arch = "sm_90", subgroup = 32, units = 132, shared_memory = 232448, vector_bytes = 16, max_workgroup_size = 1024, mma = [], group_mma = [#decode.group_mma<subgroups = 4, m = 64, n_step = 8, max_n = 256, k = 16, a = bf16, acc = f32, row_bytes = 128>]>} {
+}

@@ -2,21 +2,21 @@
 //
 // decode.linear on the target's group MMA (#decode.group_mma: sm_90a's
 // wgmma), the flat GEMM's operand swap on the largest MMA there is: the
-// weight is the wide operand A (m = 64 rows per MMA) and the batch, padded to
-// the MMA's n step (8), is the narrow operand B, up to `batch` columns per
-// block. Both operands are read by the MMA unit itself from shared memory, so
-// no thread spends registers or issue slots on operand fragments; the block's
-// threads only copy.
+// weight is the wide operand A (the MMA's m rows, 64 for wgmma) and the
+// batch, padded to the MMA's n step (8 for wgmma), is the narrow operand B,
+// `batch` columns per block. Both operands are read by the MMA unit itself from
+// shared memory, so no thread spends registers or issue slots on operand
+// fragments; the block's threads only copy.
 //
 //   - A block has `groups` groups of subgroups (warpgroups); each group
-//     computes row_tiles MMA tiles of 64 weight rows (both halves for
+//     computes row_tiles MMA tiles of m weight rows (both halves for
 //     SiLU-gate-up) by the block's `batch` columns, so the block covers
-//     groups * row_tiles * 64 rows by `batch` batch rows.
+//     groups * row_tiles * m rows by `batch` batch rows.
 //   - K streams through `stages` shared-memory buffers of one tile row width
-//     (the MMA's row_bytes, 64 elements of 16 bits), in the K-major layout
-//     the MMA reads (the vendor's swizzle, getGroupMmaChunkOffset), with the
-//     target's vector-wide asynchronous copies (cp.async): at iteration k the
-//     block waits for tile k, fences it for the MMA unit, synchronises,
+//     (the MMA's row_bytes: 64 16-bit elements for wgmma), in the K-major
+//     layout the MMA reads (the vendor's swizzle, getGroupMmaChunkOffset), with
+//     the target's vector-wide asynchronous copies (cp.async): at iteration k
+//     the block waits for tile k, fences it for the MMA unit, synchronises,
 //     starts the copies of tile k + stages - 1 into the buffer tile k - 1
 //     used, then issues tile k's MMAs and waits for them.
 //   - Grid x walks the batch tiles, grid y the weight tiles, grid z the
@@ -45,6 +45,10 @@ namespace {
 constexpr int64_t kEpilogueThreads = 256;
 /// The most f32 accumulators a thread may hold.
 constexpr int64_t kMaxAccumulators = 128;
+/// The registers a thread holds besides its accumulators (addresses, loop
+/// state, copy plan): ptxas fits 5 groups at 64 accumulators and 3 at 128 in
+/// the H100's 64 Ki registers per block, not 6 and 4.
+constexpr int64_t kOtherRegisters = 32;
 
 struct GroupGemmConfig {
   int64_t groups, rowTiles, batch, stages, splitK;
@@ -77,7 +81,7 @@ struct GroupGemmGeometry {
   }
 
   static int64_t getTiles(int64_t kTile, int64_t k) {
-    return (k + kTile - 1) / kTile;
+    return llvm::divideCeil(k, kTile);
   }
   static int64_t getTilesPerSplit(int64_t kTile, int64_t splitK, int64_t k) {
     return (getTiles(kTile, k) + splitK - 1) / splitK;
@@ -128,7 +132,7 @@ public:
       workspace = v[workspaceIndex];
     Value batch64 = v[implicitStart];
     shared = v.back();
-    batch = arith::IndexCastOp::create(b, b.getIndexType(), batch64);
+    batchRows = arith::IndexCastOp::create(b, b.getIndexType(), batch64);
     epilogue = problem.optional.operands(v, out);
 
     thread = e.threadId();
@@ -225,10 +229,10 @@ private:
       Value source = arith::AddIOp::create(b, clamped, halfBase);
       return std::make_pair(source, inBounds);
     });
-    Value lastColumn = arith::SubIOp::create(b, batch, e.index(1));
+    Value lastColumn = arith::SubIOp::create(b, batchRows, e.index(1));
     planRegion(input, g.weightRows, config.batch, [&](Value row) {
       Value global = arith::AddIOp::create(b, columnBase, row);
-      Value inBounds = e.cmpi(CmpIPredicate::ult, global, batch);
+      Value inBounds = e.cmpi(CmpIPredicate::ult, global, batchRows);
       Value source = arith::MinUIOp::create(b, global, lastColumn);
       return std::make_pair(source, inBounds);
     });
@@ -239,8 +243,8 @@ private:
   void copyTile(Value tile, Value buffer) {
     Value global = arith::AddIOp::create(b, firstTile, tile);
     Value tileK = arith::MulIOp::create(b, global, e.index(g.kTile));
-    Value stageBytes = arith::MulIOp::create(b, buffer, e.index(g.stageBytes));
-    Value stageStart = arith::AddIOp::create(b, padBytes, stageBytes);
+    Value stageOffset = arith::MulIOp::create(b, buffer, e.index(g.stageBytes));
+    Value stageStart = arith::AddIOp::create(b, padBytes, stageOffset);
     Value base = arith::DivUIOp::create(b, stageStart, e.index(g.elementBytes));
     bool kTail = problem.k % g.kTile != 0;
     for (const StageCopy &copy : copies) {
@@ -313,7 +317,7 @@ private:
       Value tile = e.index(s);
       if (s < fewest)
         copyTile(tile, tile);
-      else if (config.splitK > 1 && s < tiles)
+      else if (config.splitK > 1 && s < perSplit)
         e.ifThenElse(e.cmpi(CmpIPredicate::ult, tile, tileCount),
                      [&] { copyTile(tile, tile); });
       target.commitCopies(b);
@@ -331,8 +335,8 @@ private:
           e.barrier();
           Value next =
               arith::AddIOp::create(b, tile, e.index(config.stages - 1));
-          Value inK = e.cmpi(CmpIPredicate::ult, next, tileCount);
-          e.ifThenElse(inK, [&] {
+          Value hasNext = e.cmpi(CmpIPredicate::ult, next, tileCount);
+          e.ifThenElse(hasNext, [&] {
             Value buffer =
                 arith::RemUIOp::create(b, next, e.index(config.stages));
             copyTile(next, buffer);
@@ -349,16 +353,16 @@ private:
   /// that condition.
   void
   forEachOutput(llvm::function_ref<void(int64_t, int64_t, Value, Value)> body) {
-    Value groupRows = arith::AddIOp::create(b, rowBase, groupRowBase);
+    Value groupFirstRow = arith::AddIOp::create(b, rowBase, groupRowBase);
     for (int64_t r = 0; r < config.rowTiles; ++r)
       for (int64_t j = 0; j < layout.accPerThread; ++j) {
         auto [row, column] =
             target.getGroupMmaAccumulator(b, layout, groupThread, j);
         Value tileRow = arith::AddIOp::create(b, row, e.index(r * layout.m()));
-        Value n = arith::AddIOp::create(b, groupRows, tileRow);
+        Value n = arith::AddIOp::create(b, groupFirstRow, tileRow);
         Value m = arith::AddIOp::create(b, columnBase, column);
         Value inRows = e.cmpi(CmpIPredicate::ult, n, e.index(problem.n));
-        Value inBatch = e.cmpi(CmpIPredicate::ult, m, batch);
+        Value inBatch = e.cmpi(CmpIPredicate::ult, m, batchRows);
         e.ifThenElse(arith::AndIOp::create(b, inRows, inBatch),
                      [&] { body(r, j, m, n); });
       }
@@ -399,7 +403,8 @@ private:
   const GroupGemmGeometry &g;
   const LinearProblem &problem;
 
-  Value input, weight, batch, shared, workspace;
+  /// batchRows: the step's M (config.batch is the block's columns).
+  Value input, weight, batchRows, shared, workspace;
   LinearEpilogueOperands epilogue;
   Value thread, groupThread, groupRowBase, rowBase, columnBase;
   /// The shared byte address of stage 0 (i64) and its element offset in
@@ -479,6 +484,15 @@ public:
              << "kernel 'group_gemm': a thread would hold "
              << geometry.accumulators << " f32 accumulators (at most "
              << kMaxAccumulators << ")";
+    int64_t registers = target.registersPerWorkgroup();
+    if (registers > 0 &&
+        geometry.threads * (geometry.accumulators + kOtherRegisters) >
+            registers)
+      return op->emitOpError()
+             << "kernel 'group_gemm': " << geometry.threads << " threads of "
+             << geometry.accumulators << " accumulators and " << kOtherRegisters
+             << " other registers exceed the target's " << registers
+             << " registers per workgroup";
     return success();
   }
   LogicalResult build(Operation *op, const KernelConfig &config,
@@ -532,7 +546,18 @@ fdc::gpu::getGroupGemmKernel(decode::LinearOp op, const GpuPrimitives &target,
   // tried, then none is returned.
   ScopedDiagnosticHandler quiet(context,
                                 [](Diagnostic &) { return success(); });
-  for (int64_t stages = shape.maxStages; stages >= 2; --stages) {
+  std::optional<GroupMmaLayout> layout = getLayout(op, target, shape.batch);
+  if (!layout || shape.maxStages < 2)
+    return std::nullopt;
+  // No more stages than a split's tiles fill (the prologue copies
+  // stages - 1 of them).
+  int64_t elementBytes =
+      op.getInput().getType().getElementType().getIntOrFloatBitWidth() / 8;
+  int64_t perSplit = GroupGemmGeometry::getTilesPerSplit(
+      layout->rowBytes() / elementBytes, shape.splitK,
+      op.getInput().getType().getDimSize(1));
+  int64_t maxStages = std::clamp<int64_t>(perSplit + 1, 2, shape.maxStages);
+  for (int64_t stages = maxStages; stages >= 2; --stages) {
     SmallVector<NamedAttribute> entries = {
         b.getNamedAttr("groups", b.getI64IntegerAttr(shape.groups)),
         b.getNamedAttr("row_tiles", b.getI64IntegerAttr(shape.rowTiles)),

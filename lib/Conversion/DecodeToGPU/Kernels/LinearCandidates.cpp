@@ -97,14 +97,22 @@ void addTiledGemm(decode::LinearOp op, const GpuPrimitives &target,
   }
 }
 
-/// Group GEMMs (targets with a group MMA): batch tiles of 16 to 128
-/// columns, one or two row tiles per group and one or two groups, K whole
-/// or split two or four ways, each with the most stages (up to 6) its
-/// shared memory holds. Two groups of two row tiles never led the H100
-/// sweep of the benchmark shapes and are left out.
+/// Group GEMMs (targets with a group MMA): batch tiles of 2, 4, 8 and 16
+/// times the MMA's n step (16 to 128 columns for wgmma), one or two row
+/// tiles per group and one or two groups, K whole or split two or four
+/// ways, each with the most stages (up to 6) its shared memory holds. Two
+/// groups of two row tiles never led the H100 sweep of the benchmark shapes
+/// and are left out.
 void addGroupGemm(decode::LinearOp op, const GpuPrimitives &target,
                   CandidateList &out) {
-  for (int64_t batch : {16, 32, 64, 128})
+  Type element = op.getInput().getType().getElementType();
+  int64_t step = 0;
+  for (decode::GroupMmaShapeAttr shape : target.target().getGroupMmaShapes())
+    if (shape.getA() == element)
+      step = shape.getNStep();
+  if (step == 0)
+    return;
+  for (int64_t batch : {2 * step, 4 * step, 8 * step, 16 * step})
     for (auto [groups, rowTiles] :
          {std::pair<int64_t, int64_t>{1, 1}, {1, 2}, {2, 1}})
       for (int64_t splitK : {1, 2, 4}) {

@@ -49,20 +49,31 @@ namespace {
 ///   - Where N / m row tiles leave units idle (N = 4096 on the H100): one
 ///     row tile per block, K split to fill the units (about units / tiles
 ///     ways, twice that up to 2n rows), from 2n + 1 rows; and from 2 rows
-///     where K is at least twice N, whose long rows the flat GEMM streams
-///     with too few blocks (K = 11008 and 14336: 0.99-1.06x the flat GEMM
-///     at M = 8, 1.06-1.11x at M = 16).
+///     where K is at least twice N and its tiles and k tiles together
+///     exceed the units, long rows that the flat GEMM streams with too few
+///     blocks (K = 11008 and 14336: 0.99-1.06x the flat GEMM at M = 8,
+///     1.06-1.11x at M = 16).
 ///   - Elsewhere two row tiles per block, K whole, from 4n + 1 rows (below,
 ///     the tiled GEMM stays: 1-2 % faster at M = 32).
 void useGroupGemm(decode::LinearOp op, const GpuPrimitives &target,
-                  const GroupMmaLayout &group,
                   SmallVectorImpl<std::pair<int64_t, Attribute>> &entries) {
-  int64_t step = group.shape.getNStep();
+  Type element = op.getInput().getType().getElementType();
+  std::optional<GroupMmaLayout> group;
+  for (decode::GroupMmaShapeAttr shape : target.target().getGroupMmaShapes())
+    if (shape.getA() == element)
+      if ((group = target.getGroupMmaLayout(element, 2 * shape.getNStep())))
+        break;
+  if (!group)
+    return;
+  int64_t step = group->shape.getNStep();
   int64_t features = op.getResult().getType().getDimSize(1);
   int64_t reduction = op.getInput().getType().getDimSize(1);
-  int64_t tiles = (features + group.m() - 1) / group.m();
+  int64_t tiles = llvm::divideCeil(features, group->m());
+  int64_t kTiles = llvm::divideCeil(
+      reduction * element.getIntOrFloatBitWidth() / 8, group->rowBytes());
   bool idle = tiles < target.units();
-  bool longRows = reduction >= 2 * features;
+  // Long rows with enough k tiles to spread over the units.
+  bool longRows = reduction >= 2 * features && tiles * kTiles >= target.units();
   int64_t splitK =
       std::clamp<int64_t>((target.units() + tiles / 2) / tiles, 1, 16);
   // Fewer row tiles where the accumulators do not fit (SiLU-gate-up holds
@@ -140,9 +151,9 @@ fdc::gpu::getDefaultLinearDispatch(decode::LinearOp op,
   //     registers and a lane's k values of a row fit one vector load;
   //   - a small tiled GEMM (2 x 2 subgroups, 32 weight rows by 32 batch rows
   //     on NVIDIA, k tiles of four super-steps): from M = n + 1 to 32 where
-  //     N / 32 blocks fill the units (at M = 16 on the H100, 1.03-1.04x the
-  //     flat GEMM on N = 11008, 12288, 28672), and from 33 to 64 where
-  //     N / 64 do not;
+  //     N / 32 blocks fill the units (measured on the H100 only, at M = 16:
+  //     1.03-1.04x the flat GEMM on N = 11008, 12288, 28672; the same rule
+  //     holds for every target), and from 33 to 64 where N / 64 do not;
   //   - a large tiled GEMM (4 subgroups over N, 64 weight rows by 32 batch
   //     rows, k tiles of two super-steps): from 33 to 64 where N / 64 blocks
   //     fill the units;
@@ -215,9 +226,7 @@ fdc::gpu::getDefaultLinearDispatch(decode::LinearOp op,
                        : wideWhenIdle              ? Attribute(*wideWhenIdle)
                                                    : smallOrFlat},
       {0, wide ? Attribute(*wide) : largeOrSmall}};
-  if (std::optional<GroupMmaLayout> group = target.getGroupMmaLayout(
-          op.getInput().getType().getElementType(), 2 * n))
-    useGroupGemm(op, target, *group, entries);
+  useGroupGemm(op, target, entries);
   // Bounds that do not grow (n = 16 makes 2n the small tile's batch) and
   // neighbours with one kernel merge.
   SmallVector<int64_t> bounds;

@@ -104,6 +104,10 @@ public:
   /// times.
   virtual void subgroupBarrier(mlir::ImplicitLocOpBuilder &b) const = 0;
 
+  /// The 32-bit registers one workgroup's threads share, or 0 where a
+  /// generator cannot bound its threads' registers by it.
+  virtual int64_t registersPerWorkgroup() const { return 0; }
+
   /// The shared memory (bytes) a kernel's static workgroup allocation may
   /// take: the target's, within what a static allocation can address.
   virtual int64_t staticSharedBytes() const {

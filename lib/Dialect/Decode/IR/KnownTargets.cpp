@@ -328,6 +328,11 @@ GpuTargetAttr::verify(function_ref<InFlightDiagnostic()> emitError,
         return emitError() << "#decode.gpu_target group_mma lists "
                               "#decode.group_mma shapes, got "
                            << shape;
+      // wgmma is an arch-specific instruction: only sm_XXa code has it.
+      if (vendor == GpuVendor::nvidia && !arch.getValue().ends_with("a"))
+        return emitError() << "#decode.gpu_target group_mma needs an "
+                              "arch-specific NVIDIA arch (sm_XXa), got '"
+                           << arch.getValue() << "'";
       if (group.getSubgroups() * subgroup > maxWorkgroupSize)
         return emitError() << "#decode.gpu_target group_mma of "
                            << group.getSubgroups()

@@ -130,11 +130,14 @@ public:
 
   std::optional<GroupMmaLayout> getGroupMmaLayout(Type element,
                                                   int64_t n) const override {
+    // wgmma m64nNk16 with N a multiple of 8 (B tiles of whole 8-row
+    // swizzle blocks), filled by 16-byte copies.
     decode::GroupMmaShapeAttr shape = findGroupMmaShape(element, n);
     if (!shape || subgroupSize() != 32 || shape.getSubgroups() != 4 ||
         shape.getM() != 64 || shape.getK() != 16 ||
         shape.getRowBytes() != kSwizzleBytes ||
-        element.getIntOrFloatBitWidth() != 16)
+        element.getIntOrFloatBitWidth() != 16 || n % kSwizzleRows != 0 ||
+        vectorBytes() != 16)
       return std::nullopt;
     return GroupMmaLayout{shape, n, /*accPerThread=*/n / 2,
                           /*tileAlignment=*/kSwizzleRows * kSwizzleBytes};
@@ -163,9 +166,9 @@ public:
                                                  Value thread,
                                                  int64_t j) const override {
     // One op-creating call per argument list (scripts/check-determinism.sh).
-    Value warp = arith::DivUIOp::create(b, thread, index(b, 32));
+    Value warp = arith::DivUIOp::create(b, thread, index(b, subgroupSize()));
     Value warpRow = arith::MulIOp::create(b, warp, index(b, 16));
-    Value lane = arith::RemUIOp::create(b, thread, index(b, 32));
+    Value lane = arith::RemUIOp::create(b, thread, index(b, subgroupSize()));
     Value g = group(b, lane);
     Value rowInWarp = arith::AddIOp::create(b, g, index(b, 8 * ((j / 2) % 2)));
     Value row = arith::AddIOp::create(b, warpRow, rowInWarp);
@@ -212,6 +215,9 @@ public:
   void waitGroupMmas(ImplicitLocOpBuilder &b, int64_t pending) const override {
     NVVM::WgmmaWaitGroupSyncOp::create(b, pending);
   }
+
+  /// 64 Ki 32-bit registers per thread block (sm_80 and later).
+  int64_t registersPerWorkgroup() const override { return 64 * 1024; }
 
   /// A static __shared__ allocation is limited to 48 KiB (more takes a
   /// dynamic allocation and an opt-in per kernel).
