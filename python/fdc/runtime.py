@@ -48,6 +48,11 @@ TOKEN_CALLBACK = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64,
                                   ctypes.c_int64)
 
 
+class ModelOptions(ctypes.Structure):
+    _fields_ = [("max_context", ctypes.c_int64), ("num_slots", ctypes.c_int64),
+                ("max_step_rows", ctypes.c_int64)]
+
+
 class Request(ctypes.Structure):
     _fields_ = [("prompt", ctypes.POINTER(ctypes.c_int32)),
                 ("prompt_len", ctypes.c_int64),
@@ -91,10 +96,14 @@ def _load_library() -> ctypes.CDLL:
                                    ctypes.c_int64, ctypes.c_int64,
                                    ctypes.POINTER(ctypes.c_void_p)]
     lib.fdc_model_load.restype = ctypes.c_void_p
+    lib.fdc_model_load_with_options.argtypes = [
+        ctypes.c_char_p, ctypes.c_char_p, ctypes.POINTER(ModelOptions),
+        ctypes.POINTER(ctypes.c_void_p)]
+    lib.fdc_model_load_with_options.restype = ctypes.c_void_p
     lib.fdc_model_free.argtypes = [ctypes.c_void_p]
     lib.fdc_model_free.restype = None
     for name in ("fdc_model_vocab_size", "fdc_model_max_context",
-                 "fdc_model_num_slots"):
+                 "fdc_model_num_slots", "fdc_model_max_step_rows"):
         getattr(lib, name).argtypes = [ctypes.c_void_p]
         getattr(lib, name).restype = ctypes.c_int64
     lib.fdc_model_manifest.argtypes = [ctypes.c_void_p]
@@ -130,6 +139,7 @@ class FdcUsageError(FdcRuntimeError):
 
 
 INT32_MIN, INT32_MAX = -2**31, 2**31 - 1
+MAX_STEP_ROWS = 2**20  # kMaxStepRows of the runtime
 INT64_MAX = 2**63 - 1
 UINT64_MAX = 2**64 - 1
 FLOAT32_MAX = float(np.finfo(np.float32).max)
@@ -244,7 +254,7 @@ class Model:
     """
 
     def __init__(self, library: str | os.PathLike, weights_dir: str | os.PathLike,
-                 max_context: int = 0, num_slots: int = 1):
+                 max_context: int = 0, num_slots: int = 1, max_step_rows: int = 0):
         self._handle = None
         self._lock = threading.Lock()
         self._owner = None  # ident of the thread inside a runtime call
@@ -252,10 +262,15 @@ class Model:
         max_context = _integer("Model: ", "max_context", max_context, 0, INT32_MAX,
                                " (0: the model's max_position_embeddings, at most 2048)")
         num_slots = _integer("Model: ", "num_slots", num_slots, 1, INT32_MAX)
+        max_step_rows = _integer("Model: ", "max_step_rows", max_step_rows, 0, MAX_STEP_ROWS,
+                                 " (0: num_slots; rows one step runs, prompts read in "
+                                 "chunks)")
         self._lib = _load_library()
         error = ctypes.c_void_p()
-        handle = self._lib.fdc_model_load(library_b, weights_b, max_context, num_slots,
-                                          ctypes.byref(error))
+        options = ModelOptions(max_context, num_slots, max_step_rows)
+        handle = self._lib.fdc_model_load_with_options(library_b, weights_b,
+                                                       ctypes.byref(options),
+                                                       ctypes.byref(error))
         if not handle:
             message = ctypes.string_at(error.value).decode(errors="replace") \
                 if error.value else "unknown error"
@@ -265,6 +280,7 @@ class Model:
         self.vocab_size = self._lib.fdc_model_vocab_size(handle)
         self.max_context = self._lib.fdc_model_max_context(handle)
         self.num_slots = self._lib.fdc_model_num_slots(handle)
+        self.max_step_rows = self._lib.fdc_model_max_step_rows(handle)
 
     @contextlib.contextmanager
     def _using(self, what: str):

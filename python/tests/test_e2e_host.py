@@ -397,6 +397,40 @@ def test_batch_matches_single_requests(artifacts):
         assert rel_err(got["logits"], ref_logits) < 1e-3
 
 
+@pytest.mark.parametrize("dtype", ["f32", "bf16"])
+def test_chunked_prefill_matches_token_by_token(artifacts, dtype):
+    """A 37-token prompt read up to 16 tokens per step (chunked prefill:
+    rows of one slot at consecutive positions, whose K/V the step writes
+    before attention reads it) decodes as the same prompt read one token per
+    step, alone and beside another request: identical ids in f32 (and the
+    float64 reference's), logits within bf16's tolerance in bf16."""
+    ckpt = artifacts.checkpoint("gqa", dtype)
+    so = artifacts.library(ckpt)
+    prompt = [(37 * i + 11) % VOCAB for i in range(37)]
+    with Model(so, ckpt, max_context=256) as model:  # one row per step
+        assert model.max_step_rows == 1
+        ids, logits = model.generate(prompt, 12, return_logits=True)
+    with Model(so, ckpt, max_context=256, num_slots=2, max_step_rows=16) as model:
+        assert model.max_step_rows == 16
+        chunked_ids, chunked_logits = model.generate(prompt, 12, return_logits=True)
+        batch = model.generate_batch([
+            dict(prompt_ids=[3, 1, 4], max_new_tokens=20, return_logits=True),
+            dict(prompt_ids=prompt, max_new_tokens=12, return_logits=True)])
+    assert batch[1]["error"] is None and batch[1]["finish_reason"] == "length"
+    if dtype == "f32":
+        assert chunked_ids == ids
+        assert batch[1]["ids"] == ids
+        np.testing.assert_allclose(chunked_logits, logits, rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(batch[1]["logits"], logits, rtol=1e-5, atol=1e-5)
+        ref_ids, ref_logits = artifacts.reference(ckpt).generate(prompt, 12)
+        assert ids == ref_ids
+        assert rel_err(chunked_logits, ref_logits) < 1e-3
+    else:
+        assert chunked_ids[:4] == ids[:4]
+        assert rel_err(chunked_logits[:4], logits[:4]) < 1e-2
+        assert rel_err(np.asarray(batch[1]["logits"])[:4], logits[:4]) < 1e-2
+
+
 def test_batch_more_requests_than_slots(artifacts):
     """Requests wait for a free KV-cache slot; a reused slot's stale rows
     beyond the new sequence's position are never read."""

@@ -129,6 +129,11 @@ def test_numpy_integers_and_tiny_floats_are_accepted():
      "Model: num_slots must be in [1, 2147483647], got 18446744073709551619"),
     (dict(num_slots=0), FdcArgumentError, "Model: num_slots must be in [1, 2147483647], got 0"),
     (dict(num_slots=False), FdcTypeError, "Model: num_slots must be an integer, got bool"),
+    (dict(max_step_rows=-1), FdcArgumentError,
+     "Model: max_step_rows must be in [0, 1048576] (0: num_slots; rows one step runs, "
+     "prompts read in chunks), got -1"),
+    (dict(max_step_rows=2**20 + 1), FdcArgumentError,
+     "Model: max_step_rows must be in [0, 1048576]"),
     (dict(library="a\0b.so"), FdcArgumentError, "Model: library contains a NUL byte"),
     (dict(library=3), FdcTypeError, "Model: library must be a path, got int"),
 ])

@@ -30,7 +30,10 @@
 extern "C" {
 #endif
 
-/* The version of this C API (not of the model-library ABI). */
+/* The version of this C API (not of the model-library ABI). Functions are
+ * only added within a version (fdc_model_options,
+ * fdc_model_load_with_options and fdc_model_max_step_rows came later in
+ * version 1); a change to an existing declaration would make it 2. */
 #define FDC_RUNTIME_API_VERSION 1
 
 /* A loaded model: library, weights and KV cache. Opaque. */
@@ -94,6 +97,26 @@ fdc_model *fdc_model_load(const char *library_path, const char *weights_path,
                           int64_t max_context, int64_t num_slots,
                           char **error_out);
 
+/* What fdc_model_load_with_options loads. */
+typedef struct fdc_model_options {
+  int64_t max_context; /* as fdc_model_load's; 0 = the model's default */
+  int64_t num_slots;   /* sequences at once, in [1, 2^31) */
+  /* Rows one step may run: one per live sequence plus prompt chunks (a
+   * prompt is read several tokens per step, at consecutive positions of its
+   * slot: chunked prefill). 0 = num_slots; else in [num_slots, 2^20]. A GPU
+   * library sizes its step buffers for it. */
+  int64_t max_step_rows;
+} fdc_model_options;
+
+/* max_context 0, num_slots 1, max_step_rows 0. */
+fdc_model_options fdc_model_options_default(void);
+
+/* fdc_model_load with every option; NULL options are the defaults. */
+fdc_model *fdc_model_load_with_options(const char *library_path,
+                                       const char *weights_path,
+                                       const fdc_model_options *options,
+                                       char **error_out);
+
 /* Releases a model; NULL is ignored. Does nothing when called from a token
  * callback of this model (see Threads above). */
 void fdc_model_free(fdc_model *model);
@@ -102,6 +125,7 @@ void fdc_model_free(fdc_model *model);
 int64_t fdc_model_vocab_size(const fdc_model *model);
 int64_t fdc_model_max_context(const fdc_model *model);
 int64_t fdc_model_num_slots(const fdc_model *model);
+int64_t fdc_model_max_step_rows(const fdc_model *model);
 /* The manifest JSON of the model library; owned by the model. */
 const char *fdc_model_manifest(const fdc_model *model);
 
@@ -117,11 +141,12 @@ int fdc_generate(fdc_model *model, const int32_t *prompt, int64_t prompt_len,
 
 /* Runs `count` requests together through the batching engine: all run in
  * the same steps while KV-cache slots last; a request waits for a slot when
- * all are taken. Each request's outputs (out_ids, out_len, out_logits,
- * finish_reason, status, error) are filled in; an invalid request is
- * refused alone (status != 0) while the others run. Returns the number of
- * requests that failed (0 = all succeeded), or -1 when the call itself is
- * invalid (see fdc_last_error). */
+ * all are taken. Each step runs at most the model's max_step_rows rows: one
+ * per running request, the rest reading prompts in chunks. Each request's
+ * outputs (out_ids, out_len, out_logits, finish_reason, status, error) are
+ * filled in; an invalid request is refused alone (status != 0) while the others
+ * run. Returns the number of requests that failed (0 = all succeeded), or -1
+ * when the call itself is invalid (see fdc_last_error). */
 int64_t fdc_generate_batch(fdc_model *model, fdc_request *requests,
                            int64_t count);
 

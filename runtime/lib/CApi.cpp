@@ -199,9 +199,28 @@ fdc_sampling_params fdc_sampling_params_default(void) {
   return params;
 }
 
+fdc_model_options fdc_model_options_default(void) {
+  fdc_model_options options;
+  options.max_context = 0;
+  options.num_slots = 1;
+  options.max_step_rows = 0;
+  return options;
+}
+
 fdc_model *fdc_model_load(const char *library_path, const char *weights_path,
                           int64_t max_context, int64_t num_slots,
                           char **error_out) {
+  fdc_model_options options = fdc_model_options_default();
+  options.max_context = max_context;
+  options.num_slots = num_slots;
+  return fdc_model_load_with_options(library_path, weights_path, &options,
+                                     error_out);
+}
+
+fdc_model *fdc_model_load_with_options(const char *library_path,
+                                       const char *weights_path,
+                                       const fdc_model_options *model_options,
+                                       char **error_out) {
   if (error_out)
     *error_out = nullptr;
   auto fail = [&](const std::string &message) -> fdc_model * {
@@ -212,10 +231,13 @@ fdc_model *fdc_model_load(const char *library_path, const char *weights_path,
   };
   if (!library_path || !weights_path)
     return fail("fdc_model_load: library_path and weights_path are required");
+  fdc_model_options given =
+      model_options ? *model_options : fdc_model_options_default();
   try {
     ModelOptions options;
-    options.maxContext = max_context;
-    options.numSlots = num_slots;
+    options.maxContext = given.max_context;
+    options.numSlots = given.num_slots;
+    options.maxStepRows = given.max_step_rows;
     Expected<std::unique_ptr<Model>> model =
         Model::load(library_path, weights_path, options);
     if (!model)
@@ -252,6 +274,10 @@ int64_t fdc_model_max_context(const fdc_model *model) {
 
 int64_t fdc_model_num_slots(const fdc_model *model) {
   return model ? model->model->numSlots() : 0;
+}
+
+int64_t fdc_model_max_step_rows(const fdc_model *model) {
+  return model ? model->model->maxStepRows() : 0;
 }
 
 const char *fdc_model_manifest(const fdc_model *model) {

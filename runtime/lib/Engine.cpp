@@ -22,7 +22,11 @@ const char *fdc::runtime::finishReasonName(FinishReason reason) {
   return "?";
 }
 
-Engine::Engine(Model &model) : model(model) {}
+Engine::Engine(Model &model, EngineOptions options)
+    : model(model),
+      tokenBudget(std::clamp(options.maxStepTokens == 0 ? model.maxStepRows()
+                                                        : options.maxStepTokens,
+                             model.numSlots(), model.maxStepRows())) {}
 
 Engine::~Engine() {
   for (Sequence &sequence : live)
@@ -96,12 +100,32 @@ void Engine::admitQueued() {
   }
 }
 
+std::vector<int64_t> Engine::planRows() const {
+  // Every live request feeds one token (live <= num_slots <= budget); what
+  // is left of the budget goes to prompt chunks in order of arrival.
+  std::vector<int64_t> rows(live.size(), 1);
+  int64_t used = static_cast<int64_t>(live.size());
+  for (size_t i = 0; i < live.size() && used < tokenBudget; ++i) {
+    int64_t remaining =
+        static_cast<int64_t>(live[i].request.prompt.size()) - live[i].position;
+    int64_t extra = std::min(remaining - 1, tokenBudget - used);
+    if (extra > 0) {
+      rows[i] += extra;
+      used += extra;
+    }
+  }
+  return rows;
+}
+
 void Engine::step() {
   admitQueued();
   if (live.empty())
     return;
 
-  size_t batch = live.size();
+  std::vector<int64_t> rowsOf = planRows();
+  size_t batch = 0;
+  for (int64_t rows : rowsOf)
+    batch += static_cast<size_t>(rows);
   int64_t vocab = model.vocabSize();
   tokens.resize(batch);
   positions.resize(batch);
@@ -113,19 +137,29 @@ void Engine::step() {
   nextTokens.assign(batch, -1);
   logits.assign(batch * static_cast<size_t>(vocab), 0.0f);
 
-  for (size_t i = 0; i < batch; ++i) {
+  // The row of each sequence whose token it keeps (its chunk's last), or -1
+  // when its rows only read prompt tokens.
+  std::vector<int64_t> producingRow(live.size(), -1);
+  size_t row = 0;
+  for (size_t i = 0; i < live.size(); ++i) {
     Sequence &s = live[i];
     int64_t promptLength = static_cast<int64_t>(s.request.prompt.size());
-    tokens[i] = s.position < promptLength ? s.request.prompt[s.position]
-                                          : s.generated.back();
-    positions[i] = static_cast<int32_t>(s.position);
-    slots[i] = s.slot;
-    temperature[i] = s.request.sampling.temperature;
-    topK[i] = s.request.sampling.topK;
-    topP[i] = s.request.sampling.topP;
-    // Only steps that produce a token consume a draw, so a request's draws
-    // do not depend on its prompt length.
-    uniform[i] = s.position >= promptLength - 1 ? s.random.nextUniform() : 0.0f;
+    for (int64_t j = 0; j < rowsOf[i]; ++j, ++row) {
+      int64_t position = s.position + j;
+      tokens[row] = position < promptLength ? s.request.prompt[position]
+                                            : s.generated.back();
+      positions[row] = static_cast<int32_t>(position);
+      slots[row] = s.slot;
+      temperature[row] = s.request.sampling.temperature;
+      topK[row] = s.request.sampling.topK;
+      topP[row] = s.request.sampling.topP;
+      // Only rows that produce a token consume a draw, so a request's draws
+      // do not depend on its prompt length or chunking.
+      bool produces = position >= promptLength - 1;
+      uniform[row] = produces ? s.random.nextUniform() : 0.0f;
+      if (produces)
+        producingRow[i] = static_cast<int64_t>(row);
+    }
   }
 
   FdcStepArgs args = {};
@@ -153,17 +187,16 @@ void Engine::step() {
     stepObserver(args);
 
   std::vector<Sequence> stillLive;
-  stillLive.reserve(batch);
-  for (size_t i = 0; i < batch; ++i) {
+  stillLive.reserve(live.size());
+  for (size_t i = 0; i < live.size(); ++i) {
     Sequence &s = live[i];
-    int64_t promptLength = static_cast<int64_t>(s.request.prompt.size());
-    bool producesToken = s.position >= promptLength - 1;
-    ++s.position;
-    if (!producesToken) {
+    s.position += rowsOf[i];
+    if (producingRow[i] < 0) {
       stillLive.push_back(std::move(s));
       continue;
     }
-    int32_t next = nextTokens[i];
+    size_t at = static_cast<size_t>(producingRow[i]);
+    int32_t next = nextTokens[at];
     if (next < 0 || next >= vocab) {
       finish(s, FinishReason::Error,
              concat("the model step returned token ", next,
@@ -172,7 +205,7 @@ void Engine::step() {
     }
     s.generated.push_back(next);
     if (s.request.onToken)
-      s.request.onToken(next, logits.data() + i * static_cast<size_t>(vocab));
+      s.request.onToken(next, logits.data() + at * static_cast<size_t>(vocab));
     int64_t generated = static_cast<int64_t>(s.generated.size());
     if (s.request.eosId >= 0 && next == s.request.eosId)
       finish(s, FinishReason::Eos);

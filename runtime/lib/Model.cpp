@@ -56,6 +56,14 @@ Model::create(std::unique_ptr<ModelLibrary> library,
       manifest.kvCache, options.numSlots, maxContext, /*hostStorage=*/!backend);
   if (!cache)
     return cache.takeError();
+  int64_t stepRows = options.maxStepRows;
+  if (stepRows == 0) {
+    stepRows = options.numSlots;
+  } else if (stepRows < options.numSlots || stepRows > kMaxStepRows) {
+    return createError(
+        "max_step_rows must be 0 or in [num_slots = ", options.numSlots, ", ",
+        kMaxStepRows, "], got ", options.maxStepRows);
+  }
   Expected<HostBuffer> weights = loadWeights(manifest, checkpoint);
   if (!weights)
     return weights.takeError();
@@ -63,14 +71,14 @@ Model::create(std::unique_ptr<ModelLibrary> library,
     if (Error err = backend->uploadWeights(*weights))
       return err;
     *weights = HostBuffer(); // The device holds them now.
-    // The engine never runs more sequences at once than there are slots.
-    if (Error err = backend->allocateState(cache->size(), options.numSlots,
-                                           manifest.vocabSize))
+    // A step runs at most stepRows rows.
+    if (Error err =
+            backend->allocateState(cache->size(), stepRows, manifest.vocabSize))
       return err;
   }
   return std::unique_ptr<Model>(
       new Model(std::move(library), std::move(*weights), std::move(*cache),
-                std::move(backend)));
+                stepRows, std::move(backend)));
 }
 
 Error Model::checkStepInputs(const FdcStepArgs &args) const {
@@ -78,9 +86,9 @@ Error Model::checkStepInputs(const FdcStepArgs &args) const {
   int64_t slotCount = cache.numSlots();
   int64_t contextLength = cache.maxContext();
   int64_t vocab = vocabSize();
-  if (batch < 1 || batch > slotCount)
+  if (batch < 1 || batch > stepRows)
     return createError("model step: batch ", batch,
-                       " is outside [1, num_slots = ", slotCount, "]");
+                       " is outside [1, max_step_rows = ", stepRows, "]");
   struct Array {
     const void *pointer;
     const char *name;
@@ -93,7 +101,8 @@ Error Model::checkStepInputs(const FdcStepArgs &args) const {
         Array{args.next_tokens, "next_tokens"}})
     if (!array.pointer)
       return createError("model step: '", array.name, "' is NULL");
-  std::vector<int32_t> sortedSlots(args.slots, args.slots + batch);
+  std::vector<std::pair<int32_t, int32_t>> slotPositions;
+  slotPositions.reserve(batch);
   for (int64_t i = 0; i < batch; ++i) {
     int32_t token = args.tokens[i];
     if (token < 0 || token >= vocab)
@@ -107,6 +116,7 @@ Error Model::checkStepInputs(const FdcStepArgs &args) const {
     if (position < 0 || position >= contextLength)
       return createError("model step: row ", i, ": position ", position,
                          " is outside [0, max_context = ", contextLength, ")");
+    slotPositions.emplace_back(slot, position);
     float temperature = args.temperature[i];
     if (!std::isfinite(temperature) || temperature < 0)
       return createError("model step: row ", i, ": temperature ", temperature,
@@ -123,11 +133,14 @@ Error Model::checkStepInputs(const FdcStepArgs &args) const {
       return createError("model step: row ", i, ": uniform draw ", uniform,
                          " is outside [0, 1)");
   }
-  std::sort(sortedSlots.begin(), sortedSlots.end());
-  auto repeated = std::adjacent_find(sortedSlots.begin(), sortedSlots.end());
-  if (repeated != sortedSlots.end())
-    return createError("model step: slot ", *repeated,
-                       " appears in more than one row");
+  // Rows of one slot write its K/V at their own positions; two rows at one
+  // position would race for it.
+  std::sort(slotPositions.begin(), slotPositions.end());
+  auto repeated =
+      std::adjacent_find(slotPositions.begin(), slotPositions.end());
+  if (repeated != slotPositions.end())
+    return createError("model step: slot ", repeated->first, " position ",
+                       repeated->second, " appears in more than one row");
   return Error::success();
 }
 

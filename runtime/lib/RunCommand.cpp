@@ -26,6 +26,7 @@ struct RunOptions {
   SamplingParams sampling;
   int32_t eosId = -1;
   int64_t maxContext = 0;
+  int64_t maxStepRows = 0;
   std::string dumpLogits;
 };
 
@@ -35,7 +36,7 @@ void printUsage(FILE *out, const char *program) {
       "usage: %s MODEL.so --weights CHECKPOINT --prompt-ids ID,ID,...\n"
       "          [--max-new-tokens N] [--temperature T] [--top-k K]\n"
       "          [--top-p P] [--seed S] [--eos-id E] [--max-context C]\n"
-      "          [--dump-logits FILE]\n"
+      "          [--max-step-rows R] [--dump-logits FILE]\n"
       "\n"
       "Runs a compiled model library on a prompt of token ids and prints the\n"
       "generated ids ('ids: a,b,c') and the throughput.\n"
@@ -46,6 +47,8 @@ void printUsage(FILE *out, const char *program) {
       "  --seed             seed of the sampling draws (default 0)\n"
       "  --eos-id           stop after this token\n"
       "  --max-context      tokens per KV-cache slot (default: the model's)\n"
+      "  --max-step-rows    prompt tokens one step reads (chunked prefill;\n"
+      "                     default 1: one per step)\n"
       "  --dump-logits      write each generated step's logits as raw\n"
       "                     little-endian float32 [steps][vocab_size]\n",
       program);
@@ -164,6 +167,10 @@ Expected<RunOptions> parseArguments(int argc, char **argv, bool &wantsHelp) {
       if (Error err = needInt(1, INT32_MAX))
         return err;
       options.maxContext = integer;
+    } else if (name == "--max-step-rows") {
+      if (Error err = needInt(1, kMaxStepRows))
+        return err;
+      options.maxStepRows = integer;
     } else if (name == "--temperature") {
       if (Error err = parseFloat(name, value, options.sampling.temperature))
         return err;
@@ -194,6 +201,7 @@ int run(const RunOptions &options, const char *program) {
   ModelOptions modelOptions;
   modelOptions.maxContext = options.maxContext;
   modelOptions.numSlots = 1;
+  modelOptions.maxStepRows = options.maxStepRows;
   Expected<std::unique_ptr<Model>> model =
       Model::load(options.library, options.weights, modelOptions);
   if (!model)

@@ -175,6 +175,54 @@ TEST_F(CApiTest, AbsurdSizesAreRefused) {
   EXPECT_STREQ(fdc_last_error(), "max_context must be positive, got -5");
 }
 
+TEST_F(CApiTest, LoadWithOptionsChunksPrompts) {
+  load(32, 1); // one row per step: the prompt token by token
+  fdc_model_options options = fdc_model_options_default();
+  EXPECT_EQ(options.num_slots, 1);
+  EXPECT_EQ(options.max_step_rows, 0);
+  options.max_context = 32;
+  options.num_slots = 2;
+  options.max_step_rows = 8;
+  char *error = nullptr;
+  fdc_model *chunked = fdc_model_load_with_options(
+      FDC_TEST_MODEL_GOOD, dir.path().c_str(), &options, &error);
+  ASSERT_NE(chunked, nullptr) << error;
+  EXPECT_EQ(fdc_model_max_step_rows(chunked), 8);
+  EXPECT_EQ(fdc_model_num_slots(chunked), 2);
+  // A prompt of 12 read 8 + 4 at a time gives what one at a time gives,
+  // logits too (they sum the slot's cached K rows).
+  std::vector<int32_t> prompt = {5, 1, 9, 9, 2, 30, 4, 4, 0, 7, 13, 21};
+  std::vector<int32_t> ids(3), stepwiseIds(3);
+  std::vector<float> logits(3 * 32), stepwiseLogits(3 * 32);
+  int64_t n = 0;
+  ASSERT_EQ(fdc_generate(chunked, prompt.data(), 12, 3, nullptr, ids.data(), &n,
+                         logits.data()),
+            0)
+      << fdc_last_error();
+  EXPECT_EQ(n, 3);
+  ASSERT_EQ(fdc_generate(model, prompt.data(), 12, 3, nullptr,
+                         stepwiseIds.data(), &n, stepwiseLogits.data()),
+            0)
+      << fdc_last_error();
+  EXPECT_EQ(ids, stepwiseIds);
+  EXPECT_EQ(logits, stepwiseLogits);
+  fdc_model_free(chunked);
+
+  options.max_step_rows = 1;
+  EXPECT_EQ(fdc_model_load_with_options(FDC_TEST_MODEL_GOOD, dir.path().c_str(),
+                                        &options, nullptr),
+            nullptr);
+  EXPECT_STREQ(fdc_last_error(),
+               "max_step_rows must be 0 or in [num_slots = 2, 1048576], got 1");
+  // NULL options are the defaults.
+  fdc_model *plain = fdc_model_load_with_options(
+      FDC_TEST_MODEL_GOOD, dir.path().c_str(), nullptr, nullptr);
+  ASSERT_NE(plain, nullptr) << fdc_last_error();
+  EXPECT_EQ(fdc_model_num_slots(plain), 1);
+  EXPECT_EQ(fdc_model_max_step_rows(plain), 1);
+  fdc_model_free(plain);
+}
+
 struct ReentryLog {
   fdc_model *model = nullptr;
   int generateStatus = 0;

@@ -22,12 +22,14 @@ constexpr int kVocab = 32;
 
 class EngineTest : public ::testing::Test {
 protected:
-  void loadModel(int64_t numSlots, int64_t maxContext = 16) {
+  void loadModel(int64_t numSlots, int64_t maxContext = 16,
+                 int64_t maxStepRows = 0) {
     TempDir dir;
     writeTestCheckpoint(dir.path());
     ModelOptions options;
     options.numSlots = numSlots;
     options.maxContext = maxContext;
+    options.maxStepRows = maxStepRows;
     Expected<std::unique_ptr<Model>> loaded =
         Model::load(FDC_TEST_MODEL_GOOD, dir.path(), options);
     ASSERT_TRUE(loaded) << loaded.error().message();
@@ -35,15 +37,21 @@ protected:
     engine = std::make_unique<Engine>(*model);
     engine->stepObserver = [this](const FdcStepArgs &args) {
       batchSizes.push_back(args.batch);
-      std::set<int32_t> distinct;
+      // A slot's rows are one sequence's consecutive positions, in order
+      // and next to each other; slots of different rows runs differ.
+      std::set<int32_t> runs;
       for (int64_t i = 0; i < args.batch; ++i) {
         EXPECT_GE(args.slots[i], 0);
         EXPECT_LT(args.slots[i], args.num_slots);
         EXPECT_LT(args.positions[i], args.max_context);
-        distinct.insert(args.slots[i]);
+        bool continues = i > 0 && args.slots[i] == args.slots[i - 1];
+        if (continues)
+          EXPECT_EQ(args.positions[i], args.positions[i - 1] + 1);
+        else
+          EXPECT_TRUE(runs.insert(args.slots[i]).second)
+              << "slot " << args.slots[i] << " in two runs of rows";
         slotsSeen.insert(args.slots[i]);
       }
-      EXPECT_EQ(distinct.size(), static_cast<size_t>(args.batch));
     };
   }
 
@@ -331,11 +339,11 @@ TEST_F(EngineTest, StepRefusesInputsOutsideTheBuffers) {
   };
   StepInputs in;
   EXPECT_EQ(refusal(in, 3),
-            "model step: batch 3 is outside [1, num_slots = 2]");
+            "model step: batch 3 is outside [1, max_step_rows = 2]");
   EXPECT_EQ(refusal(in, 0),
-            "model step: batch 0 is outside [1, num_slots = 2]");
+            "model step: batch 0 is outside [1, max_step_rows = 2]");
   EXPECT_EQ(refusal(in, -1),
-            "model step: batch -1 is outside [1, num_slots = 2]");
+            "model step: batch -1 is outside [1, max_step_rows = 2]");
 
   in = StepInputs();
   in.tokens[1] = kVocab;
@@ -353,7 +361,8 @@ TEST_F(EngineTest, StepRefusesInputsOutsideTheBuffers) {
   EXPECT_EQ(refusal(in),
             "model step: row 0: slot -5 is outside [0, num_slots = 2)");
   in.slots[0] = 1;
-  EXPECT_EQ(refusal(in), "model step: slot 1 appears in more than one row");
+  EXPECT_EQ(refusal(in),
+            "model step: slot 1 position 0 appears in more than one row");
 
   in = StepInputs();
   in.positions[1] = 16;
@@ -392,6 +401,96 @@ TEST_F(EngineTest, StepRefusesInputsOutsideTheBuffers) {
   Error err = model->step(args);
   ASSERT_TRUE(static_cast<bool>(err));
   EXPECT_EQ(err.message(), "model step: 'slots' is NULL");
+}
+
+TEST_F(EngineTest, ChunkedPrefillReadsThePromptInChunks) {
+  // One slot, 8 rows per step: a 20-token prompt takes 3 steps (8 + 8 + 4
+  // rows at consecutive positions of the slot), then one row per token.
+  loadModel(/*numSlots=*/1, /*maxContext=*/32, /*maxStepRows=*/8);
+  EXPECT_EQ(engine->stepTokenBudget(), 8);
+  std::vector<int32_t> prompt;
+  for (int32_t t = 0; t < 20; ++t)
+    prompt.push_back((7 * t + 3) % kVocab);
+  std::vector<std::vector<float>> chunkedLogits;
+  GenerationRequest r = request(prompt, 3);
+  r.onToken = [&](int32_t, const float *logits) {
+    chunkedLogits.emplace_back(logits, logits + kVocab);
+  };
+  submit(std::move(r));
+  std::vector<GenerationResult> chunked = engine->runToCompletion();
+  ASSERT_EQ(chunked.size(), 1u);
+  EXPECT_EQ(batchSizes, (std::vector<int64_t>{8, 8, 4, 1, 1}));
+
+  // The same request one token per step: the same tokens and logits (the
+  // logits see the sum of the slot's K rows up to each position, so a row
+  // that missed an earlier row's K of its step would differ).
+  batchSizes.clear();
+  loadModel(/*numSlots=*/1, /*maxContext=*/32);
+  std::vector<std::vector<float>> stepwiseLogits;
+  r = request(prompt, 3);
+  r.onToken = [&](int32_t, const float *logits) {
+    stepwiseLogits.emplace_back(logits, logits + kVocab);
+  };
+  submit(std::move(r));
+  std::vector<GenerationResult> stepwise = engine->runToCompletion();
+  ASSERT_EQ(stepwise.size(), 1u);
+  EXPECT_EQ(engine->stepsRun(), 22);
+  EXPECT_EQ(chunked[0].tokens, stepwise[0].tokens);
+  EXPECT_EQ(chunked[0].reason, stepwise[0].reason);
+  EXPECT_EQ(chunkedLogits, stepwiseLogits);
+}
+
+TEST_F(EngineTest, PromptChunksShareTheBudgetInOrderOfArrival) {
+  // Two slots, 6 rows: every live request feeds a row, the 4 left go to
+  // the first prompt that has more to read.
+  loadModel(/*numSlots=*/2, /*maxContext=*/32, /*maxStepRows=*/6);
+  RequestId a = submit(request({1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, 2));
+  RequestId b = submit(request({20, 21, 22}, 2));
+  std::vector<GenerationResult> results = engine->runToCompletion();
+  // Step 1: a 5 rows (0..4), b 1; step 2: a 5 (5..9: its last prompt
+  // token, its first new token), b 1; step 3: a decodes its second token
+  // and finishes, b reads its last prompt token; step 4: b's second token.
+  EXPECT_EQ(batchSizes, (std::vector<int64_t>{6, 6, 2, 1}));
+  EXPECT_EQ(resultFor(results, a).tokens, (std::vector<int32_t>{11, 12}));
+  EXPECT_EQ(resultFor(results, b).tokens, (std::vector<int32_t>{23, 24}));
+}
+
+TEST_F(EngineTest, SamplingDrawsDoNotDependOnChunking) {
+  auto sample = [&](int64_t maxStepRows) {
+    loadModel(/*numSlots=*/1, /*maxContext=*/32, maxStepRows);
+    GenerationRequest r = request({4, 9, 1, 30, 2, 7}, 5);
+    r.sampling.temperature = 1.0f;
+    r.sampling.seed = 1234;
+    submit(std::move(r));
+    std::vector<GenerationResult> results = engine->runToCompletion();
+    return results.at(0).tokens;
+  };
+  EXPECT_EQ(sample(/*maxStepRows=*/4), sample(/*maxStepRows=*/0));
+}
+
+TEST_F(EngineTest, MaxStepRowsIsChecked) {
+  TempDir dir;
+  writeTestCheckpoint(dir.path());
+  ModelOptions options;
+  options.numSlots = 4;
+  options.maxStepRows = 3;
+  Expected<std::unique_ptr<Model>> m =
+      Model::load(FDC_TEST_MODEL_GOOD, dir.path(), options);
+  ASSERT_FALSE(static_cast<bool>(m));
+  EXPECT_EQ(m.error().message(),
+            "max_step_rows must be 0 or in [num_slots = 4, 1048576], got 3");
+  options.maxStepRows = kMaxStepRows + 1;
+  m = Model::load(FDC_TEST_MODEL_GOOD, dir.path(), options);
+  ASSERT_FALSE(static_cast<bool>(m));
+  EXPECT_EQ(m.error().message(), "max_step_rows must be 0 or in [num_slots = "
+                                 "4, 1048576], got 1048577");
+  options.maxStepRows = 0;
+  m = Model::load(FDC_TEST_MODEL_GOOD, dir.path(), options);
+  ASSERT_TRUE(static_cast<bool>(m)) << m.error().message();
+  EXPECT_EQ((*m)->maxStepRows(), 4);
+  // An engine's budget stays within [num_slots, max_step_rows].
+  EXPECT_EQ(Engine(**m, {/*maxStepTokens=*/1}).stepTokenBudget(), 4);
+  EXPECT_EQ(Engine(**m, {/*maxStepTokens=*/100}).stepTokenBudget(), 4);
 }
 
 } // namespace

@@ -44,6 +44,28 @@ TEST(RunCommandTest, GeneratesAndDumpsLogits) {
   EXPECT_EQ(row0[31], 10.0f);
 }
 
+TEST(RunCommandTest, MaxStepRowsReadsThePromptInChunks) {
+  TempDir dir;
+  writeTestCheckpoint(dir.path());
+  testing::internal::CaptureStdout();
+  int rc = runCommand({FDC_TEST_MODEL_GOOD, "--weights", dir.path(),
+                       "--prompt-ids", "1,2,3,4,5,6,7", "--max-new-tokens=2",
+                       "--max-step-rows", "4"});
+  std::string out = testing::internal::GetCapturedStdout();
+  ASSERT_EQ(rc, 0);
+  // 7 prompt tokens in 2 steps (4 + 3 rows), then one more token.
+  EXPECT_NE(out.find("ids: 8,9\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("3 steps"), std::string::npos) << out;
+  testing::internal::CaptureStderr();
+  EXPECT_NE(runCommand({FDC_TEST_MODEL_GOOD, "--weights", dir.path(),
+                        "--prompt-ids", "1", "--max-step-rows", "0"}),
+            0);
+  EXPECT_NE(testing::internal::GetCapturedStderr().find(
+                "option --max-step-rows: '0' is not an integer in [1, "
+                "1048576]"),
+            std::string::npos);
+}
+
 TEST(RunCommandTest, Errors) {
   TempDir dir;
   writeTestCheckpoint(dir.path());

@@ -110,6 +110,18 @@ def tiny_checks(work, rng):
                 check_requests(f"tiny {variant} f32 {scheme} B={batch}", model,
                                reference, requests, 1e-3, rng)
             model.close()
+        if variant == "gqa":
+            # Chunked prefill: prompts read up to 256 tokens per step, rows
+            # of one slot at consecutive positions beside other requests.
+            lib = ART / "models" / "tiny-gqa-f32-online.so"
+            model = Model(lib, ckpt, max_context=8192, num_slots=4,
+                          max_step_rows=256)
+            requests = [{"prompt_ids": rng.integers(0, 512, int(n)).tolist(),
+                         "max_new_tokens": 6, "return_logits": True}
+                        for n in (2000, 1, 300, 777)]
+            check_requests("tiny gqa f32 online chunked prefill (256 rows) "
+                           "B=4", model, reference, requests, 1e-3, rng)
+            model.close()
         del reference
         torch.cuda.empty_cache()
 
@@ -346,6 +358,10 @@ def linear_checks(work, rng):
             if not err <= 1e-3:
                 failures.append(f"M={m}: rel_err={err:.2e}")
             worst = max(worst, err) if err == err else float("nan")
+        # sm_90a's default tables must have run group GEMMs (wgmma).
+        if v.arch == "sm_90a" and not v.kernel and "group_gemm" not in \
+                json.dumps(library.manifest.get("linears", [])):
+            failures.append("the default table has no group_gemm")
         record(f"{v.name} vs float64, M = 1..128", not failures,
                worst_rel_err=f"{worst:.2e}", kernels=len(kernels),
                errors="; ".join(failures[:4]))

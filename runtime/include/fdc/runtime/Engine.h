@@ -1,10 +1,16 @@
 //===- Engine.h - Batched generation over a loaded model --------*- C++ -*-===//
 //
-// Every iteration runs one step for all live requests together (M = live
-// count). A request still in its prompt feeds its next prompt token (its
-// sampled token is ignored except at the last prompt token); a decoding
-// request feeds its last generated token. Requests join at the next iteration
-// and finish independently (EOS, max_new_tokens, or a full context).
+// Every iteration runs one step for all live requests together. A decoding
+// request feeds its last generated token (one row); a request still in its
+// prompt feeds a chunk of its next prompt tokens, one row per token at
+// consecutive positions of its slot (chunked prefill; the step writes every
+// row's K/V before attention reads it, and each row attends up to its own
+// position). Only the chunk's last row samples, and only when it is the
+// prompt's last token. The rows of a step are at most the engine's token
+// budget: one per live request, the rest to prompt chunks in order of
+// arrival.
+// Requests join at the next iteration and finish independently (EOS,
+// max_new_tokens, or a full context).
 //
 //===----------------------------------------------------------------------===//
 
@@ -69,9 +75,16 @@ struct GenerationResult {
   std::string error;
 };
 
+struct EngineOptions {
+  /// Rows one step runs at most (decode tokens + prompt chunks); 0 = the
+  /// model's max_step_rows. Kept within [num_slots, max_step_rows], so
+  /// every live request gets a row in every step.
+  int64_t maxStepTokens = 0;
+};
+
 class Engine {
 public:
-  explicit Engine(Model &model);
+  explicit Engine(Model &model, EngineOptions options = {});
   ~Engine();
   Engine(const Engine &) = delete;
   Engine &operator=(const Engine &) = delete;
@@ -98,6 +111,8 @@ public:
   std::vector<GenerationResult> takeFinished();
 
   bool idle() const { return queued.empty() && live.empty(); }
+  /// The rows one step runs at most.
+  int64_t stepTokenBudget() const { return tokenBudget; }
   size_t liveCount() const { return live.size(); }
   size_t queuedCount() const { return queued.size(); }
   int64_t stepsRun() const { return steps; }
@@ -118,9 +133,12 @@ private:
   };
 
   void admitQueued();
+  /// The rows of each live sequence in the next step (within the budget).
+  std::vector<int64_t> planRows() const;
   void finish(Sequence &sequence, FinishReason reason, std::string error = "");
 
   Model &model;
+  int64_t tokenBudget;
   RequestId nextId = 1;
   std::deque<Sequence> queued;
   std::vector<Sequence> live;

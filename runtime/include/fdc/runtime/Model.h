@@ -20,12 +20,19 @@ struct ModelOptions {
   int64_t maxContext = 0;
   /// Sequences that can run at once.
   int64_t numSlots = 1;
+  /// Rows one step may run: decode tokens and prompt chunks (several rows
+  /// of one sequence at consecutive positions) together. 0 = numSlots;
+  /// otherwise at least numSlots and at most 2^20. Sizes a GPU library's
+  /// step buffers.
+  int64_t maxStepRows = 0;
   /// For a GPU library: the device ordinal; -1 = the backend's
   /// $FDC_CUDA_DEVICE / $FDC_HIP_DEVICE, or 0.
   int device = -1;
 };
 
 constexpr int64_t kDefaultMaxContext = 2048;
+/// The most rows ModelOptions::maxStepRows may ask for.
+constexpr int64_t kMaxStepRows = int64_t(1) << 20;
 
 /// A loaded model: the library, its filled weight arena and a KV cache. For
 /// a GPU library ("cuda:...", "rocm:...") the weights, KV cache and step
@@ -47,6 +54,7 @@ public:
   int64_t vocabSize() const { return manifest().vocabSize; }
   int64_t maxContext() const { return cache.maxContext(); }
   int64_t numSlots() const { return cache.numSlots(); }
+  int64_t maxStepRows() const { return stepRows; }
   KVCache &kvCache() { return cache; }
   /// The host weight arena (empty for a GPU library: it was uploaded).
   const HostBuffer &weights() const { return weightArena; }
@@ -54,10 +62,11 @@ public:
   const DeviceBackend *deviceBackend() const { return backend.get(); }
 
   /// Checks the step inputs the generated code indexes with, refusing by
-  /// row and value: 1 <= batch <= num_slots; no NULL array; token ids in
-  /// [0, vocab_size); slots in [0, num_slots), distinct; positions in
-  /// [0, max_context); a finite temperature >= 0, top_k >= 0, top_p in
-  /// (0, 1] and uniform in [0, 1).
+  /// row and value: 1 <= batch <= max_step_rows; no NULL array; token ids
+  /// in [0, vocab_size); slots in [0, num_slots); positions in
+  /// [0, max_context), no (slot, position) in two rows (rows of one slot are
+  /// one sequence's consecutive tokens, a prompt chunk); a finite
+  /// temperature >= 0, top_k >= 0, top_p in (0, 1] and uniform in [0, 1).
   Error checkStepInputs(const FdcStepArgs &args) const;
 
   /// Checks the inputs (checkStepInputs), fills in batch-independent fields
@@ -71,13 +80,15 @@ public:
 
 private:
   Model(std::unique_ptr<ModelLibrary> library, HostBuffer weights,
-        KVCache cache, std::unique_ptr<DeviceBackend> backend)
+        KVCache cache, int64_t stepRows, std::unique_ptr<DeviceBackend> backend)
       : lib(std::move(library)), weightArena(std::move(weights)),
-        cache(std::move(cache)), backend(std::move(backend)) {}
+        cache(std::move(cache)), stepRows(stepRows),
+        backend(std::move(backend)) {}
 
   std::unique_ptr<ModelLibrary> lib;
   HostBuffer weightArena;
   KVCache cache;
+  int64_t stepRows;
   /// Declared last so it is destroyed before the library it calls into.
   std::unique_ptr<DeviceBackend> backend;
 };
