@@ -33,7 +33,7 @@ class FdcRuntimeError(FdcError):
 
 
 FINISH_REASONS = {0: "none", 1: "length", 2: "eos", 3: "context_full",
-                  4: "rejected", 5: "error"}
+                  4: "rejected", 5: "error", 6: "cancelled"}
 
 
 class SamplingParams(ctypes.Structure):
@@ -51,6 +51,11 @@ TOKEN_CALLBACK = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64,
 class ModelOptions(ctypes.Structure):
     _fields_ = [("max_context", ctypes.c_int64), ("num_slots", ctypes.c_int64),
                 ("max_step_rows", ctypes.c_int64)]
+
+
+class Result(ctypes.Structure):
+    _fields_ = [("out_len", ctypes.c_int64), ("finish_reason", ctypes.c_int32),
+                ("status", ctypes.c_int32), ("error", ctypes.c_char * 256)]
 
 
 class Request(ctypes.Structure):
@@ -117,6 +122,24 @@ def _load_library() -> ctypes.CDLL:
     lib.fdc_generate_batch.argtypes = [ctypes.c_void_p,
                                        ctypes.POINTER(Request), ctypes.c_int64]
     lib.fdc_generate_batch.restype = ctypes.c_int64
+    lib.fdc_engine_create.argtypes = [ctypes.c_void_p, ctypes.c_int64]
+    lib.fdc_engine_create.restype = ctypes.c_void_p
+    lib.fdc_engine_submit.argtypes = [
+        ctypes.c_void_p, ctypes.POINTER(ctypes.c_int32), ctypes.c_int64,
+        ctypes.c_int64, ctypes.POINTER(SamplingParams), TOKEN_CALLBACK,
+        ctypes.c_void_p]
+    lib.fdc_engine_submit.restype = ctypes.c_int64
+    lib.fdc_engine_cancel.argtypes = [ctypes.c_void_p, ctypes.c_int64]
+    lib.fdc_engine_cancel.restype = ctypes.c_int
+    for name in ("fdc_engine_wait", "fdc_engine_poll"):
+        getattr(lib, name).argtypes = [ctypes.c_void_p, ctypes.c_int64,
+                                       ctypes.POINTER(ctypes.c_int32), ctypes.c_int64,
+                                       ctypes.POINTER(Result)]
+        getattr(lib, name).restype = ctypes.c_int
+    lib.fdc_engine_pending.argtypes = [ctypes.c_void_p]
+    lib.fdc_engine_pending.restype = ctypes.c_int64
+    lib.fdc_engine_free.argtypes = [ctypes.c_void_p]
+    lib.fdc_engine_free.restype = None
     lib.fdc_last_error.argtypes = []
     lib.fdc_last_error.restype = ctypes.c_char_p
     lib.fdc_string_free.argtypes = [ctypes.c_void_p]
@@ -258,6 +281,7 @@ class Model:
         self._handle = None
         self._lock = threading.Lock()
         self._owner = None  # ident of the thread inside a runtime call
+        self._engines = 0  # engines open on this model
         library_b, weights_b = _path("library", library), _path("weights_dir", weights_dir)
         max_context = _integer("Model: ", "max_context", max_context, 0, INT32_MAX,
                                " (0: the model's max_position_embeddings, at most 2048)")
@@ -442,13 +466,29 @@ class Model:
             results[i] = result
         return results
 
+    def engine(self, max_step_tokens: int = 0) -> "Engine":
+        """An asynchronous engine on this model (see ``Engine``); the model is
+        the engine's until it is closed."""
+        max_step_tokens = _integer("Model.engine: ", "max_step_tokens", max_step_tokens, 0,
+                                   INT64_MAX, " (0: the model's max_step_rows)")
+        with self._using("Model.engine") as handle:
+            engine = self._lib.fdc_engine_create(handle, max_step_tokens)
+            if not engine:
+                raise FdcRuntimeError(self._lib.fdc_last_error().decode(errors="replace"))
+            self._engines += 1
+        return Engine(self, engine)
+
     def close(self) -> None:
         """Releases the model. Waits for a generation running in another
-        thread; raises FdcUsageError from inside one of its own callbacks."""
+        thread; raises FdcUsageError from inside one of its own callbacks or
+        while an engine on it is open."""
         if self._owner == threading.get_ident():
             raise FdcUsageError("Model.close() called from inside an on_token callback of "
                                 "the same model; close it after generate_batch returns")
         with self._lock:
+            if self._engines:
+                raise FdcUsageError("Model.close(): an engine on this model is open; close "
+                                    "the engine first")
             if self._handle:
                 self._lib.fdc_model_free(self._handle)
                 self._handle = None
@@ -469,3 +509,127 @@ class Model:
                 self.close()
             except Exception:
                 pass
+
+
+class Engine:
+    """Flover's temporal fusion over one model (``Model.engine()``): a loop
+    thread in the runtime runs one fused step for every running request, and
+    requests submitted from any thread join at the next step; they leave
+    when they finish or are cancelled. A request that finds every KV-cache
+    slot taken waits, in order, for one to free.
+
+    ``submit`` checks its arguments as ``Model.generate`` does and returns a
+    request id at once; ``on_token(step, token)`` is called on the engine's
+    thread for every generated token (an exception it raises stops its
+    further callbacks and is re-raised by ``wait``/``poll`` for that
+    request). ``wait(id)`` blocks until the request finished and ``poll(id)``
+    returns None while it runs; both return ``{"ids", "finish_reason",
+    "error"}`` once per request. ``cancel(id)`` ends a running request
+    ("cancelled", with its tokens so far). ``close()`` cancels what is left
+    and frees the model; the engine is also a context manager.
+    """
+
+    def __init__(self, model: Model, handle):
+        self._model, self._handle = model, handle
+        self._lib = model._lib
+        self._lock = threading.Lock()
+        self._callbacks: dict[int, tuple] = {}  # id -> (callback, failure list)
+        self._max_new: dict[int, int] = {}
+
+    def _live(self, what: str):
+        if not self._handle:
+            raise FdcUsageError(f"{what}: the engine was closed")
+        return self._handle
+
+    def submit(self, prompt_ids: Sequence[int], max_new_tokens: int,
+               temperature: float = 0.0, top_k: int = 0, top_p: float = 1.0,
+               seed: int = 0, eos_id: int | None = None, on_token=None) -> int:
+        where = "Engine.submit: "
+        prompt = _int32_array(where, prompt_ids)
+        max_new_tokens = _integer(where, "max_new_tokens", max_new_tokens, 0, INT64_MAX)
+        params = _params(where, self._model.vocab_size, temperature, top_k, top_p, seed,
+                         eos_id)
+        if on_token is not None and not callable(on_token):
+            raise FdcTypeError(f"{where}on_token must be callable, got "
+                               f"{type(on_token).__name__}")
+        problem = self._model._check_length(prompt, max_new_tokens)
+        if problem:
+            raise FdcArgumentError(where + problem)
+        failure: list[BaseException] = []
+        callback = TOKEN_CALLBACK()
+        if on_token is not None:
+            def call(_user, step, token, _logits, _vocab, fn=on_token):
+                if failure:
+                    return
+                try:
+                    fn(step, token)
+                except BaseException as e:  # noqa: B036 - re-raised by wait/poll
+                    failure.append(e)
+            callback = TOKEN_CALLBACK(call)
+        with self._lock:
+            handle = self._live("Engine.submit")
+            request_id = self._lib.fdc_engine_submit(
+                handle, _ptr(prompt, ctypes.c_int32), prompt.size, max_new_tokens,
+                ctypes.byref(params), callback, None)
+            if request_id < 0:
+                raise FdcRuntimeError(self._lib.fdc_last_error().decode(errors="replace"))
+            self._callbacks[request_id] = (callback, failure)
+            self._max_new[request_id] = max_new_tokens
+        return request_id
+
+    def cancel(self, request_id: int) -> bool:
+        """True if the request was running and is now cancelled."""
+        request_id = _integer("Engine.cancel: ", "request_id", request_id, 1, INT64_MAX)
+        return self._lib.fdc_engine_cancel(self._live("Engine.cancel"), request_id) == 0
+
+    def _result(self, fn, what: str, request_id: int):
+        request_id = _integer(f"{what}: ", "request_id", request_id, 1, INT64_MAX)
+        handle = self._live(what)
+        capacity = max(self._max_new.get(request_id, 0), 1)
+        ids = np.zeros(capacity, dtype=np.int32)
+        result = Result()
+        rc = fn(handle, request_id, _ptr(ids, ctypes.c_int32), capacity, ctypes.byref(result))
+        if rc < 0:
+            raise FdcRuntimeError(self._lib.fdc_last_error().decode(errors="replace"))
+        if rc == 1:
+            return None
+        with self._lock:
+            _, failure = self._callbacks.pop(request_id, (None, []))
+            self._max_new.pop(request_id, None)
+        if failure:
+            raise failure[0]
+        return {"ids": ids[:result.out_len].tolist(),
+                "finish_reason": FINISH_REASONS.get(result.finish_reason, "?"),
+                "error": result.error.decode(errors="replace") if result.status else None}
+
+    def wait(self, request_id: int) -> dict:
+        return self._result(self._lib.fdc_engine_wait, "Engine.wait", request_id)
+
+    def poll(self, request_id: int) -> dict | None:
+        return self._result(self._lib.fdc_engine_poll, "Engine.poll", request_id)
+
+    @property
+    def pending(self) -> int:
+        """Requests submitted and not yet finished."""
+        return self._lib.fdc_engine_pending(self._live("Engine.pending"))
+
+    def close(self) -> None:
+        with self._lock:
+            if self._handle:
+                self._lib.fdc_engine_free(self._handle)
+                self._handle = None
+                with self._model._lock:
+                    self._model._engines -= 1
+                self._callbacks.clear()
+
+    def __enter__(self) -> "Engine":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:  # noqa: BLE001 - interpreter shutdown
+            pass

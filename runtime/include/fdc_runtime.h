@@ -32,8 +32,9 @@ extern "C" {
 
 /* The version of this C API (not of the model-library ABI). Functions are
  * only added within a version (fdc_model_options,
- * fdc_model_load_with_options and fdc_model_max_step_rows came later in
- * version 1); a change to an existing declaration would make it 2. */
+ * fdc_model_load_with_options, fdc_model_max_step_rows, the fdc_engine
+ * functions and FDC_FINISH_CANCELLED came later in version 1); a change to
+ * an existing declaration would make it 2. */
 #define FDC_RUNTIME_API_VERSION 1
 
 /* A loaded model: library, weights and KV cache. Opaque. */
@@ -55,7 +56,8 @@ typedef enum fdc_finish_reason {
   FDC_FINISH_EOS = 2,          /* generated eos_id */
   FDC_FINISH_CONTEXT_FULL = 3, /* the sequence filled max_context */
   FDC_FINISH_REJECTED = 4,     /* refused (see the request's error) */
-  FDC_FINISH_ERROR = 5         /* invalid token from the step, or it failed */
+  FDC_FINISH_ERROR = 5,        /* invalid token from the step, or it failed */
+  FDC_FINISH_CANCELLED = 6     /* cancelled (fdc_engine_cancel) */
 } fdc_finish_reason;
 
 /* Called once per generated token: `step` counts generated tokens from 0,
@@ -149,6 +151,64 @@ int fdc_generate(fdc_model *model, const int32_t *prompt, int64_t prompt_len,
  * when the call itself is invalid (see fdc_last_error). */
 int64_t fdc_generate_batch(fdc_model *model, fdc_request *requests,
                            int64_t count);
+
+/* An asynchronous engine on a model (Flover's temporal fusion): a loop
+ * thread runs one fused step for all of its running requests, and requests
+ * submitted from any thread join at the next step, without waiting for the
+ * others to end; they leave when they finish or are cancelled. A request
+ * that finds every KV-cache slot taken waits, in order, for one to free.
+ * Tokens stream to each request's callback, called on the engine's thread.
+ * While an engine exists its model is busy: fdc_generate and
+ * fdc_generate_batch on it are refused, and fdc_model_free does nothing.
+ * fdc_engine_submit, fdc_engine_cancel, fdc_engine_poll, fdc_engine_wait and
+ * fdc_engine_pending may be called from any thread; from a token callback
+ * only fdc_engine_submit, fdc_engine_cancel and fdc_engine_poll. Opaque. */
+typedef struct fdc_engine fdc_engine;
+
+/* How a request of an engine ended. */
+typedef struct fdc_result {
+  int64_t out_len;       /* tokens generated (at most `capacity` written) */
+  int32_t finish_reason; /* an fdc_finish_reason */
+  int32_t status;        /* 0, or non-zero when the step failed (see error) */
+  char error[256];       /* NUL-terminated message if status != 0 */
+} fdc_result;
+
+/* Starts an engine on `model`. `max_step_tokens` is the rows one step may
+ * run (0 = the model's max_step_rows; kept within [num_slots,
+ * max_step_rows]). NULL on failure (the model is busy or NULL). */
+fdc_engine *fdc_engine_create(fdc_model *model, int64_t max_step_tokens);
+
+/* Queues a request and returns its id (>= 1) at once, or -1 when the
+ * request is invalid (see fdc_last_error; nothing is queued). `params` NULL
+ * is greedy; `callback` (or NULL) gets every generated token on the engine's
+ * thread, its `logits` valid only during the call. */
+int64_t fdc_engine_submit(fdc_engine *engine, const int32_t *prompt,
+                          int64_t prompt_len, int64_t max_new_tokens,
+                          const fdc_sampling_params *params,
+                          fdc_token_callback callback, void *user_data);
+
+/* Cancels request `id` if it is still running: it ends with
+ * FDC_FINISH_CANCELLED and the tokens generated so far. Returns 0, or 1
+ * when `id` is not a running request of this engine. */
+int fdc_engine_cancel(fdc_engine *engine, int64_t id);
+
+/* Blocks until request `id` has finished, then writes up to `capacity` of
+ * its tokens to `out_ids` and its outcome to `*result`. Each request's
+ * outcome is returned once. Returns 0, or -1 for an id that is not running
+ * and has no outcome left to return (see fdc_last_error). */
+int fdc_engine_wait(fdc_engine *engine, int64_t id, int32_t *out_ids,
+                    int64_t capacity, fdc_result *result);
+
+/* As fdc_engine_wait without blocking: returns 1 at once while `id` runs. */
+int fdc_engine_poll(fdc_engine *engine, int64_t id, int32_t *out_ids,
+                    int64_t capacity, fdc_result *result);
+
+/* Requests submitted and not yet finished. */
+int64_t fdc_engine_pending(const fdc_engine *engine);
+
+/* Cancels every request left, stops the engine's thread and frees it; the
+ * model is free again. NULL is ignored. Not from a token callback. */
+void fdc_engine_free(fdc_engine *engine);
 
 /* The message of the calling thread's latest failure ("" if none); valid
  * until that thread's next fdc_ call. */

@@ -2,6 +2,7 @@
 
 #include "fdc_runtime.h"
 
+#include "fdc/runtime/AsyncEngine.h"
 #include "fdc/runtime/Engine.h"
 #include "fdc/runtime/Model.h"
 
@@ -56,6 +57,8 @@ fdc_finish_reason toCReason(FinishReason reason) {
     return FDC_FINISH_REJECTED;
   case FinishReason::Error:
     return FDC_FINISH_ERROR;
+  case FinishReason::Cancelled:
+    return FDC_FINISH_CANCELLED;
   }
   return FDC_FINISH_ERROR;
 }
@@ -343,3 +346,159 @@ int64_t fdc_generate_batch(fdc_model *model, fdc_request *requests,
 const char *fdc_last_error(void) { return lastError.c_str(); }
 
 void fdc_string_free(char *str) { std::free(str); }
+
+struct fdc_engine {
+  fdc_model *model = nullptr;
+  std::unique_ptr<AsyncEngine> engine;
+};
+
+fdc_engine *fdc_engine_create(fdc_model *model, int64_t max_step_tokens) {
+  if (!model) {
+    setLastError("fdc_engine_create: model is NULL");
+    return nullptr;
+  }
+  if (max_step_tokens < 0) {
+    setLastError(concat("fdc_engine_create: max_step_tokens must be >= 0, got ",
+                        max_step_tokens));
+    return nullptr;
+  }
+  if (model->busy.exchange(true)) {
+    setLastError(concat("fdc_engine_create: ", kBusyMessage));
+    return nullptr;
+  }
+  fdc_engine *handle = guarded(
+      [&]() -> fdc_engine * {
+        EngineOptions options;
+        options.maxStepTokens = max_step_tokens;
+        auto created = std::make_unique<fdc_engine>();
+        created->model = model;
+        created->engine = std::make_unique<AsyncEngine>(*model->model, options);
+        setLastError("");
+        return created.release();
+      },
+      static_cast<fdc_engine *>(nullptr));
+  if (!handle)
+    model->busy.store(false);
+  return handle;
+}
+
+int64_t fdc_engine_submit(fdc_engine *engine, const int32_t *prompt,
+                          int64_t prompt_len, int64_t max_new_tokens,
+                          const fdc_sampling_params *params,
+                          fdc_token_callback callback, void *user_data) {
+  if (!engine) {
+    setLastError("fdc_engine_submit: engine is NULL");
+    return -1;
+  }
+  if (prompt_len < 0 || (prompt_len > 0 && !prompt)) {
+    setLastError("fdc_engine_submit: prompt is NULL or prompt_len is negative");
+    return -1;
+  }
+  if (max_new_tokens < 0) {
+    setLastError(concat("fdc_engine_submit: max_new_tokens must be >= 0, got ",
+                        max_new_tokens));
+    return -1;
+  }
+  return guarded(
+      [&]() -> int64_t {
+        fdc_sampling_params p =
+            params ? *params : fdc_sampling_params_default();
+        GenerationRequest request;
+        request.prompt.assign(prompt, prompt + prompt_len);
+        request.maxNewTokens = max_new_tokens;
+        request.sampling.temperature = p.temperature;
+        request.sampling.topK = p.top_k;
+        request.sampling.topP = p.top_p;
+        request.sampling.seed = p.seed;
+        request.eosId = p.eos_id;
+        if (callback) {
+          int64_t vocab = engine->model->model->vocabSize();
+          auto step = std::make_shared<int64_t>(0);
+          request.onToken = [callback, user_data, vocab,
+                             step](int32_t token, const float *logits) {
+            callback(user_data, (*step)++, token, logits, vocab);
+          };
+        }
+        Expected<RequestId> id = engine->engine->submit(std::move(request));
+        if (!id) {
+          setLastError(concat("fdc_engine_submit: ", id.error().message()));
+          return -1;
+        }
+        setLastError("");
+        return static_cast<int64_t>(*id);
+      },
+      int64_t(-1));
+}
+
+int fdc_engine_cancel(fdc_engine *engine, int64_t id) {
+  if (!engine || id < 1)
+    return 1;
+  return engine->engine->cancel(static_cast<RequestId>(id)) ? 0 : 1;
+}
+
+namespace {
+void writeResult(const GenerationResult &finished, int32_t *outIds,
+                 int64_t capacity, fdc_result *result) {
+  int64_t count = static_cast<int64_t>(finished.tokens.size());
+  if (outIds && capacity > 0)
+    std::memcpy(outIds, finished.tokens.data(),
+                static_cast<size_t>(std::min(count, capacity)) *
+                    sizeof(int32_t));
+  if (!result)
+    return;
+  result->out_len = count;
+  result->finish_reason = toCReason(finished.reason);
+  result->status = finished.error.empty() ? 0 : 1;
+  size_t length = std::min(finished.error.size(), sizeof(result->error) - 1);
+  std::memcpy(result->error, finished.error.data(), length);
+  result->error[length] = '\0';
+}
+} // namespace
+
+int fdc_engine_wait(fdc_engine *engine, int64_t id, int32_t *out_ids,
+                    int64_t capacity, fdc_result *result) {
+  if (!engine || id < 1) {
+    setLastError("fdc_engine_wait: engine is NULL or id is not positive");
+    return -1;
+  }
+  Expected<GenerationResult> finished =
+      engine->engine->wait(static_cast<RequestId>(id));
+  if (!finished) {
+    setLastError(concat("fdc_engine_wait: ", finished.error().message()));
+    return -1;
+  }
+  writeResult(*finished, out_ids, capacity, result);
+  setLastError("");
+  return 0;
+}
+
+int fdc_engine_poll(fdc_engine *engine, int64_t id, int32_t *out_ids,
+                    int64_t capacity, fdc_result *result) {
+  if (!engine || id < 1) {
+    setLastError("fdc_engine_poll: engine is NULL or id is not positive");
+    return -1;
+  }
+  Expected<std::optional<GenerationResult>> finished =
+      engine->engine->poll(static_cast<RequestId>(id));
+  if (!finished) {
+    setLastError(concat("fdc_engine_poll: ", finished.error().message()));
+    return -1;
+  }
+  if (!*finished)
+    return 1;
+  writeResult(**finished, out_ids, capacity, result);
+  setLastError("");
+  return 0;
+}
+
+int64_t fdc_engine_pending(const fdc_engine *engine) {
+  return engine ? static_cast<int64_t>(engine->engine->pendingCount()) : 0;
+}
+
+void fdc_engine_free(fdc_engine *engine) {
+  if (!engine)
+    return;
+  fdc_model *model = engine->model;
+  delete engine; // stops and joins the loop thread
+  model->busy.store(false);
+}

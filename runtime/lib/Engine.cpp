@@ -18,6 +18,8 @@ const char *fdc::runtime::finishReasonName(FinishReason reason) {
     return "rejected";
   case FinishReason::Error:
     return "error";
+  case FinishReason::Cancelled:
+    return "cancelled";
   }
   return "?";
 }
@@ -26,7 +28,8 @@ Engine::Engine(Model &model, EngineOptions options)
     : model(model),
       tokenBudget(std::clamp(options.maxStepTokens == 0 ? model.maxStepRows()
                                                         : options.maxStepTokens,
-                             model.numSlots(), model.maxStepRows())) {}
+                             model.numSlots(), model.maxStepRows())),
+      waitForSlot(options.waitForSlot) {}
 
 Engine::~Engine() {
   for (Sequence &sequence : live)
@@ -86,9 +89,11 @@ void Engine::finish(Sequence &sequence, FinishReason reason,
 
 void Engine::admitQueued() {
   while (!queued.empty()) {
+    std::optional<int32_t> slot = model.kvCache().acquireSlot();
+    if (!slot && waitForSlot)
+      return; // It and the ones behind it wait for a slot to free.
     Sequence sequence = std::move(queued.front());
     queued.pop_front();
-    std::optional<int32_t> slot = model.kvCache().acquireSlot();
     if (!slot) {
       finish(
           sequence, FinishReason::Rejected,
@@ -217,6 +222,22 @@ void Engine::step() {
       stillLive.push_back(std::move(s));
   }
   live = std::move(stillLive);
+}
+
+bool Engine::cancel(RequestId id) {
+  auto matches = [id](const Sequence &s) { return s.id == id; };
+  auto queuedAt = std::find_if(queued.begin(), queued.end(), matches);
+  if (queuedAt != queued.end()) {
+    finish(*queuedAt, FinishReason::Cancelled);
+    queued.erase(queuedAt);
+    return true;
+  }
+  auto liveAt = std::find_if(live.begin(), live.end(), matches);
+  if (liveAt == live.end())
+    return false;
+  finish(*liveAt, FinishReason::Cancelled);
+  live.erase(liveAt);
+  return true;
 }
 
 std::vector<GenerationResult> Engine::takeFinished() {

@@ -6,7 +6,9 @@
 
 #include <cstring>
 #include <gtest/gtest.h>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 using namespace fdc::runtime::test;
@@ -221,6 +223,78 @@ TEST_F(CApiTest, LoadWithOptionsChunksPrompts) {
   EXPECT_EQ(fdc_model_num_slots(plain), 1);
   EXPECT_EQ(fdc_model_max_step_rows(plain), 1);
   fdc_model_free(plain);
+}
+
+struct StreamLog {
+  std::mutex mutex;
+  std::vector<std::pair<int64_t, int32_t>> tokens;
+};
+
+void logStream(void *userData, int64_t step, int32_t token, const float *,
+               int64_t vocab) {
+  auto *log = static_cast<StreamLog *>(userData);
+  EXPECT_EQ(vocab, 32);
+  std::lock_guard<std::mutex> lock(log->mutex);
+  log->tokens.emplace_back(step, token);
+}
+
+TEST_F(CApiTest, EngineSubmitStreamCancelWait) {
+  load(32, 2);
+  fdc_engine *engine = fdc_engine_create(model, 0);
+  ASSERT_NE(engine, nullptr) << fdc_last_error();
+  // The model is the engine's while it exists.
+  EXPECT_EQ(fdc_engine_create(model, 0), nullptr);
+  int32_t prompt[] = {3, 7};
+  int32_t ids[8];
+  int64_t n = 0;
+  EXPECT_NE(fdc_generate(model, prompt, 2, 1, nullptr, ids, &n, nullptr), 0);
+  EXPECT_NE(std::string(fdc_last_error()).find("already generating"),
+            std::string::npos);
+
+  StreamLog log;
+  int64_t a = fdc_engine_submit(engine, prompt, 2, 4, nullptr, logStream, &log);
+  ASSERT_GT(a, 0) << fdc_last_error();
+  int32_t bad[] = {99};
+  EXPECT_EQ(fdc_engine_submit(engine, bad, 1, 1, nullptr, nullptr, nullptr),
+            -1);
+  EXPECT_STREQ(fdc_last_error(), "fdc_engine_submit: prompt token 0 is 99, "
+                                 "outside the vocabulary [0, 32)");
+  int32_t longPrompt[] = {1};
+  int64_t b =
+      fdc_engine_submit(engine, longPrompt, 1, 30, nullptr, nullptr, nullptr);
+  ASSERT_GT(b, 0);
+  EXPECT_EQ(fdc_engine_cancel(engine, b), 0);
+
+  fdc_result result = {};
+  ASSERT_EQ(fdc_engine_wait(engine, a, ids, 8, &result), 0) << fdc_last_error();
+  EXPECT_EQ(result.out_len, 4);
+  EXPECT_EQ(result.finish_reason, FDC_FINISH_LENGTH);
+  EXPECT_EQ(result.status, 0);
+  EXPECT_EQ(std::vector<int32_t>(ids, ids + 4),
+            (std::vector<int32_t>{8, 9, 10, 11}));
+  EXPECT_EQ(log.tokens, (std::vector<std::pair<int64_t, int32_t>>{
+                            {0, 8}, {1, 9}, {2, 10}, {3, 11}}));
+  ASSERT_EQ(fdc_engine_wait(engine, b, ids, 8, &result), 0);
+  EXPECT_EQ(result.finish_reason, FDC_FINISH_CANCELLED);
+  EXPECT_LT(result.out_len, 30);
+  // Outcomes are returned once; finished requests cannot be cancelled.
+  EXPECT_EQ(fdc_engine_wait(engine, a, ids, 8, &result), -1);
+  EXPECT_EQ(fdc_engine_poll(engine, a, ids, 8, &result), -1);
+  EXPECT_EQ(fdc_engine_cancel(engine, a), 1);
+
+  int64_t c =
+      fdc_engine_submit(engine, prompt, 2, 2, nullptr, nullptr, nullptr);
+  int status;
+  while ((status = fdc_engine_poll(engine, c, ids, 8, &result)) == 1)
+    std::this_thread::yield();
+  EXPECT_EQ(status, 0);
+  EXPECT_EQ(result.out_len, 2);
+  EXPECT_EQ(fdc_engine_pending(engine), 0);
+  fdc_engine_free(engine);
+  // The model is free again.
+  EXPECT_EQ(fdc_generate(model, prompt, 2, 1, nullptr, ids, &n, nullptr), 0)
+      << fdc_last_error();
+  fdc_engine_free(nullptr);
 }
 
 struct ReentryLog {

@@ -63,6 +63,8 @@ enum class FinishReason {
   Rejected,
   /// The step returned an invalid token id, or (GPU) the step itself failed.
   Error,
+  /// Cancelled (Engine::cancel) before it finished.
+  Cancelled,
 };
 
 const char *finishReasonName(FinishReason reason);
@@ -80,6 +82,9 @@ struct EngineOptions {
   /// model's max_step_rows. Kept within [num_slots, max_step_rows], so
   /// every live request gets a row in every step.
   int64_t maxStepTokens = 0;
+  /// A request that finds no free KV-cache slot waits in the queue (in
+  /// order) until one frees, instead of finishing as Rejected.
+  bool waitForSlot = false;
 };
 
 class Engine {
@@ -110,6 +115,11 @@ public:
   /// Results finished since the last call, in finishing order.
   std::vector<GenerationResult> takeFinished();
 
+  /// Ends a queued or live request now: it finishes as Cancelled with the
+  /// tokens generated so far, and its slot is free for the next step.
+  /// False if no queued or live request has that id.
+  bool cancel(RequestId id);
+
   bool idle() const { return queued.empty() && live.empty(); }
   /// The rows one step runs at most.
   int64_t stepTokenBudget() const { return tokenBudget; }
@@ -139,6 +149,7 @@ private:
 
   Model &model;
   int64_t tokenBudget;
+  bool waitForSlot;
   RequestId nextId = 1;
   std::deque<Sequence> queued;
   std::vector<Sequence> live;

@@ -1,0 +1,92 @@
+//===- AsyncEngine.h - Requests from any thread, one fused loop -*- C++ -*-===//
+//
+// Flover's temporal fusion: a loop thread runs the Engine's fused step over
+// every live request, and requests submitted from any thread join it at the
+// next iteration instead of waiting for a batch to end; they leave when they
+// finish or are cancelled. A request that finds every KV-cache slot taken
+// waits in the queue, in order, until one frees. Submitting returns an id at
+// once; tokens stream to the request's onToken callback (on the loop thread),
+// and its result is waited for or polled by id.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FDC_RUNTIME_ASYNCENGINE_H
+#define FDC_RUNTIME_ASYNCENGINE_H
+
+#include "fdc/runtime/Engine.h"
+
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <unordered_map>
+#include <unordered_set>
+
+namespace fdc::runtime {
+
+class AsyncEngine {
+public:
+  /// Starts the loop thread over `model`, which the engine then uses alone
+  /// until it is destroyed. `options.waitForSlot` is always on.
+  explicit AsyncEngine(Model &model, EngineOptions options = {});
+  /// Cancels every request left, stops the loop thread and joins it. Must
+  /// not run on the loop thread (from a callback).
+  ~AsyncEngine();
+  AsyncEngine(const AsyncEngine &) = delete;
+  AsyncEngine &operator=(const AsyncEngine &) = delete;
+
+  /// Checks the request (Engine::validate) and queues it for the loop's
+  /// next iteration; returns its id at once. Thread-safe. An invalid request
+  /// is refused here and queues nothing.
+  Expected<RequestId> submit(GenerationRequest request);
+
+  /// Ends a request that has not finished: at the loop's next iteration it
+  /// finishes as Cancelled with the tokens generated until then. False if
+  /// `id` is not a request of this engine that is still running.
+  /// Thread-safe.
+  bool cancel(RequestId id);
+
+  /// Blocks until request `id` has finished and returns its result. Each
+  /// result is returned once (by wait or poll); an unknown id, or one whose
+  /// result was already returned, is an error. Thread-safe.
+  Expected<GenerationResult> wait(RequestId id);
+
+  /// The result of request `id` if it has finished (returned once), or
+  /// nullopt while it runs; an unknown id is an error. Thread-safe.
+  Expected<std::optional<GenerationResult>> poll(RequestId id);
+
+  /// Requests submitted and not yet finished.
+  size_t pendingCount() const;
+  /// Steps the loop has run.
+  int64_t stepsRun() const;
+
+private:
+  void loop();
+  /// Moves what the loop's iteration collected into the results and wakes
+  /// the waiters.
+  void publish(std::vector<GenerationResult> finishedNow);
+
+  Engine engine;
+
+  mutable std::mutex mutex;
+  std::condition_variable workToDo, resultReady;
+  bool stopping = false;
+  RequestId nextId = 1;
+  /// Submitted, not yet handed to the engine (loop thread) in order.
+  std::deque<std::pair<RequestId, GenerationRequest>> incoming;
+  std::vector<RequestId> cancellations;
+  /// Submitted and not finished; finished and not yet returned.
+  std::unordered_set<RequestId> running;
+  std::unordered_map<RequestId, GenerationResult> results;
+  int64_t steps = 0;
+
+  /// The loop thread's own: the engine's id of each request and back.
+  std::unordered_map<RequestId, RequestId> engineIds, asyncIds;
+
+  std::thread thread;
+};
+
+} // namespace fdc::runtime
+
+#endif // FDC_RUNTIME_ASYNCENGINE_H

@@ -1,0 +1,254 @@
+//===- AsyncEngineTest.cpp - Requests from many threads, one loop ---------===//
+//
+// The test model library (TestModel.c): greedy next = (token + 1) % 32, so a
+// request's tokens are known: last prompt token + 1, + 2, ...
+//
+//===----------------------------------------------------------------------===//
+
+#include "fdc/runtime/AsyncEngine.h"
+
+#include "TestUtil.h"
+
+#include <atomic>
+#include <chrono>
+#include <gtest/gtest.h>
+#include <random>
+
+using namespace fdc::runtime;
+using namespace fdc::runtime::test;
+
+namespace {
+
+constexpr int kVocab = 32;
+
+std::unique_ptr<Model> loadModel(const TempDir &dir, int64_t numSlots,
+                                 int64_t maxStepRows = 0) {
+  writeTestCheckpoint(dir.path());
+  ModelOptions options;
+  options.numSlots = numSlots;
+  options.maxContext = 64;
+  options.maxStepRows = maxStepRows;
+  Expected<std::unique_ptr<Model>> model =
+      Model::load(FDC_TEST_MODEL_GOOD, dir.path(), options);
+  EXPECT_TRUE(model) << model.error().message();
+  return model ? std::move(*model) : nullptr;
+}
+
+GenerationRequest request(std::vector<int32_t> prompt, int64_t maxNew) {
+  GenerationRequest r;
+  r.prompt = std::move(prompt);
+  r.maxNewTokens = maxNew;
+  return r;
+}
+
+/// The test model's greedy tokens after `prompt`.
+std::vector<int32_t> expectedTokens(const std::vector<int32_t> &prompt,
+                                    int64_t count) {
+  std::vector<int32_t> tokens;
+  for (int64_t i = 1; i <= count; ++i)
+    tokens.push_back(static_cast<int32_t>((prompt.back() + i) % kVocab));
+  return tokens;
+}
+
+TEST(AsyncEngineTest, SubmitReturnsAtOnceAndResultsArriveById) {
+  TempDir dir;
+  std::unique_ptr<Model> model = loadModel(dir, 2);
+  ASSERT_TRUE(model);
+  AsyncEngine engine(*model);
+  std::vector<int32_t> streamed;
+  GenerationRequest first = request({3, 7}, 4);
+  first.onToken = [&](int32_t token, const float *) {
+    streamed.push_back(token);
+  };
+  Expected<RequestId> a = engine.submit(std::move(first));
+  Expected<RequestId> b = engine.submit(request({20}, 2));
+  ASSERT_TRUE(a && b);
+  EXPECT_NE(*a, *b);
+  Expected<GenerationResult> second = engine.wait(*b);
+  ASSERT_TRUE(second) << second.error().message();
+  EXPECT_EQ(second->tokens, (std::vector<int32_t>{21, 22}));
+  EXPECT_EQ(second->reason, FinishReason::Length);
+  Expected<GenerationResult> result = engine.wait(*a);
+  ASSERT_TRUE(result);
+  EXPECT_EQ(result->tokens, (std::vector<int32_t>{8, 9, 10, 11}));
+  EXPECT_EQ(streamed, result->tokens);
+  // Each result is returned once.
+  Expected<GenerationResult> again = engine.wait(*a);
+  ASSERT_FALSE(static_cast<bool>(again));
+  EXPECT_EQ(again.error().message(),
+            "no request 1 is running or has a result to return (each result "
+            "is returned once)");
+  EXPECT_EQ(engine.pendingCount(), 0u);
+}
+
+TEST(AsyncEngineTest, AnInvalidRequestIsRefusedAtSubmit) {
+  TempDir dir;
+  std::unique_ptr<Model> model = loadModel(dir, 1);
+  ASSERT_TRUE(model);
+  AsyncEngine engine(*model);
+  Expected<RequestId> bad = engine.submit(request({40}, 1));
+  ASSERT_FALSE(static_cast<bool>(bad));
+  EXPECT_EQ(bad.error().message(),
+            "prompt token 0 is 40, outside the vocabulary [0, 32)");
+  bad = engine.submit(request({1}, 64));
+  ASSERT_FALSE(static_cast<bool>(bad));
+  EXPECT_EQ(engine.pendingCount(), 0u);
+  Expected<RequestId> good = engine.submit(request({1}, 1));
+  ASSERT_TRUE(good);
+  EXPECT_EQ(engine.wait(*good)->tokens, (std::vector<int32_t>{2}));
+}
+
+TEST(AsyncEngineTest, RequestsWaitForASlotInsteadOfBeingRejected) {
+  // One slot, three requests: they run one after another.
+  TempDir dir;
+  std::unique_ptr<Model> model = loadModel(dir, 1);
+  ASSERT_TRUE(model);
+  AsyncEngine engine(*model);
+  std::vector<RequestId> ids;
+  for (int32_t first : {1, 10, 20})
+    ids.push_back(*engine.submit(request({first}, 3)));
+  for (size_t i = 0; i < ids.size(); ++i) {
+    Expected<GenerationResult> result = engine.wait(ids[i]);
+    ASSERT_TRUE(result);
+    EXPECT_EQ(result->reason, FinishReason::Length);
+    EXPECT_EQ(result->tokens.size(), 3u);
+  }
+  EXPECT_EQ(model->kvCache().freeSlots(), 1);
+}
+
+TEST(AsyncEngineTest, CancelEndsARequestWithItsTokensSoFar) {
+  TempDir dir;
+  std::unique_ptr<Model> model = loadModel(dir, 1);
+  ASSERT_TRUE(model);
+  std::atomic<int> seen{0};
+  std::optional<AsyncEngine> engine;
+  engine.emplace(*model);
+  std::atomic<RequestId> id{0};
+  GenerationRequest long_ = request({5}, 60);
+  long_.onToken = [&](int32_t, const float *) {
+    // From the loop thread itself; the id is the engine's first.
+    if (++seen == 3)
+      EXPECT_TRUE(engine->cancel(1));
+  };
+  id = *engine->submit(std::move(long_));
+  ASSERT_EQ(id, 1u);
+  // A queued request behind it (no free slot) is cancelled before it runs.
+  RequestId queued = *engine->submit(request({9}, 2));
+  EXPECT_TRUE(engine->cancel(queued));
+  Expected<GenerationResult> result = engine->wait(id);
+  ASSERT_TRUE(result);
+  EXPECT_EQ(result->reason, FinishReason::Cancelled);
+  ASSERT_GE(result->tokens.size(), 3u);
+  EXPECT_LT(result->tokens.size(), 60u);
+  EXPECT_EQ(result->tokens,
+            expectedTokens({5}, static_cast<int64_t>(result->tokens.size())));
+  Expected<GenerationResult> other = engine->wait(queued);
+  ASSERT_TRUE(other);
+  EXPECT_EQ(other->reason, FinishReason::Cancelled);
+  EXPECT_TRUE(other->tokens.empty());
+  // Finished requests cannot be cancelled; unknown ids neither.
+  EXPECT_FALSE(engine->cancel(id));
+  EXPECT_FALSE(engine->cancel(12345));
+  EXPECT_EQ(model->kvCache().freeSlots(), 1);
+  engine.reset();
+}
+
+TEST(AsyncEngineTest, PollDoesNotBlock) {
+  TempDir dir;
+  std::unique_ptr<Model> model = loadModel(dir, 1);
+  ASSERT_TRUE(model);
+  AsyncEngine engine(*model);
+  RequestId id = *engine.submit(request({1}, 3));
+  for (int i = 0; i < 100000; ++i) {
+    Expected<std::optional<GenerationResult>> polled = engine.poll(id);
+    ASSERT_TRUE(polled);
+    if (*polled) {
+      EXPECT_EQ((*polled)->tokens, (std::vector<int32_t>{2, 3, 4}));
+      EXPECT_FALSE(static_cast<bool>(engine.poll(id)));
+      return;
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
+  FAIL() << "the request never finished";
+}
+
+TEST(AsyncEngineTest, DestroyingTheEngineCancelsWhatIsLeft) {
+  TempDir dir;
+  std::unique_ptr<Model> model = loadModel(dir, 2);
+  ASSERT_TRUE(model);
+  {
+    AsyncEngine engine(*model);
+    for (int i = 0; i < 5; ++i)
+      ASSERT_TRUE(engine.submit(request({1, 2, 3}, 60)));
+  }
+  // Every slot is free again.
+  EXPECT_EQ(model->kvCache().freeSlots(), 2);
+}
+
+/// Soak: 2,000 short requests submitted from four threads at random times
+/// with random prompts and lengths, a fifth of them cancelled at random
+/// times, into 8 slots and 24 rows a step. Every request finishes, with the
+/// right reason and the right tokens (the test model's are known: a
+/// cancelled one's are a prefix), and every slot is free at the end.
+TEST(AsyncEngineTest, SoakWithRandomArrivalsAndCancellations) {
+  TempDir dir;
+  std::unique_ptr<Model> model = loadModel(dir, 8, /*maxStepRows=*/24);
+  ASSERT_TRUE(model);
+  constexpr int kThreads = 4, kPerThread = 500;
+  struct Submitted {
+    RequestId id;
+    std::vector<int32_t> prompt;
+    int64_t maxNew;
+    bool cancelled;
+  };
+  std::vector<std::vector<Submitted>> perThread(kThreads);
+  {
+    AsyncEngine engine(*model);
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t)
+      threads.emplace_back([&, t] {
+        std::mt19937 rng(1234 + t);
+        for (int i = 0; i < kPerThread; ++i) {
+          std::vector<int32_t> prompt(1 + rng() % 6);
+          for (int32_t &token : prompt)
+            token = static_cast<int32_t>(rng() % kVocab);
+          int64_t maxNew = 1 + rng() % 12;
+          Expected<RequestId> id = engine.submit(request(prompt, maxNew));
+          ASSERT_TRUE(id) << id.error().message();
+          bool cancel = rng() % 5 == 0;
+          if (cancel) {
+            std::this_thread::sleep_for(std::chrono::microseconds(rng() % 300));
+            engine.cancel(*id); // may find it finished already
+          }
+          perThread[t].push_back({*id, prompt, maxNew, cancel});
+          std::this_thread::sleep_for(std::chrono::microseconds(rng() % 100));
+        }
+      });
+    for (std::thread &thread : threads)
+      thread.join();
+    int cancelledSeen = 0;
+    for (const std::vector<Submitted> &submitted : perThread)
+      for (const Submitted &s : submitted) {
+        Expected<GenerationResult> result = engine.wait(s.id);
+        ASSERT_TRUE(result) << result.error().message();
+        std::vector<int32_t> full = expectedTokens(s.prompt, s.maxNew);
+        if (result->reason == FinishReason::Cancelled) {
+          ASSERT_TRUE(s.cancelled) << "request " << s.id;
+          ++cancelledSeen;
+          ASSERT_LE(result->tokens.size(), full.size());
+          EXPECT_TRUE(std::equal(result->tokens.begin(), result->tokens.end(),
+                                 full.begin()))
+              << "request " << s.id;
+        } else {
+          ASSERT_EQ(result->reason, FinishReason::Length) << "request " << s.id;
+          EXPECT_EQ(result->tokens, full) << "request " << s.id;
+        }
+      }
+    EXPECT_GT(cancelledSeen, 0);
+    EXPECT_EQ(engine.pendingCount(), 0u);
+    EXPECT_GT(engine.stepsRun(), 0);
+  }
+  EXPECT_EQ(model->kvCache().freeSlots(), 8);
+}
+
+} // namespace
