@@ -19,6 +19,7 @@ import ctypes
 import math
 import os
 import threading
+import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Sequence
@@ -282,6 +283,7 @@ class Model:
         self._lock = threading.Lock()
         self._owner = None  # ident of the thread inside a runtime call
         self._engines = 0  # engines open on this model
+        self._engines_lock = threading.Lock()
         library_b, weights_b = _path("library", library), _path("weights_dir", weights_dir)
         max_context = _integer("Model: ", "max_context", max_context, 0, INT32_MAX,
                                " (0: the model's max_position_embeddings, at most 2048)")
@@ -475,8 +477,13 @@ class Model:
             engine = self._lib.fdc_engine_create(handle, max_step_tokens)
             if not engine:
                 raise FdcRuntimeError(self._lib.fdc_last_error().decode(errors="replace"))
-            self._engines += 1
+            with self._engines_lock:
+                self._engines += 1
         return Engine(self, engine)
+
+    def _engine_closed(self) -> None:
+        with self._engines_lock:
+            self._engines -= 1
 
     def close(self) -> None:
         """Releases the model. Waits for a generation running in another
@@ -520,26 +527,38 @@ class Engine:
 
     ``submit`` checks its arguments as ``Model.generate`` does and returns a
     request id at once; ``on_token(step, token)`` is called on the engine's
-    thread for every generated token (an exception it raises stops its
-    further callbacks and is re-raised by ``wait``/``poll`` for that
-    request). ``wait(id)`` blocks until the request finished and ``poll(id)``
-    returns None while it runs; both return ``{"ids", "finish_reason",
-    "error"}`` once per request. ``cancel(id)`` ends a running request
-    ("cancelled", with its tokens so far). ``close()`` cancels what is left
-    and frees the model; the engine is also a context manager.
+    thread for every generated token (an exception it raises cancels the
+    request and is re-raised by ``wait``/``poll`` for it). ``wait(id)``
+    blocks until the request finished and ``poll(id)`` returns None while it
+    runs; both return ``{"ids", "finish_reason", "error"}`` once per request
+    (keep waiting for what you submit: the runtime holds each result until
+    it is taken). ``cancel(id)`` asks to end a running request ("cancelled",
+    with its tokens so far, unless the step running now finishes it).
+    ``close()`` cancels what is left and frees the model; the engine is also
+    a context manager. From inside an ``on_token`` callback, ``submit``,
+    ``cancel`` and ``poll`` work; ``wait`` and ``close`` raise
+    ``FdcUsageError``.
     """
 
     def __init__(self, model: Model, handle):
         self._model, self._handle = model, handle
         self._lib = model._lib
+        # Held around every C call on the handle (none of which blocks), so
+        # close() never frees the engine under another call.
         self._lock = threading.Lock()
         self._callbacks: dict[int, tuple] = {}  # id -> (callback, failure list)
         self._max_new: dict[int, int] = {}
+        self._loop_thread = None  # ident of the runtime's loop thread
 
     def _live(self, what: str):
         if not self._handle:
             raise FdcUsageError(f"{what}: the engine was closed")
         return self._handle
+
+    def _not_from_callback(self, what: str):
+        if self._loop_thread == threading.get_ident():
+            raise FdcUsageError(f"{what} called from inside an on_token callback of the "
+                                "same engine; it would never return")
 
     def submit(self, prompt_ids: Sequence[int], max_new_tokens: int,
                temperature: float = 0.0, top_k: int = 0, top_p: float = 1.0,
@@ -556,16 +575,21 @@ class Engine:
         if problem:
             raise FdcArgumentError(where + problem)
         failure: list[BaseException] = []
-        callback = TOKEN_CALLBACK()
-        if on_token is not None:
-            def call(_user, step, token, _logits, _vocab, fn=on_token):
-                if failure:
-                    return
-                try:
-                    fn(step, token)
-                except BaseException as e:  # noqa: B036 - re-raised by wait/poll
-                    failure.append(e)
-            callback = TOKEN_CALLBACK(call)
+        request = [0]  # its id, once submit returned
+        lib, engine = self._lib, self
+
+        def call(_user, step, token, _logits, _vocab):
+            # Only a callback runs Python on the loop thread.
+            engine._loop_thread = threading.get_ident()
+            if failure:
+                return
+            try:
+                on_token(step, token)
+            except BaseException as e:  # noqa: B036 - re-raised by wait/poll
+                failure.append(e)
+                if request[0]:
+                    lib.fdc_engine_cancel(handle, request[0])
+        callback = TOKEN_CALLBACK(call) if on_token is not None else TOKEN_CALLBACK()
         with self._lock:
             handle = self._live("Engine.submit")
             request_id = self._lib.fdc_engine_submit(
@@ -573,27 +597,30 @@ class Engine:
                 ctypes.byref(params), callback, None)
             if request_id < 0:
                 raise FdcRuntimeError(self._lib.fdc_last_error().decode(errors="replace"))
+            request[0] = request_id
             self._callbacks[request_id] = (callback, failure)
             self._max_new[request_id] = max_new_tokens
         return request_id
 
     def cancel(self, request_id: int) -> bool:
-        """True if the request was running and is now cancelled."""
+        """True if the request was running and its cancellation is asked."""
         request_id = _integer("Engine.cancel: ", "request_id", request_id, 1, INT64_MAX)
-        return self._lib.fdc_engine_cancel(self._live("Engine.cancel"), request_id) == 0
+        with self._lock:
+            return self._lib.fdc_engine_cancel(self._live("Engine.cancel"), request_id) == 0
 
-    def _result(self, fn, what: str, request_id: int):
-        request_id = _integer(f"{what}: ", "request_id", request_id, 1, INT64_MAX)
-        handle = self._live(what)
+    def poll(self, request_id: int) -> dict | None:
+        request_id = _integer("Engine.poll: ", "request_id", request_id, 1, INT64_MAX)
         capacity = max(self._max_new.get(request_id, 0), 1)
         ids = np.zeros(capacity, dtype=np.int32)
         result = Result()
-        rc = fn(handle, request_id, _ptr(ids, ctypes.c_int32), capacity, ctypes.byref(result))
-        if rc < 0:
-            raise FdcRuntimeError(self._lib.fdc_last_error().decode(errors="replace"))
-        if rc == 1:
-            return None
         with self._lock:
+            rc = self._lib.fdc_engine_poll(self._live("Engine.poll"), request_id,
+                                           _ptr(ids, ctypes.c_int32), capacity,
+                                           ctypes.byref(result))
+            if rc < 0:
+                raise FdcRuntimeError(self._lib.fdc_last_error().decode(errors="replace"))
+            if rc == 1:
+                return None
             _, failure = self._callbacks.pop(request_id, (None, []))
             self._max_new.pop(request_id, None)
         if failure:
@@ -603,24 +630,34 @@ class Engine:
                 "error": result.error.decode(errors="replace") if result.status else None}
 
     def wait(self, request_id: int) -> dict:
-        return self._result(self._lib.fdc_engine_wait, "Engine.wait", request_id)
-
-    def poll(self, request_id: int) -> dict | None:
-        return self._result(self._lib.fdc_engine_poll, "Engine.poll", request_id)
+        """Polls until the request finished (a blocking C wait could outlive
+        a close() from another thread)."""
+        self._not_from_callback("Engine.wait")
+        delay = 2e-5
+        while True:
+            result = self.poll(request_id)
+            if result is not None:
+                return result
+            time.sleep(delay)
+            delay = min(delay * 2, 2e-3)
 
     @property
     def pending(self) -> int:
         """Requests submitted and not yet finished."""
-        return self._lib.fdc_engine_pending(self._live("Engine.pending"))
+        with self._lock:
+            return self._lib.fdc_engine_pending(self._live("Engine.pending"))
 
     def close(self) -> None:
+        self._not_from_callback("Engine.close")
         with self._lock:
-            if self._handle:
-                self._lib.fdc_engine_free(self._handle)
-                self._handle = None
-                with self._model._lock:
-                    self._model._engines -= 1
-                self._callbacks.clear()
+            handle, self._handle = self._handle, None
+        if not handle:
+            return
+        # Outside the lock: the loop thread's last callbacks may still take
+        # it (and find the engine closed).
+        self._lib.fdc_engine_free(handle)
+        self._model._engine_closed()
+        self._callbacks.clear()
 
     def __enter__(self) -> "Engine":
         return self
@@ -630,6 +667,7 @@ class Engine:
 
     def __del__(self):
         try:
-            self.close()
+            if self._loop_thread != threading.get_ident():
+                self.close()
         except Exception:  # noqa: BLE001 - interpreter shutdown
             pass

@@ -187,15 +187,18 @@ int64_t fdc_engine_submit(fdc_engine *engine, const int32_t *prompt,
                           const fdc_sampling_params *params,
                           fdc_token_callback callback, void *user_data);
 
-/* Cancels request `id` if it is still running: it ends with
- * FDC_FINISH_CANCELLED and the tokens generated so far. Returns 0, or 1
- * when `id` is not a running request of this engine. */
+/* Asks to end request `id` if it is still running: at the engine's next
+ * step it ends with FDC_FINISH_CANCELLED and the tokens generated so far,
+ * unless the step running now finishes it first. Returns 0, or 1 when `id`
+ * is not a running request of this engine. */
 int fdc_engine_cancel(fdc_engine *engine, int64_t id);
 
 /* Blocks until request `id` has finished, then writes up to `capacity` of
  * its tokens to `out_ids` and its outcome to `*result`. Each request's
- * outcome is returned once. Returns 0, or -1 for an id that is not running
- * and has no outcome left to return (see fdc_last_error). */
+ * outcome is returned once: a second waiter on the same id gets -1. Returns
+ * 0, or -1 for an id that is not running and has no outcome left to return,
+ * or when called from a token callback of this engine (see
+ * fdc_last_error). */
 int fdc_engine_wait(fdc_engine *engine, int64_t id, int32_t *out_ids,
                     int64_t capacity, fdc_result *result);
 
@@ -207,7 +210,10 @@ int fdc_engine_poll(fdc_engine *engine, int64_t id, int32_t *out_ids,
 int64_t fdc_engine_pending(const fdc_engine *engine);
 
 /* Cancels every request left, stops the engine's thread and frees it; the
- * model is free again. NULL is ignored. Not from a token callback. */
+ * model is free again. Calls blocked in fdc_engine_wait return (with their
+ * request's outcome) before it frees anything, but no call may start once
+ * it has begun. From a token callback of this engine it does nothing
+ * (fdc_last_error says so). NULL is ignored. */
 void fdc_engine_free(fdc_engine *engine);
 
 /* The message of the calling thread's latest failure ("" if none); valid

@@ -2,6 +2,8 @@
 
 #include "fdc/runtime/AsyncEngine.h"
 
+#include <chrono>
+
 using namespace fdc::runtime;
 
 namespace {
@@ -10,6 +12,22 @@ EngineOptions waitingForSlots(EngineOptions options) {
   return options;
 }
 } // namespace
+
+class AsyncEngine::Call {
+public:
+  explicit Call(AsyncEngine &engine) : engine(engine) {
+    std::lock_guard<std::mutex> lock(engine.mutex);
+    ++engine.callers;
+  }
+  ~Call() {
+    std::lock_guard<std::mutex> lock(engine.mutex);
+    if (--engine.callers == 0)
+      engine.callersDone.notify_all();
+  }
+
+private:
+  AsyncEngine &engine;
+};
 
 AsyncEngine::AsyncEngine(Model &model, EngineOptions options)
     : engine(model, waitingForSlots(options)), thread([this] { loop(); }) {}
@@ -21,9 +39,13 @@ AsyncEngine::~AsyncEngine() {
   }
   workToDo.notify_all();
   thread.join();
+  // Every request has a result now: waiters wake and return.
+  std::unique_lock<std::mutex> lock(mutex);
+  callersDone.wait(lock, [&] { return callers == 0; });
 }
 
 Expected<RequestId> AsyncEngine::submit(GenerationRequest request) {
+  Call call(*this);
   // validate() reads only the request and the model's fixed sizes.
   if (Error err = engine.validate(request))
     return err;
@@ -41,6 +63,7 @@ Expected<RequestId> AsyncEngine::submit(GenerationRequest request) {
 }
 
 bool AsyncEngine::cancel(RequestId id) {
+  Call call(*this);
   {
     std::lock_guard<std::mutex> lock(mutex);
     if (!running.count(id))
@@ -52,17 +75,24 @@ bool AsyncEngine::cancel(RequestId id) {
 }
 
 Expected<GenerationResult> AsyncEngine::wait(RequestId id) {
+  if (onLoopThread())
+    return createError("wait on the engine's own thread (from a token "
+                       "callback) would never end");
+  Call call(*this);
   std::unique_lock<std::mutex> lock(mutex);
-  if (!running.count(id) && !results.count(id))
+  // Woken when the result is there, or when another waiter took it.
+  resultReady.wait(lock,
+                   [&] { return results.count(id) || !running.count(id); });
+  auto node = results.extract(id);
+  if (!node)
     return createError("no request ", id,
                        " is running or has a result to return (each result "
                        "is returned once)");
-  resultReady.wait(lock, [&] { return results.count(id) != 0; });
-  auto node = results.extract(id);
   return std::move(node.mapped());
 }
 
 Expected<std::optional<GenerationResult>> AsyncEngine::poll(RequestId id) {
+  Call call(*this);
   std::lock_guard<std::mutex> lock(mutex);
   auto found = results.find(id);
   if (found != results.end()) {
@@ -101,6 +131,7 @@ void AsyncEngine::publish(std::vector<GenerationResult> finishedNow) {
 }
 
 void AsyncEngine::loop() {
+  bool stalled = false;
   for (;;) {
     std::deque<std::pair<RequestId, GenerationRequest>> arrived;
     std::vector<RequestId> cancelled;
@@ -108,35 +139,49 @@ void AsyncEngine::loop() {
     {
       std::unique_lock<std::mutex> lock(mutex);
       // The engine is this thread's alone; reading it here is safe.
-      workToDo.wait(lock, [&] {
+      auto hasWork = [&] {
         return stopping || !incoming.empty() || !cancellations.empty() ||
-               !engine.idle();
-      });
+               (!engine.idle() && !stalled);
+      };
+      if (stalled)
+        // Requests wait for slots held outside this engine: look again
+        // now and then instead of spinning.
+        workToDo.wait_for(lock, std::chrono::milliseconds(1), hasWork);
+      else
+        workToDo.wait(lock, hasWork);
       arrived.swap(incoming);
       cancelled.swap(cancellations);
       stop = stopping;
     }
     std::vector<GenerationResult> refused;
-    for (auto &[id, request] : arrived) {
-      Expected<RequestId> engineId = engine.submit(std::move(request));
-      if (!engineId) { // validated in submit(); kept for safety
-        refused.push_back(
-            {id, {}, FinishReason::Rejected, engineId.error().message()});
-        continue;
+    try {
+      for (auto &[id, request] : arrived) {
+        Expected<RequestId> engineId = engine.submit(std::move(request));
+        if (!engineId) { // validated in submit(); kept for safety
+          refused.push_back(
+              {id, {}, FinishReason::Rejected, engineId.error().message()});
+          continue;
+        }
+        engineIds[id] = *engineId;
+        asyncIds[*engineId] = id;
       }
-      engineIds[id] = *engineId;
-      asyncIds[*engineId] = id;
-    }
-    if (stop) {
-      for (auto &[id, engineId] : engineIds)
-        engine.cancel(engineId);
-    } else {
-      for (RequestId id : cancelled) {
-        auto found = engineIds.find(id);
-        if (found != engineIds.end())
-          engine.cancel(found->second);
+      if (stop) {
+        for (auto &[id, engineId] : engineIds)
+          engine.cancel(engineId);
+      } else {
+        for (RequestId id : cancelled) {
+          auto found = engineIds.find(id);
+          if (found != engineIds.end())
+            engine.cancel(found->second);
+        }
+        stalled = !engine.step() && !engine.idle();
       }
-      engine.step();
+    } catch (const std::exception &e) {
+      // A callback threw, or the step ran out of memory: what ran cannot
+      // go on.
+      engine.failAll(concat("the engine's step failed: ", e.what()));
+    } catch (...) {
+      engine.failAll("the engine's step failed: unknown exception");
     }
     std::vector<GenerationResult> finishedNow = engine.takeFinished();
     for (GenerationResult &result : finishedNow) {

@@ -17,6 +17,8 @@ using namespace fdc::runtime;
 
 struct fdc_model {
   std::unique_ptr<Model> model;
+  /// Set while an fdc_engine holds the model (busy is set too).
+  std::atomic<bool> engineOpen{false};
   /// Set while fdc_generate or fdc_generate_batch runs on this model: a
   /// second call (from a token callback, or another thread) is refused
   /// instead of corrupting the KV-cache slots and step buffers.
@@ -178,6 +180,13 @@ constexpr const char *kBusyMessage =
     "the model is already generating (a token callback or another thread "
     "called into it); one fdc_generate or fdc_generate_batch at a time per "
     "model";
+constexpr const char *kEngineMessage =
+    "the model is already generating: an fdc_engine holds it (free the "
+    "engine first)";
+
+const char *busyMessage(const fdc_model &model) {
+  return model.engineOpen.load() ? kEngineMessage : kBusyMessage;
+}
 
 template <typename Fn> auto guarded(Fn fn, decltype(fn()) onException) {
   try {
@@ -260,8 +269,8 @@ void fdc_model_free(fdc_model *model) {
     // catches a token callback freeing its own model; a free racing a
     // generate on another thread is undefined (fdc_runtime.h), as the check
     // and the delete are not one atomic step.
-    setLastError(
-        concat("fdc_model_free: ", kBusyMessage, "; the model was not freed"));
+    setLastError(concat("fdc_model_free: ", busyMessage(*model),
+                        "; the model was not freed"));
     return;
   }
   delete model;
@@ -298,7 +307,7 @@ int fdc_generate(fdc_model *model, const int32_t *prompt, int64_t prompt_len,
   }
   BusyScope busy(*model);
   if (!busy.acquired) {
-    setLastError(concat("fdc_generate: ", kBusyMessage));
+    setLastError(concat("fdc_generate: ", busyMessage(*model)));
     return 1;
   }
   fdc_request request = {};
@@ -330,7 +339,7 @@ int64_t fdc_generate_batch(fdc_model *model, fdc_request *requests,
   }
   BusyScope busy(*model);
   if (!busy.acquired) {
-    setLastError(concat("fdc_generate_batch: ", kBusyMessage));
+    setLastError(concat("fdc_generate_batch: ", busyMessage(*model)));
     return -1;
   }
   int64_t failures =
@@ -363,9 +372,10 @@ fdc_engine *fdc_engine_create(fdc_model *model, int64_t max_step_tokens) {
     return nullptr;
   }
   if (model->busy.exchange(true)) {
-    setLastError(concat("fdc_engine_create: ", kBusyMessage));
+    setLastError(concat("fdc_engine_create: ", busyMessage(*model)));
     return nullptr;
   }
+  model->engineOpen.store(true);
   fdc_engine *handle = guarded(
       [&]() -> fdc_engine * {
         EngineOptions options;
@@ -377,8 +387,10 @@ fdc_engine *fdc_engine_create(fdc_model *model, int64_t max_step_tokens) {
         return created.release();
       },
       static_cast<fdc_engine *>(nullptr));
-  if (!handle)
+  if (!handle) {
+    model->engineOpen.store(false);
     model->busy.store(false);
+  }
   return handle;
 }
 
@@ -431,16 +443,22 @@ int64_t fdc_engine_submit(fdc_engine *engine, const int32_t *prompt,
 }
 
 int fdc_engine_cancel(fdc_engine *engine, int64_t id) {
-  if (!engine || id < 1)
+  if (!engine || id < 1) {
+    setLastError("fdc_engine_cancel: engine is NULL or id is not positive");
     return 1;
-  return engine->engine->cancel(static_cast<RequestId>(id)) ? 0 : 1;
+  }
+  return guarded(
+      [&] {
+        return engine->engine->cancel(static_cast<RequestId>(id)) ? 0 : 1;
+      },
+      1);
 }
 
 namespace {
 void writeResult(const GenerationResult &finished, int32_t *outIds,
                  int64_t capacity, fdc_result *result) {
   int64_t count = static_cast<int64_t>(finished.tokens.size());
-  if (outIds && capacity > 0)
+  if (outIds && capacity > 0 && count > 0)
     std::memcpy(outIds, finished.tokens.data(),
                 static_cast<size_t>(std::min(count, capacity)) *
                     sizeof(int32_t));
@@ -461,15 +479,19 @@ int fdc_engine_wait(fdc_engine *engine, int64_t id, int32_t *out_ids,
     setLastError("fdc_engine_wait: engine is NULL or id is not positive");
     return -1;
   }
-  Expected<GenerationResult> finished =
-      engine->engine->wait(static_cast<RequestId>(id));
-  if (!finished) {
-    setLastError(concat("fdc_engine_wait: ", finished.error().message()));
-    return -1;
-  }
-  writeResult(*finished, out_ids, capacity, result);
-  setLastError("");
-  return 0;
+  return guarded(
+      [&] {
+        Expected<GenerationResult> finished =
+            engine->engine->wait(static_cast<RequestId>(id));
+        if (!finished) {
+          setLastError(concat("fdc_engine_wait: ", finished.error().message()));
+          return -1;
+        }
+        writeResult(*finished, out_ids, capacity, result);
+        setLastError("");
+        return 0;
+      },
+      -1);
 }
 
 int fdc_engine_poll(fdc_engine *engine, int64_t id, int32_t *out_ids,
@@ -478,17 +500,21 @@ int fdc_engine_poll(fdc_engine *engine, int64_t id, int32_t *out_ids,
     setLastError("fdc_engine_poll: engine is NULL or id is not positive");
     return -1;
   }
-  Expected<std::optional<GenerationResult>> finished =
-      engine->engine->poll(static_cast<RequestId>(id));
-  if (!finished) {
-    setLastError(concat("fdc_engine_poll: ", finished.error().message()));
-    return -1;
-  }
-  if (!*finished)
-    return 1;
-  writeResult(**finished, out_ids, capacity, result);
-  setLastError("");
-  return 0;
+  return guarded(
+      [&] {
+        Expected<std::optional<GenerationResult>> finished =
+            engine->engine->poll(static_cast<RequestId>(id));
+        if (!finished) {
+          setLastError(concat("fdc_engine_poll: ", finished.error().message()));
+          return -1;
+        }
+        if (!*finished)
+          return 1;
+        writeResult(**finished, out_ids, capacity, result);
+        setLastError("");
+        return 0;
+      },
+      -1);
 }
 
 int64_t fdc_engine_pending(const fdc_engine *engine) {
@@ -498,7 +524,14 @@ int64_t fdc_engine_pending(const fdc_engine *engine) {
 void fdc_engine_free(fdc_engine *engine) {
   if (!engine)
     return;
+  if (engine->engine->onLoopThread()) {
+    // Joining the loop from itself would never end.
+    setLastError("fdc_engine_free: called from a token callback of this "
+                 "engine; the engine was not freed");
+    return;
+  }
   fdc_model *model = engine->model;
   delete engine; // stops and joins the loop thread
+  model->engineOpen.store(false);
   model->busy.store(false);
 }

@@ -122,10 +122,15 @@ std::vector<int64_t> Engine::planRows() const {
   return rows;
 }
 
-void Engine::step() {
+bool Engine::step() {
   admitQueued();
   if (live.empty())
-    return;
+    return false;
+  stepping = true;
+  struct Done {
+    bool &flag;
+    ~Done() { flag = false; }
+  } done{stepping};
 
   std::vector<int64_t> rowsOf = planRows();
   size_t batch = 0;
@@ -186,7 +191,7 @@ void Engine::step() {
     for (Sequence &s : live)
       finish(s, FinishReason::Error, stepError.message());
     live.clear();
-    return;
+    return true;
   }
   if (stepObserver)
     stepObserver(args);
@@ -222,9 +227,12 @@ void Engine::step() {
       stillLive.push_back(std::move(s));
   }
   live = std::move(stillLive);
+  return true;
 }
 
 bool Engine::cancel(RequestId id) {
+  if (stepping)
+    return false;
   auto matches = [id](const Sequence &s) { return s.id == id; };
   auto queuedAt = std::find_if(queued.begin(), queued.end(), matches);
   if (queuedAt != queued.end()) {
@@ -246,8 +254,25 @@ std::vector<GenerationResult> Engine::takeFinished() {
   return results;
 }
 
+void Engine::failAll(const std::string &message) {
+  for (Sequence &s : queued)
+    finish(s, FinishReason::Error, message);
+  queued.clear();
+  for (Sequence &s : live)
+    finish(s, FinishReason::Error, message);
+  live.clear();
+}
+
 std::vector<GenerationResult> Engine::runToCompletion() {
-  while (!idle())
-    step();
+  while (!idle()) {
+    if (step())
+      continue;
+    // Nothing live and every slot taken elsewhere: none will free.
+    for (Sequence &s : queued)
+      finish(s, FinishReason::Rejected,
+             concat("no free KV-cache slot (num_slots = ", model.numSlots(),
+                    ") and none will free"));
+    queued.clear();
+  }
   return takeFinished();
 }

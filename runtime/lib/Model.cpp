@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <unordered_set>
 
 using namespace fdc::runtime;
 
@@ -64,6 +65,12 @@ Model::create(std::unique_ptr<ModelLibrary> library,
         "max_step_rows must be 0 or in [num_slots = ", options.numSlots, ", ",
         kMaxStepRows, "], got ", options.maxStepRows);
   }
+  // GPU kernels put the batch on a grid dimension of at most 65535 blocks.
+  constexpr int64_t kMaxGpuStepRows = 65535;
+  if (backend && stepRows > kMaxGpuStepRows)
+    return createError("a GPU library runs at most ", kMaxGpuStepRows,
+                       " rows a step: max_step_rows (or num_slots) ", stepRows,
+                       " is too many");
   Expected<HostBuffer> weights = loadWeights(manifest, checkpoint);
   if (!weights)
     return weights.takeError();
@@ -101,8 +108,10 @@ Error Model::checkStepInputs(const FdcStepArgs &args) const {
         Array{args.next_tokens, "next_tokens"}})
     if (!array.pointer)
       return createError("model step: '", array.name, "' is NULL");
-  std::vector<std::pair<int32_t, int32_t>> slotPositions;
-  slotPositions.reserve(batch);
+  // A slot's rows are one run of consecutive rows at consecutive positions
+  // (a prompt chunk or one decode row): the step writes each row's K/V at
+  // its position before attention reads up to it.
+  std::unordered_set<int32_t> slotsSeen;
   for (int64_t i = 0; i < batch; ++i) {
     int32_t token = args.tokens[i];
     if (token < 0 || token >= vocab)
@@ -116,7 +125,16 @@ Error Model::checkStepInputs(const FdcStepArgs &args) const {
     if (position < 0 || position >= contextLength)
       return createError("model step: row ", i, ": position ", position,
                          " is outside [0, max_context = ", contextLength, ")");
-    slotPositions.emplace_back(slot, position);
+    if (i > 0 && slot == args.slots[i - 1]) {
+      if (position != args.positions[i - 1] + 1)
+        return createError("model step: row ", i, ": slot ", slot, " position ",
+                           position, " does not follow the position ",
+                           args.positions[i - 1], " of row ", i - 1);
+    } else if (!slotsSeen.insert(slot).second) {
+      return createError("model step: row ", i, ": slot ", slot,
+                         " is in two runs of rows (a slot's rows must be "
+                         "consecutive)");
+    }
     float temperature = args.temperature[i];
     if (!std::isfinite(temperature) || temperature < 0)
       return createError("model step: row ", i, ": temperature ", temperature,
@@ -133,14 +151,6 @@ Error Model::checkStepInputs(const FdcStepArgs &args) const {
       return createError("model step: row ", i, ": uniform draw ", uniform,
                          " is outside [0, 1)");
   }
-  // Rows of one slot write its K/V at their own positions; two rows at one
-  // position would race for it.
-  std::sort(slotPositions.begin(), slotPositions.end());
-  auto repeated =
-      std::adjacent_find(slotPositions.begin(), slotPositions.end());
-  if (repeated != slotPositions.end())
-    return createError("model step: slot ", repeated->first, " position ",
-                       repeated->second, " appears in more than one row");
   return Error::success();
 }
 

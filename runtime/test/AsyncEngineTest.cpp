@@ -251,4 +251,92 @@ TEST(AsyncEngineTest, SoakWithRandomArrivalsAndCancellations) {
   EXPECT_EQ(model->kvCache().freeSlots(), 8);
 }
 
+TEST(AsyncEngineTest, TwoWaitersOnOneIdDoNotHang) {
+  TempDir dir;
+  std::unique_ptr<Model> model = loadModel(dir, 1);
+  ASSERT_TRUE(model);
+  AsyncEngine engine(*model);
+  RequestId id = *engine.submit(request({1}, 20));
+  std::atomic<int> results{0}, errors{0};
+  std::vector<std::thread> waiters;
+  for (int i = 0; i < 2; ++i)
+    waiters.emplace_back([&] {
+      Expected<GenerationResult> result = engine.wait(id);
+      (result ? results : errors) += 1;
+    });
+  for (std::thread &t : waiters)
+    t.join();
+  EXPECT_EQ(results, 1);
+  EXPECT_EQ(errors, 1);
+}
+
+TEST(AsyncEngineTest, WaitFromTheLoopThreadIsRefused) {
+  TempDir dir;
+  std::unique_ptr<Model> model = loadModel(dir, 1);
+  ASSERT_TRUE(model);
+  std::optional<AsyncEngine> engine;
+  engine.emplace(*model);
+  std::string refusal;
+  GenerationRequest r = request({1}, 2);
+  r.onToken = [&](int32_t, const float *) {
+    EXPECT_TRUE(engine->onLoopThread());
+    Expected<GenerationResult> result = engine->wait(1);
+    if (!result)
+      refusal = result.error().message();
+  };
+  RequestId id = *engine->submit(std::move(r));
+  ASSERT_TRUE(engine->wait(id));
+  EXPECT_FALSE(engine->onLoopThread());
+  EXPECT_EQ(refusal, "wait on the engine's own thread (from a token callback) "
+                     "would never end");
+}
+
+TEST(AsyncEngineTest, RequestsWaitForSlotsHeldElsewhereWithoutSpinning) {
+  TempDir dir;
+  std::unique_ptr<Model> model = loadModel(dir, 1);
+  ASSERT_TRUE(model);
+  std::optional<int32_t> held = model->kvCache().acquireSlot();
+  ASSERT_TRUE(held);
+  AsyncEngine engine(*model);
+  RequestId id = *engine.submit(request({4}, 2));
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  EXPECT_EQ(engine.stepsRun(), 0);
+  Expected<std::optional<GenerationResult>> early = engine.poll(id);
+  ASSERT_TRUE(early);
+  EXPECT_FALSE(early->has_value());
+  model->kvCache().releaseSlot(*held);
+  Expected<GenerationResult> result = engine.wait(id);
+  ASSERT_TRUE(result);
+  EXPECT_EQ(result->tokens, (std::vector<int32_t>{5, 6}));
+}
+
+TEST(AsyncEngineTest, DestroyingTheEngineWakesItsWaiters) {
+  TempDir dir;
+  std::unique_ptr<Model> model = loadModel(dir, 1);
+  ASSERT_TRUE(model);
+  // The only slot is held elsewhere: the request waits for it.
+  std::optional<int32_t> held = model->kvCache().acquireSlot();
+  ASSERT_TRUE(held);
+  std::optional<AsyncEngine> engine;
+  engine.emplace(*model);
+  RequestId behind = *engine->submit(request({2}, 1));
+  std::optional<Expected<GenerationResult>> seen;
+  std::atomic<bool> entering{false};
+  AsyncEngine *running = &*engine;
+  std::thread waiter([&] {
+    entering = true;
+    seen.emplace(running->wait(behind));
+  });
+  while (!entering)
+    std::this_thread::yield();
+  // Let it get inside wait() (a call may not start once destruction has).
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  engine.reset(); // cancels it, then waits for the waiter to return
+  waiter.join();
+  ASSERT_TRUE(seen && *seen);
+  EXPECT_EQ((**seen).reason, FinishReason::Cancelled);
+  model->kvCache().releaseSlot(*held);
+  EXPECT_EQ(model->kvCache().freeSlots(), 1);
+}
+
 } // namespace

@@ -290,11 +290,50 @@ TEST_F(CApiTest, EngineSubmitStreamCancelWait) {
   EXPECT_EQ(status, 0);
   EXPECT_EQ(result.out_len, 2);
   EXPECT_EQ(fdc_engine_pending(engine), 0);
+  // While the engine holds the model, the refusals say so.
+  EXPECT_NE(fdc_generate(model, prompt, 2, 1, nullptr, ids, &n, nullptr), 0);
+  EXPECT_STREQ(fdc_last_error(),
+               "fdc_generate: the model is already generating: an fdc_engine "
+               "holds it (free the engine first)");
+  EXPECT_EQ(fdc_engine_cancel(nullptr, 1), 1);
+  EXPECT_STREQ(fdc_last_error(),
+               "fdc_engine_cancel: engine is NULL or id is not positive");
+  EXPECT_EQ(fdc_engine_wait(engine, 0, ids, 8, &result), -1);
+  EXPECT_EQ(fdc_engine_submit(nullptr, prompt, 2, 1, nullptr, nullptr, nullptr),
+            -1);
+  EXPECT_EQ(fdc_engine_create(nullptr, 0), nullptr);
   fdc_engine_free(engine);
   // The model is free again.
   EXPECT_EQ(fdc_generate(model, prompt, 2, 1, nullptr, ids, &n, nullptr), 0)
       << fdc_last_error();
   fdc_engine_free(nullptr);
+}
+
+struct FreeFromCallback {
+  fdc_engine *engine = nullptr;
+  std::string error;
+};
+
+void freeEngine(void *userData, int64_t, int32_t, const float *, int64_t) {
+  auto *log = static_cast<FreeFromCallback *>(userData);
+  fdc_engine_free(log->engine); // refused: it would join its own thread
+  log->error = fdc_last_error();
+}
+
+TEST_F(CApiTest, EngineFreeFromItsCallbackIsRefused) {
+  load(32, 1);
+  FreeFromCallback log;
+  log.engine = fdc_engine_create(model, 0);
+  ASSERT_NE(log.engine, nullptr);
+  int32_t prompt[] = {1};
+  int64_t id =
+      fdc_engine_submit(log.engine, prompt, 1, 1, nullptr, freeEngine, &log);
+  int32_t ids[1];
+  fdc_result result = {};
+  ASSERT_EQ(fdc_engine_wait(log.engine, id, ids, 1, &result), 0);
+  EXPECT_EQ(log.error, "fdc_engine_free: called from a token callback of "
+                       "this engine; the engine was not freed");
+  fdc_engine_free(log.engine);
 }
 
 struct ReentryLog {

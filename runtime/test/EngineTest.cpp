@@ -361,8 +361,8 @@ TEST_F(EngineTest, StepRefusesInputsOutsideTheBuffers) {
   EXPECT_EQ(refusal(in),
             "model step: row 0: slot -5 is outside [0, num_slots = 2)");
   in.slots[0] = 1;
-  EXPECT_EQ(refusal(in),
-            "model step: slot 1 position 0 appears in more than one row");
+  EXPECT_EQ(refusal(in), "model step: row 1: slot 1 position 0 does not "
+                         "follow the position 0 of row 0");
 
   in = StepInputs();
   in.positions[1] = 16;
@@ -488,9 +488,92 @@ TEST_F(EngineTest, MaxStepRowsIsChecked) {
   m = Model::load(FDC_TEST_MODEL_GOOD, dir.path(), options);
   ASSERT_TRUE(static_cast<bool>(m)) << m.error().message();
   EXPECT_EQ((*m)->maxStepRows(), 4);
+  EXPECT_EQ((*m)->maxStepRows(), 4);
+  options.maxStepRows = 8;
+  m = Model::load(FDC_TEST_MODEL_GOOD, dir.path(), options);
+  ASSERT_TRUE(static_cast<bool>(m)) << m.error().message();
   // An engine's budget stays within [num_slots, max_step_rows].
   EXPECT_EQ(Engine(**m, {/*maxStepTokens=*/1}).stepTokenBudget(), 4);
-  EXPECT_EQ(Engine(**m, {/*maxStepTokens=*/100}).stepTokenBudget(), 4);
+  EXPECT_EQ(Engine(**m, {/*maxStepTokens=*/6}).stepTokenBudget(), 6);
+  EXPECT_EQ(Engine(**m, {/*maxStepTokens=*/100}).stepTokenBudget(), 8);
+  EXPECT_EQ(Engine(**m).stepTokenBudget(), 8);
+}
+
+TEST_F(EngineTest, CancelDuringAStepChangesNothing) {
+  loadModel(/*numSlots=*/2);
+  RequestId a = 0, b = 0;
+  GenerationRequest first = request({1}, 3);
+  std::vector<bool> cancelled;
+  first.onToken = [&](int32_t, const float *) {
+    cancelled.push_back(engine->cancel(b));
+  };
+  a = submit(std::move(first));
+  b = submit(request({10}, 3));
+  std::vector<GenerationResult> results = engine->runToCompletion();
+  EXPECT_EQ(cancelled, (std::vector<bool>{false, false, false}));
+  EXPECT_EQ(resultFor(results, a).reason, FinishReason::Length);
+  EXPECT_EQ(resultFor(results, b).tokens, (std::vector<int32_t>{11, 12, 13}));
+}
+
+TEST_F(EngineTest, WaitingForASlotAdmitsInOrder) {
+  TempDir dir;
+  writeTestCheckpoint(dir.path());
+  ModelOptions options;
+  options.maxContext = 16;
+  Expected<std::unique_ptr<Model>> m =
+      Model::load(FDC_TEST_MODEL_GOOD, dir.path(), options);
+  ASSERT_TRUE(static_cast<bool>(m));
+  Engine waiting(**m, {/*maxStepTokens=*/0, /*waitForSlot=*/true});
+  std::vector<RequestId> ids;
+  for (int32_t first : {1, 10, 20})
+    ids.push_back(*waiting.submit(request({first}, 2)));
+  std::vector<GenerationResult> results = waiting.runToCompletion();
+  ASSERT_EQ(results.size(), 3u);
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(results[i].id, ids[i]); // one slot: in order of submission
+    EXPECT_EQ(results[i].reason, FinishReason::Length);
+  }
+
+  // With every slot held elsewhere, none will free: runToCompletion
+  // rejects the waiting requests instead of looping.
+  std::optional<int32_t> held = (*m)->kvCache().acquireSlot();
+  ASSERT_TRUE(held);
+  RequestId stuck = *waiting.submit(request({3}, 1));
+  results = waiting.runToCompletion();
+  ASSERT_EQ(results.size(), 1u);
+  EXPECT_EQ(results[0].id, stuck);
+  EXPECT_EQ(results[0].reason, FinishReason::Rejected);
+  EXPECT_EQ(results[0].error,
+            "no free KV-cache slot (num_slots = 1) and none will free");
+  (*m)->kvCache().releaseSlot(*held);
+}
+
+TEST_F(EngineTest, StepRefusesASlotInTwoRunsOfRows) {
+  loadModel(/*numSlots=*/3, /*maxContext=*/16, /*maxStepRows=*/3);
+  std::vector<int32_t> tokens = {1, 2, 3}, positions = {0, 0, 1},
+                       slots = {0, 1, 0}, topK = {0, 0, 0}, next(3, -1);
+  std::vector<float> temperature(3, 0.0f), topP(3, 1.0f), uniform(3, 0.5f),
+      logits(3 * kVocab);
+  FdcStepArgs args = {};
+  args.batch = 3;
+  args.tokens = tokens.data();
+  args.positions = positions.data();
+  args.slots = slots.data();
+  args.temperature = temperature.data();
+  args.top_k = topK.data();
+  args.top_p = topP.data();
+  args.uniform = uniform.data();
+  args.logits = logits.data();
+  args.next_tokens = next.data();
+  Error err = model->step(args);
+  ASSERT_TRUE(static_cast<bool>(err));
+  EXPECT_EQ(err.message(), "model step: row 2: slot 0 is in two runs of rows "
+                           "(a slot's rows must be consecutive)");
+  // One run of slot 0 at positions 0, 1 beside slot 1 is fine.
+  slots = {0, 0, 1};
+  positions = {0, 1, 0};
+  EXPECT_FALSE(static_cast<bool>(model->step(args)));
+  EXPECT_EQ(next, (std::vector<int32_t>{2, 3, 4}));
 }
 
 } // namespace

@@ -30,8 +30,10 @@ public:
   /// Starts the loop thread over `model`, which the engine then uses alone
   /// until it is destroyed. `options.waitForSlot` is always on.
   explicit AsyncEngine(Model &model, EngineOptions options = {});
-  /// Cancels every request left, stops the loop thread and joins it. Must
-  /// not run on the loop thread (from a callback).
+  /// Cancels every request left, stops the loop thread and joins it, then
+  /// waits for the calls still inside the engine (a wait() wakes with its
+  /// request's result) to return. No call may start once it has begun, and
+  /// it must not run on the loop thread (from a callback): onLoopThread().
   ~AsyncEngine();
   AsyncEngine(const AsyncEngine &) = delete;
   AsyncEngine &operator=(const AsyncEngine &) = delete;
@@ -41,15 +43,18 @@ public:
   /// is refused here and queues nothing.
   Expected<RequestId> submit(GenerationRequest request);
 
-  /// Ends a request that has not finished: at the loop's next iteration it
-  /// finishes as Cancelled with the tokens generated until then. False if
-  /// `id` is not a request of this engine that is still running.
-  /// Thread-safe.
+  /// Asks to end a request that has not finished: at the loop's next
+  /// iteration it finishes as Cancelled with the tokens generated until
+  /// then, unless the step running now finishes it first. False if `id` is
+  /// not a request of this engine that is still running. Thread-safe, also
+  /// from a callback.
   bool cancel(RequestId id);
 
   /// Blocks until request `id` has finished and returns its result. Each
   /// result is returned once (by wait or poll); an unknown id, or one whose
-  /// result was already returned, is an error. Thread-safe.
+  /// result was already returned (also by another waiter), is an error, and
+  /// so is a wait on the loop thread (from a callback), which could never
+  /// end. Thread-safe.
   Expected<GenerationResult> wait(RequestId id);
 
   /// The result of request `id` if it has finished (returned once), or
@@ -60,8 +65,15 @@ public:
   size_t pendingCount() const;
   /// Steps the loop has run.
   int64_t stepsRun() const;
+  /// Whether the calling thread is the loop thread (inside a callback).
+  bool onLoopThread() const {
+    return std::this_thread::get_id() == thread.get_id();
+  }
 
 private:
+  /// Counts a public call in `callers` for its duration.
+  class Call;
+
   void loop();
   /// Moves what the loop's iteration collected into the results and wakes
   /// the waiters.
@@ -72,6 +84,9 @@ private:
   mutable std::mutex mutex;
   std::condition_variable workToDo, resultReady;
   bool stopping = false;
+  /// Calls inside the engine; the destructor waits for none.
+  int64_t callers = 0;
+  std::condition_variable callersDone;
   RequestId nextId = 1;
   /// Submitted, not yet handed to the engine (loop thread) in order.
   std::deque<std::pair<RequestId, GenerationRequest>> incoming;

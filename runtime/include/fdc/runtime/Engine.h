@@ -103,13 +103,15 @@ public:
   Expected<RequestId> submit(GenerationRequest request);
 
   /// Admits queued requests (one that finds no free slot finishes as
-  /// Rejected) and runs one step for every live request. When the step
-  /// itself fails (a GPU launch or fault), every request in it finishes as
-  /// Error with the step's message.
-  void step();
+  /// Rejected, or waits with waitForSlot) and runs one step for every live
+  /// request. When the step itself fails (a GPU launch or fault), every
+  /// request in it finishes as Error with the step's message. Returns
+  /// whether a step ran (false: nothing was live).
+  bool step();
 
   /// Steps until no request is queued or live; returns every result that
-  /// has not been taken yet.
+  /// has not been taken yet. Requests that wait for a slot while nothing
+  /// runs (every slot held outside this engine) finish as Rejected.
   std::vector<GenerationResult> runToCompletion();
 
   /// Results finished since the last call, in finishing order.
@@ -117,8 +119,13 @@ public:
 
   /// Ends a queued or live request now: it finishes as Cancelled with the
   /// tokens generated so far, and its slot is free for the next step.
-  /// False if no queued or live request has that id.
+  /// False if no queued or live request has that id, or when called during
+  /// a step (from onToken or stepObserver), where it changes nothing.
   bool cancel(RequestId id);
+
+  /// Ends every queued and live request as Error with `message` (what the
+  /// caller does when a step cannot go on, e.g. it ran out of memory).
+  void failAll(const std::string &message);
 
   bool idle() const { return queued.empty() && live.empty(); }
   /// The rows one step runs at most.
@@ -150,6 +157,8 @@ private:
   Model &model;
   int64_t tokenBudget;
   bool waitForSlot;
+  /// Set while step() runs: the sequences are being moved.
+  bool stepping = false;
   RequestId nextId = 1;
   std::deque<Sequence> queued;
   std::vector<Sequence> live;

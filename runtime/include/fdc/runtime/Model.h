@@ -64,9 +64,10 @@ public:
   /// Checks the step inputs the generated code indexes with, refusing by
   /// row and value: 1 <= batch <= max_step_rows; no NULL array; token ids
   /// in [0, vocab_size); slots in [0, num_slots); positions in
-  /// [0, max_context), no (slot, position) in two rows (rows of one slot are
-  /// one sequence's consecutive tokens, a prompt chunk); a finite
-  /// temperature >= 0, top_k >= 0, top_p in (0, 1] and uniform in [0, 1).
+  /// [0, max_context); a slot's rows one run of consecutive rows at
+  /// consecutive positions (one sequence's decode token or prompt chunk); a
+  /// finite temperature >= 0, top_k >= 0, top_p in (0, 1] and uniform in
+  /// [0, 1).
   Error checkStepInputs(const FdcStepArgs &args) const;
 
   /// Checks the inputs (checkStepInputs), fills in batch-independent fields
