@@ -174,18 +174,11 @@ private:
 
   /// The block's run of K's tiles: all of them, or its split's.
   void planK() {
-    int64_t tiles = GroupGemmGeometry::getTiles(g.kTile, problem.k);
-    if (config.splitK == 1) {
-      firstTile = e.index(0);
-      tileCount = e.index(tiles);
-      return;
-    }
-    int64_t perSplit =
-        GroupGemmGeometry::getTilesPerSplit(g.kTile, config.splitK, problem.k);
-    split = e.blockId(Dimension::z);
-    firstTile = arith::MulIOp::create(b, split, e.index(perSplit));
-    Value left = arith::SubIOp::create(b, e.index(tiles), firstTile);
-    tileCount = arith::MinUIOp::create(b, left, e.index(perSplit));
+    KTileRun run = planKTileRun(
+        e, GroupGemmGeometry::getTiles(g.kTile, problem.k), config.splitK);
+    split = run.split;
+    firstTile = run.firstTile;
+    tileCount = run.tileCount;
   }
 
   /// The thread's copies of `rows` stage rows from `first` on; `source`
@@ -432,13 +425,8 @@ public:
   }
   int64_t getWorkspaceBytesPerRow(Operation *op,
                                   const KernelConfig &config) const override {
-    int64_t splitK = config.get("split_k");
-    if (splitK == 1)
-      return 0;
-    auto linear = cast<decode::LinearOp>(op);
-    int64_t n = linear.getResult().getType().getDimSize(1);
-    bool gateUp = linear.getActivation() == decode::Activation::silu_gate_up;
-    return splitK * (gateUp ? 2 : 1) * n * 4;
+    return getSplitKWorkspaceBytesPerRow(cast<decode::LinearOp>(op),
+                                         config.get("split_k"));
   }
   LogicalResult verifyConfig(Operation *op, const KernelConfig &config,
                              const GpuPrimitives &target) const override {

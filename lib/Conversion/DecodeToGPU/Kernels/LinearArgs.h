@@ -78,6 +78,19 @@ struct LinearProblem {
   LinearOptionalArgs optional;
 };
 
+/// The workspace bytes per batch row of a linear kernel that splits K
+/// `splitK` ways: its f32 partial sums, [split_k * halves * N] (0 for one
+/// split).
+int64_t getSplitKWorkspaceBytesPerRow(decode::LinearOp op, int64_t splitK);
+
+/// A block's run of K's `tiles` tiles: all of them, or, with `splitK` > 1,
+/// its split's (grid z; the last split may have fewer).
+struct KTileRun {
+  /// The block's split (null without split-K), its first tile and count.
+  mlir::Value split, firstTile, tileCount;
+};
+KTileRun planKTileRun(GpuEmitter &e, int64_t tiles, int64_t splitK);
+
 /// Launches "linear_epilogue" for `batch` rows: out[m][n] is the epilogue
 /// (bias, activation, residual) of the sum over s < `splits` of
 /// partials[m][(s * halves + h) * N + n], halves = 2 for SiLU-gate-up (h = 0

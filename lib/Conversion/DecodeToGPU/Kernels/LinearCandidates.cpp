@@ -26,6 +26,15 @@ namespace {
 using Entries = SmallVector<std::pair<StringRef, int64_t>>;
 using CandidateList = SmallVectorImpl<std::pair<StringRef, Entries>>;
 
+/// A complete kernel's config as candidate entries.
+Entries entriesOf(decode::KernelAttr kernel) {
+  Entries entries;
+  for (NamedAttribute entry : kernel.getConfig())
+    entries.push_back({entry.getName().strref(),
+                       cast<IntegerAttr>(entry.getValue()).getInt()});
+  return entries;
+}
+
 void addGemv(decode::LinearOp, const GpuPrimitives &, CandidateList &out) {
   out.push_back({"gemv", {}});
 }
@@ -87,13 +96,8 @@ void addTiledGemm(decode::LinearOp op, const GpuPrimitives &target,
         TiledGemmShape{2, 2, 2, 4, 32, 4, 4, sharedBytes}}) {
     std::optional<decode::KernelAttr> kernel =
         getTiledGemmKernel(op, target, tile);
-    if (!kernel)
-      continue;
-    Entries entries;
-    for (NamedAttribute entry : kernel->getConfig())
-      entries.push_back({entry.getName().strref(),
-                         cast<IntegerAttr>(entry.getValue()).getInt()});
-    out.push_back({"tiled_gemm", entries});
+    if (kernel)
+      out.push_back({"tiled_gemm", entriesOf(*kernel)});
   }
 }
 
@@ -118,13 +122,8 @@ void addGroupGemm(decode::LinearOp op, const GpuPrimitives &target,
       for (int64_t splitK : {1, 2, 4}) {
         std::optional<decode::KernelAttr> kernel = getGroupGemmKernel(
             op, target, {groups, rowTiles, batch, /*maxStages=*/6, splitK});
-        if (!kernel)
-          continue;
-        Entries entries;
-        for (NamedAttribute entry : kernel->getConfig())
-          entries.push_back({entry.getName().strref(),
-                             cast<IntegerAttr>(entry.getValue()).getInt()});
-        out.push_back({"group_gemm", entries});
+        if (kernel)
+          out.push_back({"group_gemm", entriesOf(*kernel)});
       }
 }
 

@@ -15,6 +15,27 @@ using namespace fdc::gpu;
 using arith::CmpIPredicate;
 using mlir::gpu::Dimension;
 
+int64_t fdc::gpu::getSplitKWorkspaceBytesPerRow(decode::LinearOp op,
+                                                int64_t splitK) {
+  if (splitK == 1)
+    return 0;
+  int64_t n = op.getResult().getType().getDimSize(1);
+  bool gateUp = op.getActivation() == decode::Activation::silu_gate_up;
+  return splitK * (gateUp ? 2 : 1) * n * 4;
+}
+
+KTileRun fdc::gpu::planKTileRun(GpuEmitter &e, int64_t tiles, int64_t splitK) {
+  ImplicitLocOpBuilder &b = e.builder();
+  if (splitK == 1)
+    return {Value(), e.index(0), e.index(tiles)};
+  int64_t perSplit = llvm::divideCeil(tiles, splitK);
+  Value split = e.blockId(mlir::gpu::Dimension::z);
+  Value firstTile = arith::MulIOp::create(b, split, e.index(perSplit));
+  Value left = arith::SubIOp::create(b, e.index(tiles), firstTile);
+  Value tileCount = arith::MinUIOp::create(b, left, e.index(perSplit));
+  return {split, firstTile, tileCount};
+}
+
 void fdc::gpu::launchLinearEpilogue(KernelContext &ctx, int64_t threads,
                                     Buffer partials, int64_t splits, Buffer out,
                                     Buffer bias, Buffer residual,

@@ -80,14 +80,8 @@ public:
   }
   int64_t getWorkspaceBytesPerRow(Operation *op,
                                   const KernelConfig &config) const override {
-    int64_t splitK = config.get("split_k");
-    if (splitK == 1)
-      return 0;
-    auto linear = cast<decode::LinearOp>(op);
-    int64_t n =
-        cast<RankedTensorType>(linear.getResult().getType()).getDimSize(1);
-    bool gateUp = linear.getActivation() == decode::Activation::silu_gate_up;
-    return splitK * (gateUp ? 2 : 1) * n * 4;
+    return getSplitKWorkspaceBytesPerRow(cast<decode::LinearOp>(op),
+                                         config.get("split_k"));
   }
   LogicalResult verifyConfig(Operation *op, const KernelConfig &config,
                              const GpuPrimitives &target) const override {

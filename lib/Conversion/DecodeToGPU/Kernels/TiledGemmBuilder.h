@@ -150,17 +150,11 @@ public:
 protected:
   /// The block's run of K's tiles: all of them, or its split's.
   void planK() {
-    int64_t tiles = TiledGemmGeometry::getTiles(config, problem.k);
-    if (config.splitK == 1) {
-      firstTile = e.index(0);
-      tileCount = e.index(tiles);
-      return;
-    }
-    int64_t perSplit = TiledGemmGeometry::getTilesPerSplit(config, problem.k);
-    split = e.blockId(Dimension::z);
-    firstTile = arith::MulIOp::create(b, split, e.index(perSplit));
-    Value left = arith::SubIOp::create(b, e.index(tiles), firstTile);
-    tileCount = arith::MinUIOp::create(b, left, e.index(perSplit));
+    KTileRun run = planKTileRun(
+        e, TiledGemmGeometry::getTiles(config, problem.k), config.splitK);
+    split = run.split;
+    firstTile = run.firstTile;
+    tileCount = run.tileCount;
   }
 
   int64_t accIndex(int64_t h, int64_t r, int64_t t) const {
