@@ -441,7 +441,7 @@ def fake_library(manifest: dict, tmp_path: Path) -> Path:
     source = tmp_path / "fake.c"
     source.write_text(
         "#include <stdint.h>\n"
-        "const uint32_t fdc_abi_version = 2;\n"
+        "const uint32_t fdc_abi_version = 3;\n"
         'const char fdc_target[] = "host";\n'
         f"const char fdc_manifest[] = {{{','.join(map(str, data))}}};\n"
         f"const uint64_t fdc_manifest_hash = {manifest_hash}ULL;\n"

@@ -1,4 +1,4 @@
-/*===- fdc_model_abi.h - Model library ABI, version 2 -------------*- C -*-===*\
+/*===- fdc_model_abi.h - Model library ABI, version 3 -------------*- C -*-===*\
 |*                                                                            *|
 |* The C-level contract between a model library (`fdc compile ... -o m.so`)   *|
 |* and the runtime; docs/model-library.md is the reference. A model library   *|
@@ -30,8 +30,8 @@
 extern "C" {
 #endif
 
-/* Version 2 added fdc_manifest_hash. */
-#define FDC_MODEL_ABI_VERSION 2
+/* Version 2 added fdc_manifest_hash; version 3 FdcStepArgs::collective. */
+#define FDC_MODEL_ABI_VERSION 3
 
 /* The 64-bit FNV-1a hash of the `length` bytes at `bytes`. A library's
  * fdc_manifest_hash is this hash of its manifest (without the NUL); the
@@ -62,9 +62,40 @@ typedef struct FdcDeviceApi {
                 uint32_t blockZ, uint32_t sharedBytes, void **params);
 } FdcDeviceApi;
 
+/* Element types of the collectives' buffers. */
+#define FDC_DTYPE_F32 0
+#define FDC_DTYPE_F16 1
+#define FDC_DTYPE_BF16 2
+
+/* How the step of a tensor-parallel library (manifest "tensor_parallel" =
+ * ranks > 1, `fdc compile --tensor-parallel N`) combines its values with the
+ * other ranks of its group (the runtime's: NCCL on CUDA devices, an
+ * in-process exchange for host ranks). Every rank of the group calls the same
+ * collectives in the same order with the same sizes. Buffers are device
+ * pointers for a GPU library, host pointers for a host library. Each call
+ * returns 0 on success; otherwise the runtime has recorded the error (a rank
+ * failed, or the group was aborted) and the step should return without
+ * launching more. */
+typedef struct FdcCollectiveApi {
+  void *context; /* the runtime's, passed back to every call */
+  int64_t rank;  /* this rank, in [0, ranks) */
+  int64_t ranks; /* ranks in the group */
+  /* output[i] = the sum over the ranks of their input[i], i < count, the
+   * same bytes on every rank; `output` may be `input`. */
+  int (*all_reduce_sum)(void *context, const void *input, void *output,
+                        int64_t count, int64_t dtype);
+  /* input is [rows][columns], output [rows][ranks * columns]:
+   * output[i][r * columns + j] = rank r's input[i][j]. `workspace` holds
+   * ranks * rows * columns elements the call may use (GPU: device scratch);
+   * none of the three overlap. */
+  int (*all_gather_columns)(void *context, const void *input, void *output,
+                            void *workspace, int64_t rows, int64_t columns,
+                            int64_t dtype);
+} FdcCollectiveApi;
+
 /* Every field is 8 bytes; field i is at byte offset 8*i. For a GPU library
- * every pointer but `device` is a device pointer; a host library ignores the
- * last two fields. */
+ * every pointer but `device` and `collective` is a device pointer; a host
+ * library ignores fields 14 and 15. */
 typedef struct FdcStepArgs {
   int64_t batch;            /* M >= 1: sequences in this step */
   int64_t num_slots;        /* KV-cache slots the cache buffer holds */
@@ -83,6 +114,8 @@ typedef struct FdcStepArgs {
   /* GPU libraries only: */
   void *scratch;              /* [14] device scratch, manifest "scratch" */
   const FdcDeviceApi *device; /* [15] host pointer: how the step launches */
+  /* Tensor-parallel libraries only (NULL otherwise): */
+  const FdcCollectiveApi *collective; /* [16] host pointer: this rank's */
 } FdcStepArgs;
 
 typedef void (*FdcModelStepFn)(const FdcStepArgs *args);

@@ -84,13 +84,15 @@ typedef struct fdc_request {
 /* Greedy decoding, no EOS, seed 0. */
 fdc_sampling_params fdc_sampling_params_default(void);
 
-/* Loads `library_path` (a model library of ABI version 2 for a target this
+/* Loads `library_path` (a model library of ABI version 3 for a target this
  * runtime runs: "host", "cuda:sm_XX" with the CUDA backend, on GPU
  * $FDC_CUDA_DEVICE or 0, or "rocm:gfxXXX" with the HIP backend, on GPU
  * $FDC_HIP_DEVICE or 0) and its weights from `weights_path` (a checkpoint
  * directory or one .safetensors file), and allocates a KV cache of
  * `num_slots` slots of `max_context` tokens (0 = the model's
  * max_position_embeddings, at most 2048), in GPU memory for a GPU library.
+ * A tensor-parallel library ("tensor_parallel": N in its manifest) loads as
+ * N ranks: host threads, or GPUs d..d+N-1 (d as above) joined by NCCL.
  * num_slots must be in [1, 2^31) and max_context in [0, 2^31); a KV cache
  * whose size overflows or cannot be allocated is refused by name.
  * Returns NULL on failure; then, if `error_out` is not NULL, *error_out

@@ -5,6 +5,7 @@
 #include "fdc/runtime/DeviceBuffers.h"
 #include "fdc/runtime/ModelLibrary.h"
 
+#include <cstdlib>
 #include <cstring>
 #include <tuple>
 
@@ -27,7 +28,13 @@ GpuBackend::GpuBackend(const ModelLibrary &library,
       library(library), description(std::move(description)),
       image(std::move(image)), name(concat(vendor.name, " backend")),
       poison(envFlag(vendor.poisonVariable)),
-      launcher(*this->device, envFlag(vendor.syncLaunchesVariable)) {}
+      launcher(*this->device, envFlag(vendor.syncLaunchesVariable)) {
+  // Graphs unless turned off; never around per-launch synchronization or
+  // the poisoning of every step.
+  const char *graphSetting = std::getenv(vendor.graphsVariable);
+  useGraphs = !(graphSetting && std::strcmp(graphSetting, "0") == 0) &&
+              !poison && !envFlag(vendor.syncLaunchesVariable);
+}
 
 Expected<std::unique_ptr<DeviceBackend>>
 GpuBackend::create(const ModelLibrary &library,
@@ -43,6 +50,8 @@ GpuBackend::create(const ModelLibrary &library,
 GpuBackend::~GpuBackend() {
   device->makeCurrent();
   device->synchronize();
+  for (auto &[batch, graph] : graphs)
+    device->destroyGraph(graph);
   for (Allocation *a :
        {&weights, &kvCache, &scratch, &inputs, &logits, &nextTokens})
     release(*a);
@@ -176,6 +185,8 @@ FdcStepArgs GpuBackend::deviceArgs(const FdcStepArgs &args) const {
   a.next_tokens = static_cast<int32_t *>(pointerTo(nextTokens.address));
   a.scratch = pointerTo(scratch.address);
   a.device = launcher.deviceApi();
+  // A host pointer (a tensor-parallel rank's group), passed through.
+  a.collective = args.collective;
   return a;
 }
 
@@ -227,6 +238,15 @@ Error GpuBackend::step(const FdcStepArgs &args) {
     if (Error err = poisonOutputs())
       return err;
   FdcStepArgs onDevice = deviceArgs(args);
+  // A tensor-parallel rank's step runs eagerly: capturing its NCCL calls
+  // in the graph hangs with one process driving the ranks' devices.
+  if (useGraphs && !args.collective && args.batch <= kMaxGraphBatch) {
+    Expected<bool> replayed = replayStepGraph(onDevice);
+    if (!replayed)
+      return replayed.takeError();
+    if (*replayed)
+      return copyOutputs(args);
+  }
   launcher.beginStep();
   library.stepFunction()(&onDevice);
   if (!launcher.launchError().empty()) {
@@ -235,4 +255,44 @@ Error GpuBackend::step(const FdcStepArgs &args) {
     return createError(launcher.launchError());
   }
   return copyOutputs(args);
+}
+
+Expected<bool> GpuBackend::replayStepGraph(const FdcStepArgs &onDevice) {
+  // A step's launches depend only on the batch size: every buffer (inputs,
+  // scratch, KV cache, outputs) is at a fixed address, and the per-row
+  // inputs are read from device memory. So the step of each batch size is
+  // captured once, on first use, and replayed after.
+  GpuDevice::GraphHandle &graph = graphs[onDevice.batch];
+  if (!graph) {
+    DeviceStatus began = device->beginCapture();
+    if (began == GpuDevice::kNotSupported) {
+      graphs.erase(onDevice.batch);
+      useGraphs = false; // this vendor runs every step eagerly
+      return false;
+    }
+    if (began)
+      return device->fail("beginning to capture the step's graph", began);
+    launcher.beginStep();
+    library.stepFunction()(&onDevice);
+    GpuDevice::GraphHandle captured = nullptr;
+    DeviceStatus ended = device->endCapture(captured);
+    if (!launcher.launchError().empty() || ended) {
+      device->destroyGraph(captured);
+      graphs.erase(onDevice.batch);
+      if (!launcher.launchError().empty())
+        return createError(launcher.launchError(), " (while capturing the ",
+                           "step of ", onDevice.batch, " rows in a graph; ",
+                           vendor.graphsVariable, "=0 launches eagerly)");
+      return device->fail(concat("capturing the step of ", onDevice.batch,
+                                 " rows in a graph (", vendor.graphsVariable,
+                                 "=0 launches eagerly)"),
+                          ended);
+    }
+    graph = captured;
+  }
+  if (DeviceStatus status = device->replay(graph))
+    return device->fail(
+        concat("replaying the step graph of ", onDevice.batch, " rows"),
+        status);
+  return true;
 }

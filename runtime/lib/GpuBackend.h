@@ -20,6 +20,7 @@
 
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace fdc::runtime {
@@ -42,6 +43,8 @@ public:
   const std::string &kernelImage() const override { return image; }
   uint64_t weightsAddress() const override { return weights.address; }
   uint64_t kvCacheAddress() const override { return kvCache.address; }
+  int deviceOrdinal() const override { return device->deviceOrdinal(); }
+  GpuDevice *gpuDevice() override { return device.get(); }
 
 private:
   struct Allocation {
@@ -62,6 +65,10 @@ private:
   Error stageInputs(const FdcStepArgs &args);
   FdcStepArgs deviceArgs(const FdcStepArgs &args) const;
   Error poisonOutputs();
+  /// Runs the step of `onDevice.batch` rows as a graph, captured on the
+  /// first step of that batch size; false if the vendor cannot capture
+  /// (then every step runs eagerly).
+  Expected<bool> replayStepGraph(const FdcStepArgs &onDevice);
   Error copyOutputs(const FdcStepArgs &args);
 
   /// Declared first: destroyed after everything allocated on it.
@@ -81,6 +88,12 @@ private:
   /// Bytes between two input arrays in `inputs` (256-aligned).
   uint64_t inputStride = 0;
   std::vector<uint8_t> staging;
+  /// Step graphs by batch size ($FDC_<VENDOR>_GRAPHS=0 turns them off).
+  bool useGraphs = true;
+  std::unordered_map<int64_t, GpuDevice::GraphHandle> graphs;
+  /// Larger steps launch eagerly: their kernels run long enough that the
+  /// launches do not show, and a graph per size would pile up.
+  static constexpr int64_t kMaxGraphBatch = 256;
 };
 
 } // namespace fdc::runtime

@@ -2,6 +2,7 @@
 
 #include "GpuDevice.h"
 
+#include "fdc/runtime/Collective.h"
 #include "fdc/runtime/DeviceBackend.h"
 #include "fdc/runtime/ModelLibrary.h"
 
@@ -29,6 +30,12 @@ void GpuDevice::destroyEvent(EventHandle) {}
 DeviceStatus GpuDevice::recordEvent(EventHandle) { return kNotSupported; }
 DeviceStatus GpuDevice::elapsedMilliseconds(EventHandle, EventHandle, float &) {
   return kNotSupported;
+}
+
+Expected<std::unique_ptr<CollectiveGroup>>
+GpuDevice::createCollectiveGroup(const std::vector<GpuDevice *> &) {
+  return createError("tensor parallelism on ", vendor().name,
+                     " devices is not supported yet");
 }
 
 Expected<OpenedGpuDevice>

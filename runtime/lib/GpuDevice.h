@@ -18,8 +18,11 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace fdc::runtime {
+
+class CollectiveGroup;
 
 /// A vendor status code: CUresult, hipError_t. 0 is success.
 using DeviceStatus = int;
@@ -33,10 +36,14 @@ struct GpuVendor {
   /// "CUDA", "HIP".
   const char *name;
   /// Environment variables: the device ordinal, synchronizing after every
-  /// launch, and filling the outputs with 0xFF bytes before every step.
+  /// launch, filling the outputs with 0xFF bytes before every step, and
+  /// step graphs.
   const char *deviceVariable;
   const char *syncLaunchesVariable;
   const char *poisonVariable;
+  /// Set to 0 to launch every step's kernels one by one instead of
+  /// replaying the step's graph for its batch size.
+  const char *graphsVariable;
   /// The call behind each GpuDevice operation, as errors name it.
   const char *makeCurrentCall;
   const char *allocateCall;
@@ -67,6 +74,8 @@ public:
   virtual ~GpuDevice();
 
   virtual const GpuVendor &vendor() const = 0;
+  /// The device's ordinal ($FDC_CUDA_DEVICE / $FDC_HIP_DEVICE numbering).
+  virtual int deviceOrdinal() const = 0;
   /// The status's name and text: "CUDA_ERROR_INVALID_VALUE: invalid
   /// argument".
   virtual std::string describe(DeviceStatus status) const = 0;
@@ -121,6 +130,13 @@ public:
   /// "<call> failed: <describe(status)>", or "<call> is not supported by
   /// the <vendor> backend" for kNotSupported.
   Error fail(std::string_view call, DeviceStatus status) const;
+
+  /// The collective group of the tensor-parallel ranks `devices` (distinct
+  /// devices of this vendor, `this` among them; rank r is devices[r]), its
+  /// collectives enqueued on each device's stream. The default refuses:
+  /// the vendor does not support tensor parallelism.
+  virtual Expected<std::unique_ptr<CollectiveGroup>>
+  createCollectiveGroup(const std::vector<GpuDevice *> &devices);
 };
 
 class ModelLibrary;

@@ -18,7 +18,8 @@ void printUsage(FILE *out, const char *program) {
                "Prints a model library's target and the dispatch table of "
                "every\ndistinct decode.linear signature (M ranges and "
                "kernels, heuristic,\ntuned or written in the IR); for a "
-               "tuning library also its candidates.\n"
+               "tuning library also its candidates, for a\n"
+               "tensor-parallel one its ranks.\n"
                "  --manifest   print the manifest JSON instead\n",
                program);
 }
@@ -68,6 +69,12 @@ int fdcInspectMain(int argc, char **argv) {
     return fail(tables.error().message());
   std::string text = formatLinearTables((*library)->manifest().model,
                                         (*library)->target(), *tables);
+  if (int64_t ranks = (*library)->manifest().tensorParallel; ranks > 1) {
+    // After the first line ("model M, target T").
+    size_t lineEnd = text.find('\n');
+    text.insert(lineEnd == std::string::npos ? text.size() : lineEnd + 1,
+                concat("tensor parallel: ", ranks, " ranks\n"));
+  }
   if (manifest->get("tuning")) {
     Expected<std::vector<TuneSignature>> signatures =
         parseTuneSignatures(*manifest, path);

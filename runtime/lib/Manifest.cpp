@@ -65,9 +65,110 @@ public:
     lhs = std::move(*assignOrReturnValue);                                     \
   } while (false)
 
+std::string formatShape(const std::vector<int64_t> &shape) {
+  std::string text = "[";
+  for (size_t i = 0; i < shape.size(); ++i)
+    text += (i ? ", " : "") + std::to_string(shape[i]);
+  return text + "]";
+}
+
+/// Reads `[begin, end)` with 0 <= begin < end from piece field `key`.
+Error readRange(const json::Value &piece, const char *key, int64_t &begin,
+                int64_t &end) {
+  const json::Value *value = piece.get(key);
+  if (!value)
+    return createError("missing field '", key, "'");
+  const json::Array *pair = value->getArray();
+  std::optional<int64_t> b, e;
+  if (pair && pair->size() == 2) {
+    b = (*pair)[0].getInt64();
+    e = (*pair)[1].getInt64();
+  }
+  if (!b || !e)
+    return createError("'", key, "' must be [begin, end] (two integers)");
+  if (!(*b >= 0 && *b < *e))
+    return createError("'", key, "' [", *b, ", ", *e,
+                       "] is not a range 0 <= begin < end");
+  begin = *b;
+  end = *e;
+  return Error::success();
+}
+
+/// Parses a weight's "slices" (tensor-parallel manifests): one non-empty
+/// array of pieces per rank, each rank's pieces stacking to the weight's
+/// (per-rank) shape.
+Error parseSlices(const FieldReader &reader, const json::Value &slices,
+                  const std::string &path, WeightSpec &weight,
+                  int64_t tensorParallel) {
+  auto fail = [&](const auto &...args) {
+    return reader.fail(path, " ('", weight.name, "'): ", args...);
+  };
+  if (tensorParallel == 1)
+    return fail("'slices' needs a tensor-parallel manifest "
+                "(\"tensor_parallel\" > 1)");
+  const json::Array *ranks = slices.getArray();
+  if (!ranks)
+    return fail("'slices' is not an array");
+  if (static_cast<int64_t>(ranks->size()) != tensorParallel)
+    return fail("'slices' has ", ranks->size(),
+                " entries, expected one per rank (tensor_parallel ",
+                tensorParallel, ")");
+  if (weight.layoutKind != WeightLayout::Dense)
+    return fail("a sliced weight must have layout 'dense', not '",
+                weight.layout, "'");
+  if (weight.shape.size() != 2)
+    return fail("a sliced weight must be 2-D, its shape is ",
+                formatShape(weight.shape));
+  int64_t rows = weight.shape[0];
+  int64_t columns = weight.shape[1];
+  for (size_t r = 0; r < ranks->size(); ++r) {
+    const json::Array *pieces = (*ranks)[r].getArray();
+    if (!pieces || pieces->empty())
+      return fail("slices[", r, "] is not a non-empty array of pieces");
+    std::vector<WeightPiece> rank;
+    int64_t stacked = 0;
+    for (size_t p = 0; p < pieces->size(); ++p) {
+      auto pieceFail = [&](const auto &...args) {
+        return fail("slices[", r, "][", p, "]: ", args...);
+      };
+      const json::Value &entry = (*pieces)[p];
+      if (!entry.isObject())
+        return pieceFail("not an object");
+      WeightPiece piece;
+      const json::Value *source = entry.get("source");
+      if (!source || !source->getString())
+        return pieceFail("missing string field 'source'");
+      piece.source = *source->getString();
+      if (Error err = readRange(entry, "rows", piece.rowBegin, piece.rowEnd))
+        return pieceFail(err.message());
+      if (Error err = readRange(entry, "cols", piece.colBegin, piece.colEnd))
+        return pieceFail(err.message());
+      if (piece.colEnd - piece.colBegin != columns)
+        return pieceFail("cols [", piece.colBegin, ", ", piece.colEnd,
+                         ") hold ", piece.colEnd - piece.colBegin,
+                         " columns, the weight's shape ",
+                         formatShape(weight.shape), " has ", columns);
+      int64_t pieceRows = piece.rowEnd - piece.rowBegin;
+      if (pieceRows > rows - stacked)
+        return pieceFail("rows [", piece.rowBegin, ", ", piece.rowEnd,
+                         ") overflow the weight's ", rows,
+                         " rows (the rank's pieces so far hold ", stacked, ")");
+      stacked += pieceRows;
+      rank.push_back(std::move(piece));
+    }
+    if (stacked != rows)
+      return fail("slices[", r, "]: the pieces hold ", stacked,
+                  " rows in all, the weight's shape ",
+                  formatShape(weight.shape), " has ", rows);
+    weight.slices.push_back(std::move(rank));
+  }
+  return Error::success();
+}
+
 Expected<WeightSpec> parseWeight(const FieldReader &reader,
                                  const json::Value &entry, size_t index,
-                                 uint64_t weightsBytes) {
+                                 uint64_t weightsBytes,
+                                 int64_t tensorParallel) {
   std::string path = concat("weights[", index, "]");
   if (!entry.isObject())
     return reader.fail("'", path, "' is not an object");
@@ -187,6 +288,10 @@ Expected<WeightSpec> parseWeight(const FieldReader &reader,
   } else {
     weight.sources.push_back(weight.name);
   }
+
+  if (const json::Value *slices = entry.get("slices"))
+    if (Error err = parseSlices(reader, *slices, path, weight, tensorParallel))
+      return err;
   return weight;
 }
 
@@ -272,6 +377,15 @@ Expected<Manifest> Manifest::parse(std::string_view text,
                          reader.integer(*config, "max_position_embeddings",
                                         "config.max_position_embeddings", 1));
 
+  if (root->get("tensor_parallel")) {
+    FDC_ASSIGN_OR_RETURN(
+        manifest.tensorParallel,
+        reader.integer(*root, "tensor_parallel", "tensor_parallel", 1));
+    if (manifest.tensorParallel > kMaxTensorParallel)
+      return reader.fail("field 'tensor_parallel' is ", manifest.tensorParallel,
+                         ", expected at most ", kMaxTensorParallel);
+  }
+
   const json::Value *kv = root->get("kv_cache");
   if (!kv)
     return reader.fail("missing field 'kv_cache'");
@@ -286,7 +400,8 @@ Expected<Manifest> Manifest::parse(std::string_view text,
   FDC_ASSIGN_OR_RETURN(weights, reader.array(*root, "weights", "weights"));
   for (size_t i = 0; i < weights->size(); ++i) {
     Expected<WeightSpec> weight =
-        parseWeight(reader, (*weights)[i], i, manifest.weightsBytes);
+        parseWeight(reader, (*weights)[i], i, manifest.weightsBytes,
+                    manifest.tensorParallel);
     if (!weight)
       return weight.takeError();
     manifest.weights.push_back(std::move(*weight));

@@ -2,13 +2,149 @@
 
 #include "fdc/runtime/Model.h"
 
+#include "fdc/runtime/Collective.h"
 #include "fdc/runtime/WeightLoader.h"
 
 #include <algorithm>
 #include <cmath>
+#include <condition_variable>
+#include <exception>
+#include <mutex>
+#include <optional>
+#include <system_error>
+#include <thread>
 #include <unordered_set>
 
 using namespace fdc::runtime;
+
+/// Ranks 1..N-1 of a tensor-parallel model (rank 0 is the Model's own
+/// weights, cache and backend), the group joining all N, and the workers:
+/// one persistent thread per rank 1..N-1, woken for every step.
+struct Model::TensorParallel {
+  struct Rank {
+    int64_t index = 0;
+    /// A host library's weight arena and KV cache.
+    HostBuffer weights;
+    std::optional<KVCache> cache;
+    /// A GPU library's backend.
+    std::unique_ptr<DeviceBackend> backend;
+    /// The rank's host outputs: [maxStepRows][vocab] f32, [maxStepRows].
+    HostBuffer logits;
+    HostBuffer nextTokens;
+    /// This step's arguments (set before the workers are woken) and outcome.
+    FdcStepArgs args = {};
+    Error result = Error::success();
+    std::thread thread;
+  };
+
+  TensorParallel(const ModelLibrary &library, int64_t ranks)
+      : library(library), ranks(ranks) {}
+  ~TensorParallel();
+
+  /// Runs `args` on a rank: a host library's step over `weights` and
+  /// `cache`, or the rank's backend.
+  Error runRank(FdcStepArgs &args, HostBuffer &weights, KVCache *cache,
+                DeviceBackend *backend);
+  /// A worker's loop.
+  void work(Rank &rank);
+  Error startWorkers();
+  /// Aborts the group for rank `rank`'s failure `err`.
+  void rankFailed(int64_t rank, const Error &err);
+
+  const ModelLibrary &library;
+  int64_t ranks;
+  /// Ranks 1..N-1 (rank r at r - 1).
+  std::vector<std::unique_ptr<Rank>> workers;
+  /// Declared after the workers, whose backends its collectives use: it is
+  /// destroyed first.
+  std::unique_ptr<CollectiveGroup> group;
+
+  std::mutex mutex;
+  std::condition_variable wake, done;
+  /// Counts the steps handed to the workers.
+  uint64_t generation = 0;
+  /// Workers still running the current step.
+  int64_t pending = 0;
+  bool stopping = false;
+  /// Set once a step failed: why the model refuses to step.
+  std::string abortReason;
+};
+
+Model::TensorParallel::~TensorParallel() {
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    stopping = true;
+  }
+  wake.notify_all();
+  for (std::unique_ptr<Rank> &rank : workers)
+    if (rank->thread.joinable())
+      rank->thread.join();
+}
+
+Error Model::TensorParallel::runRank(FdcStepArgs &args, HostBuffer &weights,
+                                     KVCache *cache, DeviceBackend *backend) {
+  if (backend)
+    return backend->step(args);
+  args.weights = weights.data();
+  args.kv_cache = cache->data();
+  library.stepFunction()(&args);
+  return Error::success();
+}
+
+void Model::TensorParallel::rankFailed(int64_t rank, const Error &err) {
+  group->abort(concat("tensor-parallel rank ", rank, " of ", ranks,
+                      " failed: ", err.message()));
+}
+
+void Model::TensorParallel::work(Rank &rank) {
+  uint64_t seen = 0;
+  std::unique_lock<std::mutex> lock(mutex);
+  for (;;) {
+    wake.wait(lock, [&] { return stopping || generation != seen; });
+    if (stopping)
+      return;
+    seen = generation;
+    lock.unlock();
+    Error err = Error::success();
+    try {
+      err = runRank(rank.args, rank.weights,
+                    rank.cache ? &*rank.cache : nullptr, rank.backend.get());
+    } catch (const std::exception &e) {
+      err = createError("the step threw: ", e.what());
+    }
+    if (err)
+      rankFailed(rank.index, err);
+    lock.lock();
+    rank.result = std::move(err);
+    if (--pending == 0)
+      done.notify_all();
+  }
+}
+
+Error Model::TensorParallel::startWorkers() {
+  for (std::unique_ptr<Rank> &rank : workers) {
+    try {
+      Rank *worker = rank.get();
+      rank->thread = std::thread([this, worker] { work(*worker); });
+    } catch (const std::system_error &e) {
+      return createError("cannot start the thread of tensor-parallel rank ",
+                         rank->index, ": ", e.what());
+    }
+  }
+  return Error::success();
+}
+
+Model::Model(std::unique_ptr<ModelLibrary> library, HostBuffer weights,
+             KVCache cache, int64_t stepRows,
+             std::unique_ptr<DeviceBackend> backend,
+             std::unique_ptr<TensorParallel> tp)
+    : lib(std::move(library)), weightArena(std::move(weights)),
+      cache(std::move(cache)), stepRows(stepRows), backend(std::move(backend)),
+      tp(std::move(tp)) {}
+
+// `tp` is declared last: its workers stop, and its group and ranks go, before
+// rank 0's backend and the library.
+Model::~Model() = default;
 
 Expected<std::unique_ptr<Model>> Model::load(const std::string &libraryPath,
                                              const std::string &checkpointPath,
@@ -42,21 +178,68 @@ Model::create(std::unique_ptr<ModelLibrary> library,
                        " exceeds the model's max_position_embeddings ",
                        manifest.maxPositionEmbeddings);
 
-  // A GPU library sets up the device first: no GPU fails fast.
+  int64_t ranks = manifest.tensorParallel;
+  auto rankError = [&](int64_t rank, const Error &err) {
+    if (ranks == 1)
+      return err;
+    return createError("tensor-parallel rank ", rank, " of ", ranks, ": ",
+                       err.message());
+  };
+  // Declared before `tp`, whose group uses it: destroyed after it.
   std::unique_ptr<DeviceBackend> backend;
+  std::unique_ptr<TensorParallel> tp;
+  if (ranks > 1) {
+    tp = std::make_unique<TensorParallel>(*library, ranks);
+    for (int64_t r = 1; r < ranks; ++r) {
+      tp->workers.push_back(std::make_unique<TensorParallel::Rank>());
+      tp->workers.back()->index = r;
+    }
+  }
+
+  // A GPU library sets up the devices first: no GPU fails fast. Rank r of a
+  // tensor-parallel library runs on rank 0's device + r.
   if (!library->runsOnHost()) {
     Expected<std::unique_ptr<DeviceBackend>> created =
         createDeviceBackend(*library, options.device);
     if (!created)
-      return created.takeError();
+      return rankError(0, created.error());
     backend = std::move(*created);
+    if (tp) {
+      std::vector<DeviceBackend *> backends = {backend.get()};
+      for (std::unique_ptr<TensorParallel::Rank> &rank : tp->workers) {
+        Expected<std::unique_ptr<DeviceBackend>> other = createDeviceBackend(
+            *library, backend->deviceOrdinal() + static_cast<int>(rank->index));
+        if (!other)
+          return rankError(rank->index, other.error());
+        rank->backend = std::move(*other);
+        backends.push_back(rank->backend.get());
+      }
+      Expected<std::unique_ptr<CollectiveGroup>> group =
+          createDeviceCollectiveGroup(backends);
+      if (!group)
+        return createError("tensor-parallel group of ", ranks,
+                           " ranks: ", group.error().message());
+      tp->group = std::move(*group);
+    }
+  } else if (tp) {
+    tp->group = createHostCollectiveGroup(ranks);
   }
 
-  // The KV cache first: absurd sizes fail before the weights are read.
+  // The KV cache first: absurd sizes fail before the weights are read. The
+  // manifest's is each rank's.
   Expected<KVCache> cache = KVCache::create(
       manifest.kvCache, options.numSlots, maxContext, /*hostStorage=*/!backend);
   if (!cache)
     return cache.takeError();
+  if (tp && !backend) {
+    for (std::unique_ptr<TensorParallel::Rank> &rank : tp->workers) {
+      Expected<KVCache> rankCache =
+          KVCache::create(manifest.kvCache, options.numSlots, maxContext);
+      if (!rankCache)
+        return rankError(rank->index, rankCache.error());
+      rank->cache.emplace(std::move(*rankCache));
+    }
+  }
   int64_t stepRows = options.maxStepRows;
   if (stepRows == 0) {
     stepRows = options.numSlots;
@@ -73,19 +256,53 @@ Model::create(std::unique_ptr<ModelLibrary> library,
                        " is too many");
   Expected<HostBuffer> weights = loadWeights(manifest, checkpoint);
   if (!weights)
-    return weights.takeError();
+    return rankError(0, weights.error());
   if (backend) {
     if (Error err = backend->uploadWeights(*weights))
-      return err;
+      return rankError(0, err);
     *weights = HostBuffer(); // The device holds them now.
     // A step runs at most stepRows rows.
     if (Error err =
             backend->allocateState(cache->size(), stepRows, manifest.vocabSize))
+      return rankError(0, err);
+  }
+  if (tp) {
+    for (std::unique_ptr<TensorParallel::Rank> &rank : tp->workers) {
+      Expected<HostBuffer> rankWeights =
+          loadWeights(manifest, checkpoint, rank->index);
+      if (!rankWeights)
+        return rankError(rank->index, rankWeights.error());
+      if (rank->backend) {
+        // One rank's host arena at a time.
+        if (Error err = rank->backend->uploadWeights(*rankWeights))
+          return rankError(rank->index, err);
+        *rankWeights = HostBuffer();
+        if (Error err = rank->backend->allocateState(cache->size(), stepRows,
+                                                     manifest.vocabSize))
+          return rankError(rank->index, err);
+      }
+      rank->weights = std::move(*rankWeights);
+      // Rank 0's outputs are the caller's; the others' are the Model's.
+      Expected<HostBuffer> logits = HostBuffer::allocate(
+          static_cast<uint64_t>(stepRows) *
+              static_cast<uint64_t>(manifest.vocabSize) * sizeof(float),
+          "tensor-parallel rank logits");
+      if (!logits)
+        return rankError(rank->index, logits.error());
+      rank->logits = std::move(*logits);
+      Expected<HostBuffer> nextTokens = HostBuffer::allocate(
+          static_cast<uint64_t>(stepRows) * sizeof(int32_t),
+          "tensor-parallel rank next_tokens");
+      if (!nextTokens)
+        return rankError(rank->index, nextTokens.error());
+      rank->nextTokens = std::move(*nextTokens);
+    }
+    if (Error err = tp->startWorkers())
       return err;
   }
   return std::unique_ptr<Model>(
       new Model(std::move(library), std::move(*weights), std::move(*cache),
-                stepRows, std::move(backend)));
+                stepRows, std::move(backend), std::move(tp)));
 }
 
 Error Model::checkStepInputs(const FdcStepArgs &args) const {
@@ -159,10 +376,77 @@ Error Model::step(FdcStepArgs &args) {
     return err;
   args.num_slots = cache.numSlots();
   args.max_context = cache.maxContext();
+  if (tp)
+    return stepRanks(args);
   if (backend)
     return backend->step(args);
   args.weights = weightArena.data();
   args.kv_cache = cache.data();
   lib->stepFunction()(&args);
+  return Error::success();
+}
+
+Error Model::stepRanks(FdcStepArgs &args) {
+  TensorParallel &t = *tp;
+  if (!t.abortReason.empty())
+    return createError("tensor-parallel group aborted: ", t.abortReason);
+  for (std::unique_ptr<TensorParallel::Rank> &rank : t.workers) {
+    rank->args = args;
+    rank->args.logits = reinterpret_cast<float *>(rank->logits.data());
+    rank->args.next_tokens =
+        reinterpret_cast<int32_t *>(rank->nextTokens.data());
+    rank->args.collective = t.group->api(rank->index);
+    rank->result = Error::success();
+  }
+  {
+    std::lock_guard<std::mutex> lock(t.mutex);
+    t.pending = t.ranks - 1;
+    ++t.generation;
+  }
+  t.wake.notify_all();
+
+  args.collective = t.group->api(0);
+  Error err = Error::success();
+  try {
+    err = t.runRank(args, weightArena, &cache, backend.get());
+  } catch (const std::exception &e) {
+    // The workers must still be waited for.
+    err = createError("the step threw: ", e.what());
+  }
+  args.collective = nullptr;
+  if (err)
+    t.rankFailed(0, err);
+  {
+    std::unique_lock<std::mutex> lock(t.mutex);
+    t.done.wait(lock, [&] { return t.pending == 0; });
+  }
+
+  // Every failure aborted the group with its reason (the first one is kept);
+  // a collective's own failure is recorded there too.
+  std::string failure = t.group->error();
+  if (failure.empty() && err)
+    failure = concat("tensor-parallel rank 0 of ", t.ranks,
+                     " failed: ", err.message());
+  for (std::unique_ptr<TensorParallel::Rank> &rank : t.workers)
+    if (failure.empty() && rank->result)
+      failure = concat("tensor-parallel rank ", rank->index, " of ", t.ranks,
+                       " failed: ", rank->result.message());
+  if (!failure.empty()) {
+    // The ranks' KV caches and devices may be out of step: no more steps.
+    t.group->abort(failure);
+    t.abortReason = failure;
+    return createError(failure);
+  }
+
+  // The ranks sample from the same logits: they must agree.
+  for (std::unique_ptr<TensorParallel::Rank> &rank : t.workers) {
+    const int32_t *next =
+        reinterpret_cast<const int32_t *>(rank->nextTokens.data());
+    for (int64_t i = 0; i < args.batch; ++i)
+      if (next[i] != args.next_tokens[i])
+        return createError("tensor-parallel ranks disagree: row ", i,
+                           ": rank 0 chose token ", args.next_tokens[i],
+                           ", rank ", rank->index, " token ", next[i]);
+  }
   return Error::success();
 }

@@ -132,16 +132,80 @@ Error loadWeight(const WeightSpec &weight, const Checkpoint &checkpoint,
   return Error::success();
 }
 
+/// Copies rank `rank`'s pieces of a sliced weight into `arena` (the manifest
+/// checked that they stack to the weight's shape).
+Error loadSlices(const WeightSpec &weight, const Checkpoint &checkpoint,
+                 int64_t rank, uint8_t *arena) {
+  const std::vector<WeightPiece> &pieces =
+      weight.slices[static_cast<size_t>(rank)];
+  uint64_t elementBytes = dtypeSize(weight.dtype);
+  uint64_t rowBytes = static_cast<uint64_t>(weight.shape[1]) * elementBytes;
+  uint8_t *out = arena + weight.offset;
+  for (size_t p = 0; p < pieces.size(); ++p) {
+    const WeightPiece &piece = pieces[p];
+    auto fail = [&](const auto &...args) {
+      return createError("weight '", weight.name, "': rank ", rank, " piece ",
+                         p, ": ", args...);
+    };
+    std::optional<CheckpointTensor> tensor = checkpoint.lookup(piece.source);
+    if (!tensor)
+      return fail("checkpoint '", checkpoint.path(), "' has no tensor '",
+                  piece.source, "'");
+    if (tensor->dtype() != weight.dtype)
+      return fail("source '", piece.source, "' has checkpoint dtype ",
+                  safetensorsDTypeName(tensor->dtype()), ", library expects ",
+                  manifestDTypeName(weight.dtype));
+    const std::vector<int64_t> &shape = tensor->shape();
+    if (shape.size() != 2)
+      return fail("source '", piece.source, "' of shape ", formatShape(shape),
+                  " is not 2-D");
+    if (piece.rowEnd > shape[0])
+      return fail("rows [", piece.rowBegin, ", ", piece.rowEnd,
+                  ") lie outside source '", piece.source, "' of shape ",
+                  formatShape(shape));
+    if (piece.colEnd > shape[1])
+      return fail("cols [", piece.colBegin, ", ", piece.colEnd,
+                  ") lie outside source '", piece.source, "' of shape ",
+                  formatShape(shape));
+    uint64_t sourceRowBytes = static_cast<uint64_t>(shape[1]) * elementBytes;
+    const uint8_t *in = tensor->data +
+                        static_cast<uint64_t>(piece.rowBegin) * sourceRowBytes +
+                        static_cast<uint64_t>(piece.colBegin) * elementBytes;
+    int64_t rows = piece.rowEnd - piece.rowBegin;
+    if (sourceRowBytes == rowBytes) {
+      // Whole rows: one copy.
+      std::memcpy(out, in, static_cast<uint64_t>(rows) * rowBytes);
+      out += static_cast<uint64_t>(rows) * rowBytes;
+      continue;
+    }
+    for (int64_t i = 0; i < rows; ++i) {
+      std::memcpy(out, in, rowBytes);
+      out += rowBytes;
+      in += sourceRowBytes;
+    }
+  }
+  return Error::success();
+}
+
 } // namespace
 
 Expected<HostBuffer> fdc::runtime::loadWeights(const Manifest &manifest,
-                                               const Checkpoint &checkpoint) {
+                                               const Checkpoint &checkpoint,
+                                               int64_t rank) {
+  if (rank < 0 || rank >= manifest.tensorParallel)
+    return createError("cannot load the weights of tensor-parallel rank ", rank,
+                       ": the library has ", manifest.tensorParallel,
+                       manifest.tensorParallel == 1 ? " rank" : " ranks");
   Expected<HostBuffer> arena =
       HostBuffer::allocate(manifest.weightsBytes, "weight arena");
   if (!arena)
     return arena.takeError();
-  for (const WeightSpec &weight : manifest.weights)
-    if (Error err = loadWeight(weight, checkpoint, arena->data()))
+  for (const WeightSpec &weight : manifest.weights) {
+    Error err = weight.slices.empty()
+                    ? loadWeight(weight, checkpoint, arena->data())
+                    : loadSlices(weight, checkpoint, rank, arena->data());
+    if (err)
       return err;
+  }
   return arena;
 }

@@ -4,6 +4,7 @@
 
 #include "TestUtil.h"
 
+#include <atomic>
 #include <cstring>
 #include <gtest/gtest.h>
 #include <mutex>
@@ -238,6 +239,15 @@ void logStream(void *userData, int64_t step, int32_t token, const float *,
   log->tokens.emplace_back(step, token);
 }
 
+/// Holds the engine's thread at the first token until `released`: a request
+/// streaming to it cannot finish before the test has cancelled it.
+void holdUntilReleased(void *userData, int64_t, int32_t, const float *,
+                       int64_t) {
+  auto *released = static_cast<std::atomic<bool> *>(userData);
+  while (!released->load())
+    std::this_thread::yield();
+}
+
 TEST_F(CApiTest, EngineSubmitStreamCancelWait) {
   load(32, 2);
   fdc_engine *engine = fdc_engine_create(model, 0);
@@ -260,10 +270,12 @@ TEST_F(CApiTest, EngineSubmitStreamCancelWait) {
   EXPECT_STREQ(fdc_last_error(), "fdc_engine_submit: prompt token 0 is 99, "
                                  "outside the vocabulary [0, 32)");
   int32_t longPrompt[] = {1};
-  int64_t b =
-      fdc_engine_submit(engine, longPrompt, 1, 30, nullptr, nullptr, nullptr);
+  std::atomic<bool> released{false};
+  int64_t b = fdc_engine_submit(engine, longPrompt, 1, 30, nullptr,
+                                holdUntilReleased, &released);
   ASSERT_GT(b, 0);
   EXPECT_EQ(fdc_engine_cancel(engine, b), 0);
+  released = true;
 
   fdc_result result = {};
   ASSERT_EQ(fdc_engine_wait(engine, a, ids, 8, &result), 0) << fdc_last_error();

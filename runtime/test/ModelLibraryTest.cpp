@@ -28,7 +28,7 @@ TEST(ModelLibraryTest, LoadsGoodLibrary) {
   ASSERT_TRUE(library) << library.error().message();
   const Manifest &m = (*library)->manifest();
   EXPECT_EQ((*library)->target(), "host");
-  EXPECT_EQ(m.abiVersion, 2);
+  EXPECT_EQ(m.abiVersion, FDC_MODEL_ABI_VERSION);
   EXPECT_EQ(m.model, "test_model");
   EXPECT_EQ(m.vocabSize, 32);
   EXPECT_EQ(m.maxPositionEmbeddings, 64);
@@ -49,7 +49,7 @@ TEST(ModelLibraryTest, LoadsGoodLibrary) {
 TEST(ModelLibraryTest, RefusesOtherAbiVersion) {
   EXPECT_EQ(openError(FDC_TEST_MODEL_OLD_ABI),
             std::string("model library ") + FDC_TEST_MODEL_OLD_ABI +
-                " was built for ABI version 1, this runtime supports 2");
+                " was built for ABI version 1, this runtime supports 3");
 }
 
 TEST(ModelLibraryTest, RefusesEditedManifest) {
@@ -295,6 +295,141 @@ TEST(ManifestTest, Errors) {
                               "offset": 0, "bytes": 4})"))
                 .find("layout 'int4_tiled' is not supported"),
             std::string::npos);
+}
+
+std::string tpManifest(const std::string &tensorParallel,
+                       const std::string &weights) {
+  return R"({"abi_version": 3, "target": "host", "config": {"vocab_size": 8},
+             )" +
+         tensorParallel + R"("kv_cache": )" + goodKV +
+         R"(, "weights_bytes": 512, "weights": [)" + weights + "]}";
+}
+
+/// A [4, 2] f32 weight "x" with `slices`.
+std::string slicedWeight(const std::string &slices,
+                         const std::string &extra = "") {
+  return R"({"name": "x", "dtype": "f32", "shape": [4, 2], "offset": 0,
+             "bytes": 32, )" +
+         extra + R"("slices": )" + slices + "}";
+}
+
+const char *goodSlices =
+    R"([[{"source": "a", "rows": [0, 4], "cols": [0, 2]}],
+        [{"source": "a", "rows": [0, 2], "cols": [2, 4]},
+         {"source": "b", "rows": [6, 8], "cols": [2, 4]}]])";
+
+TEST(ManifestTest, TensorParallel) {
+  Expected<Manifest> m = Manifest::parse(
+      tpManifest("", R"({"name": "y", "dtype": "f32", "shape": [2],
+                         "offset": 0, "bytes": 8})"),
+      "test");
+  ASSERT_TRUE(m) << m.error().message();
+  EXPECT_EQ(m->tensorParallel, 1);
+  EXPECT_TRUE(m->weights[0].slices.empty());
+
+  m = Manifest::parse(
+      tpManifest(R"("tensor_parallel": 2, )", slicedWeight(goodSlices)),
+      "test");
+  ASSERT_TRUE(m) << m.error().message();
+  EXPECT_EQ(m->tensorParallel, 2);
+  const std::vector<std::vector<WeightPiece>> &slices = m->weights[0].slices;
+  ASSERT_EQ(slices.size(), 2u);
+  ASSERT_EQ(slices[0].size(), 1u);
+  ASSERT_EQ(slices[1].size(), 2u);
+  EXPECT_EQ(slices[1][1].source, "b");
+  EXPECT_EQ(slices[1][1].rowBegin, 6);
+  EXPECT_EQ(slices[1][1].rowEnd, 8);
+  EXPECT_EQ(slices[1][1].colBegin, 2);
+  EXPECT_EQ(slices[1][1].colEnd, 4);
+
+  // A weight without slices is replicated.
+  m = Manifest::parse(tpManifest(R"("tensor_parallel": 64, )",
+                                 R"({"name": "y", "dtype": "f32",
+                                     "shape": [2], "offset": 0, "bytes": 8})"),
+                      "test");
+  ASSERT_TRUE(m) << m.error().message();
+  EXPECT_TRUE(m->weights[0].slices.empty());
+}
+
+TEST(ManifestTest, TensorParallelErrors) {
+  auto tp2 = [](const std::string &weight) {
+    return manifestError(tpManifest(R"("tensor_parallel": 2, )", weight));
+  };
+  const char *prefix = "manifest of test: weights[0] ('x'): ";
+  EXPECT_EQ(manifestError(tpManifest(R"("tensor_parallel": 0, )", "")),
+            "manifest of test: field 'tensor_parallel' is 0, expected >= 1");
+  EXPECT_EQ(manifestError(tpManifest(R"("tensor_parallel": 65, )", "")),
+            "manifest of test: field 'tensor_parallel' is 65, expected at "
+            "most 64");
+  EXPECT_EQ(manifestError(tpManifest(R"("tensor_parallel": "2", )", "")),
+            "manifest of test: field 'tensor_parallel' is not an integer");
+  EXPECT_EQ(manifestError(tpManifest("", slicedWeight(goodSlices))),
+            std::string(prefix) + "'slices' needs a tensor-parallel manifest "
+                                  "(\"tensor_parallel\" > 1)");
+  EXPECT_EQ(manifestError(tpManifest(R"("tensor_parallel": 1, )",
+                                     slicedWeight(goodSlices))),
+            std::string(prefix) + "'slices' needs a tensor-parallel manifest "
+                                  "(\"tensor_parallel\" > 1)");
+  EXPECT_EQ(tp2(slicedWeight("{}")),
+            std::string(prefix) + "'slices' is not an array");
+  EXPECT_EQ(
+      tp2(slicedWeight(
+          R"([[{"source": "a", "rows": [0, 4], "cols": [0, 2]}]])")),
+      std::string(prefix) +
+          "'slices' has 1 entries, expected one per rank (tensor_parallel 2)");
+  EXPECT_EQ(tp2(slicedWeight(
+                R"([[{"source": "a", "rows": [0, 4], "cols": [0, 2]}], []])")),
+            std::string(prefix) +
+                "slices[1] is not a non-empty array of pieces");
+  EXPECT_EQ(
+      tp2(slicedWeight(R"([[{"source": "a", "rows": [0, 4], "cols": [0, 2]}],
+                                 [{"rows": [0, 4], "cols": [0, 2]}]])")),
+      std::string(prefix) + "slices[1][0]: missing string field 'source'");
+  EXPECT_EQ(
+      tp2(slicedWeight(R"([[{"source": "a", "rows": [0, 4], "cols": [0, 2]}],
+                                 [{"source": "a", "rows": [4, 4], "cols": [0, 2]}]])")),
+      std::string(prefix) +
+          "slices[1][0]: 'rows' [4, 4] is not a range 0 <= begin < end");
+  EXPECT_EQ(
+      tp2(slicedWeight(R"([[{"source": "a", "rows": [0, 4], "cols": [-1, 1]}],
+                                 [{"source": "a", "rows": [0, 4], "cols": [0, 2]}]])")),
+      std::string(prefix) +
+          "slices[0][0]: 'cols' [-1, 1] is not a range 0 <= begin < end");
+  EXPECT_EQ(tp2(slicedWeight(R"([[{"source": "a", "rows": [0, 4], "cols": [0]}],
+                                 [{"source": "a", "rows": [0, 4], "cols": [0, 2]}]])")),
+            std::string(prefix) +
+                "slices[0][0]: 'cols' must be [begin, end] (two integers)");
+  EXPECT_EQ(
+      tp2(slicedWeight(R"([[{"source": "a", "rows": [0, 4], "cols": [0, 3]}],
+                                 [{"source": "a", "rows": [0, 4], "cols": [0, 2]}]])")),
+      std::string(prefix) +
+          "slices[0][0]: cols [0, 3) hold 3 columns, the weight's shape "
+          "[4, 2] has 2");
+  EXPECT_EQ(
+      tp2(slicedWeight(R"([[{"source": "a", "rows": [0, 4], "cols": [0, 2]}],
+                                 [{"source": "a", "rows": [0, 3], "cols": [0, 2]},
+                                  {"source": "a", "rows": [0, 3], "cols": [0, 2]}]])")),
+      std::string(prefix) +
+          "slices[1][1]: rows [0, 3) overflow the weight's 4 rows (the "
+          "rank's pieces so far hold 3)");
+  EXPECT_EQ(
+      tp2(slicedWeight(R"([[{"source": "a", "rows": [0, 4], "cols": [0, 2]}],
+                                 [{"source": "a", "rows": [0, 3], "cols": [0, 2]}]])")),
+      std::string(prefix) +
+          "slices[1]: the pieces hold 3 rows in all, the weight's shape "
+          "[4, 2] has 4");
+  EXPECT_EQ(tp2(R"({"name": "x", "dtype": "f32", "shape": [8], "offset": 0,
+                    "bytes": 32, "slices": [[{"source": "a", "rows": [0, 8], "cols": [0, 1]}],
+                                            [{"source": "a", "rows": [0, 8], "cols": [0, 1]}]]})"),
+            std::string(prefix) +
+                "a sliced weight must be 2-D, its shape is [8]");
+  EXPECT_EQ(
+      tp2(R"({"name": "x", "dtype": "int4", "shape": [2, 8], "layout": "int4",
+                    "group_size": 4, "scale_dtype": "f16", "offset": 0, "bytes": 24,
+                    "slices": [[{"source": "a", "rows": [0, 2], "cols": [0, 8]}],
+                               [{"source": "a", "rows": [2, 4], "cols": [0, 8]}]]})"),
+      std::string(prefix) +
+          "a sliced weight must have layout 'dense', not 'int4'");
 }
 
 } // namespace

@@ -94,6 +94,14 @@ struct CompileOptions {
                "by `fdc tune`) for the decode.linear ops it lists (GPU "
                "targets)"),
       cl::value_desc("file"), cl::cat(category)};
+  cl::opt<int64_t> tensorParallel{
+      "tensor-parallel",
+      cl::desc("Compile one rank of a Megatron-style tensor-parallel group of "
+               "N (column-parallel QKV and gate-up, row-parallel o_proj and "
+               "down_proj with an all-reduce, the LM head split over the "
+               "vocabulary); the runtime loads the library once per rank "
+               "(GPU N on CUDA device N, NCCL) (default 1)"),
+      cl::value_desc("N"), cl::init(1), cl::cat(category)};
 
   fdc::target::CompileOptions get() const {
     fdc::target::CompileOptions result;
@@ -104,6 +112,7 @@ struct CompileOptions {
     result.linker = linker;
     result.tuningCandidates = tuningCandidates;
     result.tuningFile = tuning;
+    result.tensorParallel = tensorParallel;
     result.llvmIRPath = emitLLVM;
     result.mlirPath = emitMLIR;
     result.toolchain.cudaPath = cudaPath;

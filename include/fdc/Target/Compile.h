@@ -67,6 +67,9 @@ struct CompileOptions {
   /// GPU targets: a tuning file of `fdc tune` whose measured dispatch tables
   /// replace the heuristic ones (decode-apply-tuning), if non-empty.
   std::string tuningFile;
+  /// Ranks of a tensor-parallel library (decode-shard-tensor-parallel); 1
+  /// compiles the model whole.
+  int64_t tensorParallel = 1;
   /// Kernel dumps to write: the file (PTX) or prefix (per-arch dumps) of
   /// each `--emit-*` given. A kind the target's serialiser does not produce
   /// is an error.

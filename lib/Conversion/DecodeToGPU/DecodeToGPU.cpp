@@ -271,6 +271,7 @@ LogicalResult GpuStepLowering::run() {
 
   KernelContext kernelContext(b, kernels, primitives, batch, numSlots,
                               maxContext);
+  kernelContext.stepArgs = args;
   for (Operation &op : body.without_terminator())
     if (failed(lowerOp(op, kernelContext)))
       return failure();
@@ -514,11 +515,12 @@ LogicalResult GpuStepLowering::lowerStructuralOp(Operation &op) {
         return success();
       })
       .Case([&](decode::AllReduceOp allReduce) -> LogicalResult {
-        if (allReduce.getGroupSize() != 1)
-          return allReduce.emitOpError()
-                 << "tensor parallelism (group_size > 1) is not supported by "
-                    "the GPU lowering yet";
+        // One rank, no residual (the all_reduce family lowers the others).
         alias(allReduce.getResult(), allReduce.getInput());
+        return success();
+      })
+      .Case([&](decode::AllGatherOp gather) -> LogicalResult {
+        alias(gather.getResult(), gather.getInput());
         return success();
       })
       .Default([&](Operation *other) -> LogicalResult {

@@ -11,6 +11,8 @@
 
 #include "GpuEmitter.h"
 
+#include "fdc/Conversion/Utils/StepAbi.h"
+
 #include "fdc/Dialect/Decode/IR/Decode.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -96,6 +98,14 @@ public:
     launchesUnderKey = 0;
   }
   void clearKernelKey() { kernelKey.clear(); }
+
+  /// Calls collective `field` of the step's FdcCollectiveApi with
+  /// `operands` after the context; a non-zero result (the runtime recorded
+  /// the error) returns from the step before the next launch.
+  void callCollective(CollectiveField field, mlir::ValueRange operands);
+
+  /// The step's `const FdcStepArgs *` (host), for the collectives.
+  mlir::Value stepArgs;
 
   /// Host helpers.
   mlir::Value hostIndex(int64_t value);

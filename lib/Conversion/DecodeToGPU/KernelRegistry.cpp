@@ -101,6 +101,8 @@ KernelRegistry::KernelRegistry() {
   families.push_back(createGqaAttentionFamily());
   families.push_back(createArgmaxFamily());
   families.push_back(createSampleFamily());
+  families.push_back(createAllReduceFamily());
+  families.push_back(createAllGatherFamily());
 }
 
 const KernelRegistry &KernelRegistry::get() {

@@ -194,6 +194,8 @@ std::unique_ptr<KernelFamily> createSplitKVAttentionFamily();
 std::unique_ptr<KernelFamily> createGqaAttentionFamily();
 std::unique_ptr<KernelFamily> createArgmaxFamily();
 std::unique_ptr<KernelFamily> createSampleFamily();
+std::unique_ptr<KernelFamily> createAllReduceFamily();
+std::unique_ptr<KernelFamily> createAllGatherFamily();
 
 /// Measured dispatch tables (fdc tune): the complete, verified kernels worth
 /// timing for `op` on `target` (Kernels/LinearCandidates.cpp), and the

@@ -49,6 +49,15 @@ private:
   /// values the step returns, else a fresh heap buffer.
   Value resultBuffer(Value result);
   LogicalResult lowerOp(Operation &op);
+  /// The collectives call the FdcCollectiveApi of the step's arguments. A
+  /// failed call leaves the rest of the step running on what it has (no
+  /// access depends on the values); the runtime reports the group's error.
+  LogicalResult lowerAllReduce(decode::AllReduceOp allReduce);
+  LogicalResult lowerAllGather(decode::AllGatherOp gather);
+  /// The address of a buffer's first element, as a pointer.
+  Value bufferPointer(Value memref);
+  /// Elements of a [M, ...] buffer with static trailing dimensions, as i64.
+  Value elementCount(Value memref);
 
   decode::ModelOp model;
   ImplicitLocOpBuilder &b;
@@ -284,15 +293,76 @@ LogicalResult StepLowering::lowerOp(Operation &op) {
         return success();
       })
       .Case([&](decode::AllReduceOp allReduce) -> LogicalResult {
-        if (allReduce.getGroupSize() != 1)
-          return allReduce.emitOpError()
-                 << "the host target runs one rank; group_size must be 1";
-        mapping.map(allReduce.getResult(), get(allReduce.getInput()));
-        return success();
+        return lowerAllReduce(allReduce);
+      })
+      .Case([&](decode::AllGatherOp gather) -> LogicalResult {
+        return lowerAllGather(gather);
       })
       .Default([&](Operation *other) -> LogicalResult {
         return other->emitOpError() << "is not supported by the host lowering";
       });
+}
+
+Value StepLowering::bufferPointer(Value memref) {
+  Value address = memref::ExtractAlignedPointerAsIndexOp::create(b, memref);
+  Value addressI64 = arith::IndexCastOp::create(b, b.getI64Type(), address);
+  return LLVM::IntToPtrOp::create(b, LLVM::LLVMPointerType::get(b.getContext()),
+                                  addressI64);
+}
+
+Value StepLowering::elementCount(Value memref) {
+  auto type = cast<MemRefType>(memref.getType());
+  int64_t perRow = 1;
+  for (int64_t size : type.getShape().drop_front())
+    perRow *= size;
+  return arith::MulIOp::create(b, batchI64, e.i64(perRow));
+}
+
+LogicalResult StepLowering::lowerAllReduce(decode::AllReduceOp allReduce) {
+  Value input = mapping.lookup(allReduce.getInput());
+  Value residual = allReduce.getResidual()
+                       ? mapping.lookup(allReduce.getResidual())
+                       : Value();
+  if (allReduce.getGroupSize() == 1 && !residual) {
+    mapping.map(allReduce.getResult(), input);
+    return success();
+  }
+  if (allReduce.getReduction() != decode::Reduction::sum)
+    return allReduce.emitOpError()
+           << "only sum all-reduces are supported by the host lowering";
+  Value result = resultBuffer(allReduce.getResult());
+  mapping.map(allReduce.getResult(), result);
+  auto type = cast<RankedTensorType>(allReduce.getInput().getType());
+  if (allReduce.getGroupSize() == 1) {
+    memref::CopyOp::create(b, input, result);
+  } else {
+    callCollective(b, args, kCollectiveAllReduceSum,
+                   {bufferPointer(input), bufferPointer(result),
+                    elementCount(input),
+                    e.i64(getCollectiveDType(type.getElementType()))});
+  }
+  if (residual)
+    emitAddInPlace(e, result, residual);
+  return success();
+}
+
+LogicalResult StepLowering::lowerAllGather(decode::AllGatherOp gather) {
+  Value input = mapping.lookup(gather.getInput());
+  if (gather.getGroupSize() == 1) {
+    mapping.map(gather.getResult(), input);
+    return success();
+  }
+  Value result = resultBuffer(gather.getResult());
+  mapping.map(gather.getResult(), result);
+  auto type = cast<RankedTensorType>(gather.getInput().getType());
+  // The host exchange needs no workspace.
+  Value noWorkspace =
+      LLVM::ZeroOp::create(b, LLVM::LLVMPointerType::get(b.getContext()));
+  callCollective(b, args, kCollectiveAllGatherColumns,
+                 {bufferPointer(input), bufferPointer(result), noWorkspace,
+                  batchI64, e.i64(type.getDimSize(1)),
+                  e.i64(getCollectiveDType(type.getElementType()))});
+  return success();
 }
 
 struct ConvertDecodeToHost

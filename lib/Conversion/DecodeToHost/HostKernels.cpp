@@ -297,6 +297,17 @@ void fdc::host::emitArgmax(Emitter &e, Value logits, Value out) {
          [&](Value i) { e.store(emitRowArgmax(e, logits, i), out, i); });
 }
 
+void fdc::host::emitAddInPlace(Emitter &e, Value out, Value addend) {
+  e.loop(dim(e, out, 0), [&](Value i) {
+    e.loop(staticDim(out, 1), [&](Value j) {
+      // One builder call per statement: argument order is unspecified.
+      Value sum = e.load(out, {i, j});
+      Value term = e.load(addend, {i, j});
+      e.store(e.add(sum, term), out, {i, j});
+    });
+  });
+}
+
 void fdc::host::emitSample(Emitter &e, Value logits, Value uniform,
                            Value temperature, Value topK, Value topP,
                            Value out) {

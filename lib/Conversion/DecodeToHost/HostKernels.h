@@ -50,6 +50,8 @@ void emitAttention(Emitter &e, mlir::Value query, mlir::Value cache,
                    mlir::Value positions, int64_t layer, float scale,
                    decode::SoftmaxAttr softmax, mlir::Value out);
 void emitArgmax(Emitter &e, mlir::Value logits, mlir::Value out);
+/// out[i][j] += addend[i][j] (rounded to out's element type), [M, n].
+void emitAddInPlace(Emitter &e, mlir::Value out, mlir::Value addend);
 void emitSample(Emitter &e, mlir::Value logits, mlir::Value uniform,
                 mlir::Value temperature, mlir::Value topK, mlir::Value topP,
                 mlir::Value out);

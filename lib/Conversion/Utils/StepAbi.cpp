@@ -33,8 +33,9 @@ FDC_CHECK_STEP_FIELD(fdc::kStepLogits, logits);
 FDC_CHECK_STEP_FIELD(fdc::kStepNextTokens, next_tokens);
 FDC_CHECK_STEP_FIELD(fdc::kStepScratch, scratch);
 FDC_CHECK_STEP_FIELD(fdc::kStepDevice, device);
+FDC_CHECK_STEP_FIELD(fdc::kStepCollective, collective);
 #undef FDC_CHECK_STEP_FIELD
-static_assert(sizeof(FdcStepArgs) == 8 * (fdc::kStepDevice + 1),
+static_assert(sizeof(FdcStepArgs) == 8 * (fdc::kStepCollective + 1),
               "FdcStepArgs has a field StepField does not know");
 
 Value fdc::loadStepField(ImplicitLocOpBuilder &b, Value args, int64_t field,
@@ -87,4 +88,28 @@ FailureOr<fdc::decode::ModelOp> fdc::getSingleModel(ModuleOp module,
            << pass << " expects exactly one 'decode.model', found "
            << models.size();
   return models.front();
+}
+
+int64_t fdc::getCollectiveDType(Type element) {
+  if (element.isF16())
+    return FDC_DTYPE_F16;
+  if (element.isBF16())
+    return FDC_DTYPE_BF16;
+  return FDC_DTYPE_F32;
+}
+
+Value fdc::callCollective(ImplicitLocOpBuilder &b, Value args,
+                          CollectiveField field, ValueRange operands) {
+  auto ptrType = LLVM::LLVMPointerType::get(b.getContext());
+  Value api = loadStepField(b, args, kStepCollective, ptrType);
+  Value context = loadStepField(b, api, kCollectiveContext, ptrType);
+  Value function = loadStepField(b, api, field, ptrType);
+  SmallVector<Type> parameterTypes = {ptrType};
+  SmallVector<Value> callOperands = {function, context};
+  for (Value operand : operands) {
+    parameterTypes.push_back(operand.getType());
+    callOperands.push_back(operand);
+  }
+  auto type = LLVM::LLVMFunctionType::get(b.getI32Type(), parameterTypes);
+  return LLVM::CallOp::create(b, type, callOperands).getResult();
 }

@@ -96,8 +96,13 @@ FailureOr<decode::ModelOp> ModelLibraryCompiler::getModel() {
 
 LogicalResult ModelLibraryCompiler::placeWeights() {
   PassManager layout(module.getContext());
-  layout.nest<decode::ModelOp>().addPass(
-      decode::createDecodeAssignWeightLayout());
+  OpPassManager &modelPasses = layout.nest<decode::ModelOp>();
+  if (options.tensorParallel != 1) {
+    decode::DecodeShardTensorParallelOptions sharding;
+    sharding.ranks = options.tensorParallel;
+    modelPasses.addPass(decode::createDecodeShardTensorParallel(sharding));
+  }
+  modelPasses.addPass(decode::createDecodeAssignWeightLayout());
   return layout.run(module);
 }
 

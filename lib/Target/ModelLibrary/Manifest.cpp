@@ -36,6 +36,41 @@ llvm::json::Value attributeToJson(Attribute attr) {
   os << attr;
   return text;
 }
+
+/// Each rank's pieces of a sharded weight (docs/model-library.md): per
+/// source, the rank's equal part of its rows (dim 0) or of its columns
+/// (dim 1), stacked along dimension 0 in source order.
+llvm::json::Array getRankSlices(decode::WeightOp weight,
+                                decode::ShardAttr shard) {
+  SmallVector<std::string> sources;
+  if (std::optional<ArrayAttr> listed = weight.getSources()) {
+    for (Attribute source : *listed)
+      sources.push_back(cast<StringAttr>(source).str());
+  } else {
+    sources.push_back(weight.getSymName().str());
+  }
+  int64_t columns = cast<RankedTensorType>(weight.getType()).getDimSize(1);
+  ArrayRef<int64_t> sourceRows = shard.getSourceRows().asArrayRef();
+  auto range = [](int64_t begin, int64_t end) {
+    return llvm::json::Array{begin, end};
+  };
+  llvm::json::Array ranks;
+  for (int64_t rank = 0; rank < shard.getRanks(); ++rank) {
+    llvm::json::Array pieces;
+    for (auto [source, rows] : llvm::zip_equal(sources, sourceRows)) {
+      int64_t part = rows / shard.getRanks();
+      bool byRows = shard.getDim() == 0;
+      pieces.push_back(llvm::json::Object{
+          {"source", source},
+          {"rows",
+           byRows ? range(rank * part, (rank + 1) * part) : range(0, rows)},
+          {"cols", byRows ? range(0, columns)
+                          : range(rank * columns, (rank + 1) * columns)}});
+    }
+    ranks.push_back(std::move(pieces));
+  }
+  return ranks;
+}
 } // namespace
 
 FailureOr<std::string> target::buildManifest(decode::ModelOp model,
@@ -103,6 +138,8 @@ FailureOr<std::string> target::buildManifest(decode::ModelOp model,
       entry["tile"] = shapeOf(sparse.getTile());
       entry["csl_version"] = decode::TiledCSLType::kVersion;
     }
+    if (std::optional<decode::ShardAttr> shard = weight.getShard())
+      entry["slices"] = getRankSlices(weight, *shard);
     weights.push_back(std::move(entry));
     arenaBytes =
         std::max<int64_t>(arenaBytes, llvm::alignTo(*offset + *bytes, 256));
@@ -127,6 +164,9 @@ FailureOr<std::string> target::buildManifest(decode::ModelOp model,
                               {"weights_bytes", arenaBytes},
                               {"weights", std::move(weights)},
                               {"kernels", std::move(kernels)}};
+  if (int64_t ranks = static_cast<int64_t>(model.getTensorParallel());
+      ranks > 1)
+    manifest["tensor_parallel"] = ranks;
   std::string text;
   llvm::raw_string_ostream os(text);
   os << llvm::json::Value(std::move(manifest));

@@ -17,11 +17,12 @@ import json
 import os
 from dataclasses import dataclass
 
-ABI_VERSION = 2
+ABI_VERSION = 3
 
 _FIELDS = ("batch", "num_slots", "max_context", "weights", "kv_cache",
            "tokens", "positions", "slots", "temperature", "top_k", "top_p",
-           "uniform", "logits", "next_tokens", "scratch", "device")
+           "uniform", "logits", "next_tokens", "scratch", "device",
+           "collective")
 
 LAUNCH_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p,
                              ctypes.c_uint32, ctypes.c_uint32, ctypes.c_uint32,
@@ -34,7 +35,8 @@ class DeviceApi(ctypes.Structure):
 
 
 class StepArgs(ctypes.Structure):
-    """FdcStepArgs: 16 fields of 8 bytes; pointers are plain integers."""
+    """FdcStepArgs: 17 fields of 8 bytes; pointers are plain integers
+    (`collective` stays 0: the benchmarks run libraries of one rank)."""
     _fields_ = [(name, ctypes.c_int64 if i < 3 else ctypes.c_uint64)
                 for i, name in enumerate(_FIELDS)]
 

@@ -41,7 +41,14 @@ HEAD128 = dict(CONFIG, hidden_size=512, intermediate_size=1024,
                num_attention_heads=4, num_key_value_heads=2, vocab_size=1000,
                max_position_embeddings=2048, rope_theta=10000.0,
                initializer_range=0.1)
-PRESETS = {"wide": CONFIG, "head128": HEAD128}
+# All 32 layers of the 7B-wide model, and a 13B-wide one (Llama-2-13B's
+# shapes: 40 heads of 128, MHA): per-token latency (tensor parallel).
+WIDE32 = dict(CONFIG, num_hidden_layers=32)
+WIDE13B = dict(CONFIG, hidden_size=5120, intermediate_size=13824,
+               num_hidden_layers=40, num_attention_heads=40,
+               num_key_value_heads=40)
+PRESETS = {"wide": CONFIG, "head128": HEAD128, "wide32": WIDE32,
+           "wide13b": WIDE13B}
 
 
 def tensor_shapes(cfg):

@@ -26,7 +26,7 @@ if(FDC_RUNTIME_HAS_CUDA)
   message(STATUS
     "fdc runtime: CUDA backend on (cuda.h in ${FDC_CUDA_INCLUDE_DIR})")
   set(FDC_RUNTIME_CUDA_SOURCES lib/cuda/CudaBackend.cpp lib/cuda/CudaDevice.cpp
-    lib/cuda/CudaDriver.cpp)
+    lib/cuda/CudaDriver.cpp lib/cuda/Nccl.cpp lib/cuda/NcclCollectiveGroup.cpp)
   target_sources(fdc_runtime PRIVATE ${FDC_RUNTIME_CUDA_SOURCES})
   # The header only, and only for these files.
   set_source_files_properties(${FDC_RUNTIME_CUDA_SOURCES} PROPERTIES

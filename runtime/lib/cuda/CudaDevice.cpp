@@ -2,6 +2,8 @@
 
 #include "CudaDevice.h"
 
+#include "Nccl.h"
+
 using namespace fdc::runtime;
 using namespace fdc::runtime::cuda;
 
@@ -10,6 +12,7 @@ const GpuVendor fdc::runtime::cuda::kCudaVendor = {
     /*deviceVariable=*/"FDC_CUDA_DEVICE",
     /*syncLaunchesVariable=*/"FDC_CUDA_SYNC_LAUNCHES",
     /*poisonVariable=*/"FDC_CUDA_POISON",
+    /*graphsVariable=*/"FDC_CUDA_GRAPHS",
     /*makeCurrentCall=*/"cuCtxSetCurrent",
     /*allocateCall=*/"cuMemAlloc_v2",
     /*copyToDeviceCall=*/"cuMemcpyHtoDAsync_v2",
@@ -194,4 +197,17 @@ DeviceStatus CudaDevice::elapsedMilliseconds(EventHandle start, EventHandle end,
     return r;
   return api.cuEventElapsedTime(&milliseconds, static_cast<CUevent>(start),
                                 static_cast<CUevent>(end));
+}
+
+Expected<std::unique_ptr<CollectiveGroup>>
+CudaDevice::createCollectiveGroup(const std::vector<GpuDevice *> &devices) {
+  std::vector<CudaDevice *> cudaDevices;
+  for (GpuDevice *device : devices) {
+    if (&device->vendor() != &kCudaVendor)
+      return createError("a CUDA collective group needs CUDA devices only, "
+                         "not a ",
+                         device->vendor().name, " device");
+    cudaDevices.push_back(static_cast<CudaDevice *>(device));
+  }
+  return createNcclCollectiveGroup(cudaDevices);
 }

@@ -28,12 +28,18 @@ public:
   ~CudaDevice() override;
 
   const DriverApi &driver() const { return api; }
+  /// The stream every copy, fill and launch goes to (the step's).
+  CUstream nativeStream() const { return stream; }
 
   /// Loads `image` (a cubin or PTX) as the module; on failure `jitLog`
   /// holds what the JIT said, if anything.
   CUresult loadModule(const void *image, std::string &jitLog);
 
   const GpuVendor &vendor() const override { return kCudaVendor; }
+  int deviceOrdinal() const override { return static_cast<int>(device); }
+  /// NCCL over the devices (Nccl.h).
+  Expected<std::unique_ptr<CollectiveGroup>>
+  createCollectiveGroup(const std::vector<GpuDevice *> &devices) override;
   std::string describe(DeviceStatus status) const override;
   DeviceStatus makeCurrent() override;
   DeviceStatus allocate(DeviceAddress &address, uint64_t bytes) override;

@@ -39,6 +39,7 @@ namespace fdc::runtime::cuda {
   X(cuMemcpyHtoDAsync_v2)                                                      \
   X(cuMemcpyDtoHAsync_v2)                                                      \
   X(cuMemsetD8Async)                                                           \
+  X(cuMemcpy2DAsync_v2)                                                        \
   X(cuStreamCreate)                                                            \
   X(cuStreamDestroy_v2)                                                        \
   X(cuStreamSynchronize)                                                       \

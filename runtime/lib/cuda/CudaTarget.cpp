@@ -13,7 +13,10 @@ using namespace fdc::runtime::cuda;
 static_assert(offsetof(FdcStepArgs, next_tokens) == 8 * 13);
 static_assert(offsetof(FdcStepArgs, scratch) == 8 * 14);
 static_assert(offsetof(FdcStepArgs, device) == 8 * 15);
-static_assert(sizeof(FdcStepArgs) == 8 * 16);
+static_assert(offsetof(FdcStepArgs, collective) == 8 * 16);
+static_assert(sizeof(FdcStepArgs) == 8 * 17);
+static_assert(offsetof(FdcCollectiveApi, all_reduce_sum) == 8 * 3);
+static_assert(offsetof(FdcCollectiveApi, all_gather_columns) == 8 * 4);
 
 namespace {
 constexpr std::string_view kPrefix = "cuda:";

@@ -2,6 +2,8 @@
 
 #include "HipDevice.h"
 
+#include "fdc/runtime/Collective.h"
+
 #include <cstdint>
 
 using namespace fdc::runtime;
@@ -12,6 +14,7 @@ const GpuVendor fdc::runtime::hip::kHipVendor = {
     /*deviceVariable=*/"FDC_HIP_DEVICE",
     /*syncLaunchesVariable=*/"FDC_HIP_SYNC_LAUNCHES",
     /*poisonVariable=*/"FDC_HIP_POISON",
+    /*graphsVariable=*/"FDC_HIP_GRAPHS",
     /*makeCurrentCall=*/"hipSetDevice",
     /*allocateCall=*/"hipMalloc",
     /*copyToDeviceCall=*/"hipMemcpyHtoDAsync",
@@ -118,4 +121,9 @@ DeviceStatus HipDevice::launch(KernelHandle kernel, const LaunchShape &shape,
       static_cast<hipFunction_t>(kernel), shape.grid[0], shape.grid[1],
       shape.grid[2], shape.block[0], shape.block[1], shape.block[2],
       shape.sharedBytes, stream, params, nullptr);
+}
+
+Expected<std::unique_ptr<CollectiveGroup>>
+HipDevice::createCollectiveGroup(const std::vector<GpuDevice *> &) {
+  return createError("tensor parallelism on ROCm (RCCL) is not supported yet");
 }

@@ -38,6 +38,10 @@ public:
   hipError_t loadModule(const void *image);
 
   const GpuVendor &vendor() const override { return kHipVendor; }
+  int deviceOrdinal() const override { return ordinal; }
+  /// Refuses: tensor parallelism on ROCm (RCCL) is not supported yet.
+  Expected<std::unique_ptr<CollectiveGroup>>
+  createCollectiveGroup(const std::vector<GpuDevice *> &devices) override;
   std::string describe(DeviceStatus status) const override;
   DeviceStatus makeCurrent() override;
   DeviceStatus allocate(DeviceAddress &address, uint64_t bytes) override;

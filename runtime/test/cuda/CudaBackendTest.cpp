@@ -14,6 +14,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "fdc/runtime/cuda/CudaBackend.h"
+#include "fdc/runtime/Collective.h"
 #include "fdc/runtime/Engine.h"
 #include "fdc/runtime/RunCommand.h"
 #include "fdc_runtime.h"
@@ -295,6 +296,123 @@ TEST_P(CudaBackendTest, RunCommand) {
   EXPECT_CONTAINS(out, "ids: 8,9,10\n");
 }
 
+/// Loads the tensor-parallel test library (3 slots, 16 tokens, device
+/// buffers poisoned); nullptr with `skip` set when this machine cannot run
+/// it (fewer than 2 devices, or no NCCL).
+std::unique_ptr<Model> loadTensorParallel(const std::string &checkpoint,
+                                          std::string &skip) {
+  ModelOptions options;
+  options.numSlots = 3;
+  options.maxContext = 16;
+  Expected<std::unique_ptr<Model>> model =
+      Model::load(FDC_TEST_CUDA_TP, checkpoint, options);
+  if (!model) {
+    const std::string &message = model.error().message();
+    if (contains(message, "does not exist: the machine has") ||
+        contains(message, "cannot load NCCL"))
+      skip = message;
+    else
+      ADD_FAILURE() << message;
+    return nullptr;
+  }
+  return std::move(*model);
+}
+
+/// Two fake devices and the fake NCCL (Fake/), or the machine's (Gpu/).
+struct TensorParallelEnv {
+  explicit TensorParallelEnv(bool fake) {
+#if defined(FDC_FAKE_CUDA_DRIVER) && defined(FDC_FAKE_NCCL)
+    if (fake) {
+      devices.emplace("FDC_FAKE_CUDA_DEVICES", "2");
+      nccl.emplace("FDC_NCCL_LIBRARY", FDC_FAKE_NCCL);
+    }
+#else
+    (void)fake;
+#endif
+  }
+  std::optional<ScopedEnv> devices, nccl;
+};
+
+TEST_P(CudaBackendTest, TensorParallelGathersAndSums) {
+  ScopedEnv poison("FDC_CUDA_POISON", "1");
+  TensorParallelEnv env(fake());
+  std::string skip;
+  std::unique_ptr<Model> model = loadTensorParallel(checkpoint.path(), skip);
+  if (!skip.empty())
+    GTEST_SKIP() << skip;
+  ASSERT_TRUE(model);
+  EXPECT_EQ(model->tensorParallel(), 2);
+  EXPECT_EQ(model->vocabSize(), 2 * kVocab);
+
+  // Two requests, so the gather moves several rows.
+  Engine engine(*model);
+  std::map<int32_t, std::vector<std::vector<float>>> logits;
+  auto submit = [&](std::vector<int32_t> prompt, int64_t maxNew) {
+    GenerationRequest r;
+    int32_t first = prompt[0];
+    r.prompt = std::move(prompt);
+    r.maxNewTokens = maxNew;
+    r.onToken = [&logits, first](int32_t, const float *row) {
+      logits[first].emplace_back(row, row + 2 * kVocab);
+    };
+    Expected<RequestId> id = engine.submit(std::move(r));
+    EXPECT_TRUE(id) << id.error().message();
+  };
+  submit({1, 2, 3}, 4);
+  submit({20, 21}, 3);
+  std::vector<GenerationResult> results = engine.runToCompletion();
+  ASSERT_EQ(results.size(), 2u);
+  for (const GenerationResult &r : results) {
+    EXPECT_EQ(r.reason, FinishReason::Length) << r.error;
+    std::vector<int32_t> tokens = {4, 5, 6, 7};
+    if (r.tokens.size() != 4)
+      tokens = {22, 23, 24};
+    EXPECT_EQ(r.tokens, tokens);
+  }
+  // Rank r's logits of a row: one-hot of next, w[0] of the rank (0.5, 2) at
+  // 30, the slot's K sum at 31; gathered into columns [32 r, 32 r + 32),
+  // then doubled by the sum over the two ranks.
+  auto expected = [](int32_t next, float kSum) {
+    std::vector<float> row(2 * kVocab, 0.0f);
+    for (int r = 0; r < 2; ++r) {
+      row[r * kVocab + next] = 2;
+      row[r * kVocab + 30] += 2 * (r == 0 ? 0.5f : 2.0f);
+      row[r * kVocab + 31] += 2 * kSum;
+    }
+    return row;
+  };
+  ASSERT_EQ(logits[1].size(), 4u);
+  EXPECT_EQ(logits[1][0], expected(4, 1 + 2 + 3));
+  EXPECT_EQ(logits[1][3], expected(7, 1 + 2 + 3 + 4 + 5 + 6));
+  ASSERT_EQ(logits[20].size(), 3u);
+  EXPECT_EQ(logits[20][2], expected(24, 20 + 21 + 22 + 23));
+}
+
+TEST_P(CudaBackendTest, TensorParallelRankFailureAbortsTheGroup) {
+  TensorParallelEnv env(fake());
+  std::string skip;
+  std::unique_ptr<Model> model = loadTensorParallel(checkpoint.path(), skip);
+  if (!skip.empty())
+    GTEST_SKIP() << skip;
+  ASSERT_TRUE(model);
+  EXPECT_EQ(generate(*model, {1}, 2).tokens, (std::vector<int32_t>{2, 3}));
+  {
+    // Rank 1 fails before its collectives, which rank 0 waits for on the
+    // GPU: the abort frees it.
+    ScopedEnv mode("FDC_TEST_CUDA_STEP", "unknown_kernel");
+    GenerationResult result = generate(*model, {1}, 2);
+    EXPECT_EQ(result.reason, FinishReason::Error);
+    EXPECT_EQ(result.error,
+              "tensor-parallel rank 1 of 2 failed: the model step launched "
+              "kernel 'fdc_test_not_in_manifest', which the manifest's "
+              "\"kernels\" does not list");
+  }
+  GenerationResult result = generate(*model, {1}, 2);
+  EXPECT_EQ(result.reason, FinishReason::Error);
+  EXPECT_CONTAINS(result.error, "tensor-parallel group aborted: tensor-"
+                                "parallel rank 1 of 2 failed: ");
+}
+
 INSTANTIATE_TEST_SUITE_P(Fake, CudaBackendTest, ::testing::Values(Driver::Fake),
                          driverName);
 INSTANTIATE_TEST_SUITE_P(Gpu, CudaBackendTest, ::testing::Values(Driver::Real),
@@ -556,6 +674,125 @@ TEST_F(CudaFakeDriverTest, ReleasesEverything) {
   expectNothingLeaked();
   // A failure after the context was made releases it too.
   EXPECT_NE(loadError(FDC_TEST_CUDA_EXTRA_KERNEL), "");
+  expectNothingLeaked();
+}
+
+TEST_F(CudaFakeDriverTest, TensorParallelNeedsADeviceForEveryRank) {
+  EXPECT_EQ(loadError(FDC_TEST_CUDA_TP),
+            "tensor-parallel rank 1 of 2: CUDA device 1 does not exist: the "
+            "machine has 1 CUDA device (FDC_CUDA_DEVICE chooses one)");
+  ScopedEnv devices("FDC_FAKE_CUDA_DEVICES", "2");
+  ScopedEnv device("FDC_CUDA_DEVICE", "1");
+  EXPECT_EQ(loadError(FDC_TEST_CUDA_TP),
+            "tensor-parallel rank 1 of 2: CUDA device 2 does not exist: the "
+            "machine has 2 CUDA devices (FDC_CUDA_DEVICE chooses one)");
+  expectNothingLeaked();
+}
+
+TEST_F(CudaFakeDriverTest, TensorParallelNeedsNccl) {
+  ScopedEnv devices("FDC_FAKE_CUDA_DEVICES", "2");
+  {
+    ScopedEnv nccl("FDC_NCCL_LIBRARY", "/nonexistent/libnccl.so.2");
+    std::string message = loadError(FDC_TEST_CUDA_TP);
+    EXPECT_EQ(message.rfind("tensor-parallel group of 2 ranks: cannot load "
+                            "NCCL /nonexistent/libnccl.so.2: ",
+                            0),
+              0u)
+        << message;
+    EXPECT_CONTAINS(message, "pip install nvidia-nccl-cu13");
+    EXPECT_CONTAINS(message, "set FDC_NCCL_LIBRARY to its libnccl.so.2");
+  }
+  {
+    // A library that is not NCCL.
+    ScopedEnv nccl("FDC_NCCL_LIBRARY", FDC_FAKE_CUDA_DRIVER);
+    EXPECT_EQ(loadError(FDC_TEST_CUDA_TP),
+              std::string("tensor-parallel group of 2 ranks: NCCL ") +
+                  FDC_FAKE_CUDA_DRIVER +
+                  " lacks ncclGetVersion (NCCL 2.4 or newer is needed)");
+  }
+  expectNothingLeaked();
+}
+
+TEST_F(CudaFakeDriverTest, CollectiveGroupNeedsDistinctGpuBackends) {
+  Expected<std::unique_ptr<ModelLibrary>> library =
+      ModelLibrary::open(FDC_TEST_CUDA_TP);
+  ASSERT_TRUE(library) << library.error().message();
+  Expected<std::unique_ptr<DeviceBackend>> a =
+      createDeviceBackend(**library, 0);
+  Expected<std::unique_ptr<DeviceBackend>> b =
+      createDeviceBackend(**library, 0);
+  ASSERT_TRUE(a && b);
+  EXPECT_EQ((*a)->deviceOrdinal(), 0);
+  Expected<std::unique_ptr<CollectiveGroup>> group =
+      createDeviceCollectiveGroup({a->get(), b->get()});
+  ASSERT_FALSE(group);
+  EXPECT_EQ(group.error().message(),
+            "tensor-parallel ranks 0 and 1 are both on CUDA device 0 (each "
+            "rank needs a device of its own)");
+  group = createDeviceCollectiveGroup({a->get(), nullptr});
+  ASSERT_FALSE(group);
+  EXPECT_EQ(group.error().message(),
+            "tensor-parallel rank 1 has no GPU backend of this runtime");
+  group = createDeviceCollectiveGroup({});
+  ASSERT_FALSE(group);
+  EXPECT_EQ(group.error().message(),
+            "a tensor-parallel group has 1 to 64 ranks, not 0");
+}
+
+TEST_F(CudaFakeDriverTest, NcclFailuresAtLoad) {
+  ScopedEnv devices("FDC_FAKE_CUDA_DEVICES", "2");
+  ScopedEnv nccl("FDC_NCCL_LIBRARY", FDC_FAKE_NCCL);
+  {
+    ScopedEnv fail("FDC_FAKE_NCCL_INIT_FAIL", "1");
+    EXPECT_EQ(loadError(FDC_TEST_CUDA_TP),
+              std::string("tensor-parallel group of 2 ranks: "
+                          "ncclCommInitAll(CUDA devices 0, 1) failed: "
+                          "unhandled system error (fake) (ncclResult_t 2) "
+                          "(NCCL ") +
+                  FDC_FAKE_NCCL + ")");
+  }
+  {
+    ScopedEnv fail("FDC_FAKE_NCCL_ASYNC_ERROR", "1");
+    EXPECT_EQ(loadError(FDC_TEST_CUDA_TP),
+              std::string("tensor-parallel group of 2 ranks: the NCCL warm-up "
+                          "failed on rank 0: remote process exited or there "
+                          "was a network error (fake) (ncclResult_t 6) (CUDA "
+                          "devices 0, 1, NCCL ") +
+                  FDC_FAKE_NCCL + ")");
+  }
+  expectNothingLeaked();
+}
+
+TEST_F(CudaFakeDriverTest, NcclAsynchronousErrorFailsTheStep) {
+  ScopedEnv devices("FDC_FAKE_CUDA_DEVICES", "2");
+  ScopedEnv nccl("FDC_NCCL_LIBRARY", FDC_FAKE_NCCL);
+  {
+    Expected<std::unique_ptr<Model>> model = load(FDC_TEST_CUDA_TP);
+    ASSERT_TRUE(model) << model.error().message();
+    EXPECT_EQ(generate(**model, {1}, 1).tokens, (std::vector<int32_t>{2}));
+    ScopedEnv fail("FDC_FAKE_NCCL_ASYNC_ERROR", "1");
+    GenerationResult result = generate(**model, {1}, 1);
+    EXPECT_EQ(result.reason, FinishReason::Error);
+    EXPECT_EQ(result.error, "tensor-parallel rank 0: NCCL error: remote "
+                            "process exited or there was a network error "
+                            "(fake) (ncclResult_t 6)");
+  }
+  expectNothingLeaked();
+}
+
+TEST_F(CudaFakeDriverTest, TensorParallelReleasesEverything) {
+  ScopedEnv devices("FDC_FAKE_CUDA_DEVICES", "2");
+  ScopedEnv nccl("FDC_NCCL_LIBRARY", FDC_FAKE_NCCL);
+  {
+    Expected<std::unique_ptr<Model>> model = load(FDC_TEST_CUDA_TP);
+    ASSERT_TRUE(model) << model.error().message();
+    FakeCudaStats stats = fakeStats();
+    // Six buffers, a module and a stream per rank (the warm-up's freed).
+    EXPECT_EQ(stats.liveAllocations, 12);
+    EXPECT_EQ(stats.liveModules, 2);
+    EXPECT_EQ(stats.liveStreams, 2);
+    EXPECT_EQ(generate(**model, {3}, 2).tokens, (std::vector<int32_t>{4, 5}));
+  }
   expectNothingLeaked();
 }
 

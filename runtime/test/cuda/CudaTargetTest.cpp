@@ -194,10 +194,13 @@ TEST(CudaTargetTest, HostStyleCudaLibraryWithoutImages) {
 }
 
 TEST(CudaTargetTest, StepArgsLayout) {
-  // The ABI: every field 8 bytes, scratch at [14], device at [15].
-  EXPECT_EQ(sizeof(FdcStepArgs), 16u * 8);
+  // The ABI: every field 8 bytes, scratch at [14], device at [15],
+  // collective at [16].
+  EXPECT_EQ(sizeof(FdcStepArgs), 17u * 8);
   EXPECT_EQ(offsetof(FdcStepArgs, scratch), 14u * 8);
   EXPECT_EQ(offsetof(FdcStepArgs, device), 15u * 8);
+  EXPECT_EQ(offsetof(FdcStepArgs, collective), 16u * 8);
+  EXPECT_EQ(sizeof(FdcCollectiveApi), 5u * 8);
 }
 
 } // namespace

@@ -46,6 +46,8 @@ typedef struct FakeCudaStats {
 } FakeCudaStats;
 
 static FakeCudaStats stats;
+/* The counters a step updates: tensor-parallel ranks step on threads. */
+#define COUNT(counter, n) __atomic_fetch_add(&(counter), (n), __ATOMIC_RELAXED)
 
 /* Copies the counters to `out` (a FakeCudaStats); void * so the tests can
  * declare their own copy of the struct. */
@@ -223,7 +225,7 @@ static CUresult copyToDevice(CUdeviceptr dst, const void *src, size_t bytes) {
   if (!fakeInBounds((void *)(uintptr_t)dst, bytes))
     return CUDA_ERROR_INVALID_VALUE;
   memcpy((void *)(uintptr_t)dst, src, bytes);
-  stats.bytesToDevice += (int64_t)bytes;
+  COUNT(stats.bytesToDevice, (int64_t)bytes);
   return CUDA_SUCCESS;
 }
 
@@ -241,7 +243,34 @@ EXPORT CUresult CUDAAPI cuMemcpyDtoHAsync_v2(void *dst, CUdeviceptr src,
   if (!fakeInBounds((void *)(uintptr_t)src, bytes))
     return CUDA_ERROR_INVALID_VALUE;
   memcpy(dst, (void *)(uintptr_t)src, bytes);
-  stats.bytesToHost += (int64_t)bytes;
+  COUNT(stats.bytesToHost, (int64_t)bytes);
+  return CUDA_SUCCESS;
+}
+
+/* Device to device only (what the NCCL group's gather uses). */
+EXPORT CUresult CUDAAPI cuMemcpy2DAsync_v2(const CUDA_MEMCPY2D *copy,
+                                           CUstream stream) {
+  (void)stream;
+  if (fakeFaulted())
+    return CUDA_ERROR_ILLEGAL_ADDRESS;
+  if (copy->srcMemoryType != CU_MEMORYTYPE_DEVICE ||
+      copy->dstMemoryType != CU_MEMORYTYPE_DEVICE || copy->srcXInBytes ||
+      copy->srcY || copy->dstXInBytes || copy->dstY ||
+      copy->srcPitch < copy->WidthInBytes ||
+      copy->dstPitch < copy->WidthInBytes)
+    return CUDA_ERROR_INVALID_VALUE;
+  if (copy->Height == 0 || copy->WidthInBytes == 0)
+    return CUDA_SUCCESS;
+  size_t last = copy->Height - 1;
+  if (!fakeInBounds((void *)(uintptr_t)copy->srcDevice,
+                    last * copy->srcPitch + copy->WidthInBytes) ||
+      !fakeInBounds((void *)(uintptr_t)copy->dstDevice,
+                    last * copy->dstPitch + copy->WidthInBytes))
+    return CUDA_ERROR_INVALID_VALUE;
+  for (size_t row = 0; row < copy->Height; ++row)
+    memcpy((uint8_t *)(uintptr_t)copy->dstDevice + row * copy->dstPitch,
+           (const uint8_t *)(uintptr_t)copy->srcDevice + row * copy->srcPitch,
+           copy->WidthInBytes);
   return CUDA_SUCCESS;
 }
 
@@ -381,7 +410,7 @@ EXPORT CUresult CUDAAPI cuFuncSetAttribute(CUfunction function,
                                            CUfunction_attribute attribute,
                                            int value) {
   FakeFunction *f = (FakeFunction *)function;
-  ++stats.setAttributeCalls;
+  COUNT(stats.setAttributeCalls, 1);
   if (attribute != CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES ||
       value > 227 * 1024)
     return CUDA_ERROR_INVALID_VALUE;
@@ -408,7 +437,7 @@ EXPORT CUresult CUDAAPI cuLaunchKernel(CUfunction function, unsigned int gridX,
     return CUDA_ERROR_INVALID_VALUE;
   if (fakeFaulted())
     return CUDA_ERROR_ILLEGAL_ADDRESS;
-  ++stats.launches;
+  COUNT(stats.launches, 1);
   fakeRunKernel(f->name, gridX, params);
   return CUDA_SUCCESS;
 }

@@ -21,7 +21,8 @@
 
 #include <string.h>
 
-static void testGpuStep(const FdcStepArgs *a, const char *mode, int64_t vocab) {
+/* Returns non-zero when a launch failed. */
+static int testGpuStep(const FdcStepArgs *a, const char *mode, int64_t vocab) {
   const FdcDeviceApi *device = a->device;
   if (!mode)
     mode = "";
@@ -39,9 +40,9 @@ static void testGpuStep(const FdcStepArgs *a, const char *mode, int64_t vocab) {
                          (void *)&a->max_context};
   if (device->launch(device->context, "fdc_test_store_kv", batch, 1, 1, 1, 1, 1,
                      shared, storeParams))
-    return;
+    return 1;
   if (strcmp(mode, "skip_next_token") == 0)
-    return;
+    return 0;
 
   if (strcmp(mode, "bad_pointer_last") == 0)
     scratch = (char *)scratch + ((int64_t)1 << 40);
@@ -53,8 +54,8 @@ static void testGpuStep(const FdcStepArgs *a, const char *mode, int64_t vocab) {
                          ? "fdc_test_not_in_manifest"
                          : "fdc_test_next_token";
   uint32_t block = strcmp(mode, "bad_block") == 0 ? 4096 : 32;
-  device->launch(device->context, name, batch, 1, 1, block, 1, 1, 0,
-                 nextParams);
+  return device->launch(device->context, name, batch, 1, 1, block, 1, 1, 0,
+                        nextParams);
 }
 
 #endif /* FDC_RUNTIME_TEST_FAKE_TESTGPUSTEP_H */

@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "fdc/runtime/hip/HipBackend.h"
+#include "fdc/runtime/Collective.h"
 #include "fdc/runtime/Engine.h"
 #include "fdc/runtime/ModelLibrary.h"
 #include "fdc/runtime/RunCommand.h"
@@ -541,6 +542,24 @@ TEST_F(HipBackendTest, RunCommand) {
   std::string out = testing::internal::GetCapturedStdout();
   EXPECT_EQ(rc, 0);
   EXPECT_CONTAINS(out, "ids: 8,9,10\n");
+}
+
+TEST_F(HipBackendTest, TensorParallelIsNotSupportedYet) {
+  ScopedEnv devices("FDC_FAKE_HIP_DEVICES", "2");
+  Expected<std::unique_ptr<ModelLibrary>> library =
+      ModelLibrary::open(FDC_TEST_HIP);
+  ASSERT_TRUE(library) << library.error().message();
+  Expected<std::unique_ptr<DeviceBackend>> a =
+      createDeviceBackend(**library, 0);
+  Expected<std::unique_ptr<DeviceBackend>> b =
+      createDeviceBackend(**library, 1);
+  ASSERT_TRUE(a && b);
+  EXPECT_EQ((*b)->deviceOrdinal(), 1);
+  Expected<std::unique_ptr<CollectiveGroup>> group =
+      createDeviceCollectiveGroup({a->get(), b->get()});
+  ASSERT_FALSE(group);
+  EXPECT_EQ(group.error().message(),
+            "tensor parallelism on ROCm (RCCL) is not supported yet");
 }
 
 #endif // FDC_FAKE_HIP_RUNTIME

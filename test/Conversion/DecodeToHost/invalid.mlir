@@ -59,14 +59,14 @@ decode.model @append_twice attributes {config = {vocab_size = 8 : i64}} {
 
 // -----
 
-// The host runs one rank.
-decode.model @all_reduce attributes {config = {vocab_size = 8 : i64}} {
+// The collectives sum.
+decode.model @all_reduce attributes {config = {vocab_size = 8 : i64}, tensor_parallel = 2 : i64} {
   decode.weight @emb : tensor<16x8xf32> {offset = 0 : i64}
   func.func @step(%tokens: tensor<?xi32>, %positions: tensor<?xi32>, %slots: tensor<?xi32>, %temperature: tensor<?xf32>, %top_k: tensor<?xi32>, %top_p: tensor<?xf32>, %uniform: tensor<?xf32>, %cache: !decode.kv_cache<layers = 1, kv_heads = 1, head_dim = 4, f32>) -> (tensor<?x8xf32>, tensor<?xi32>, !decode.kv_cache<layers = 1, kv_heads = 1, head_dim = 4, f32>) {
     %e = decode.weight_ref @emb : tensor<16x8xf32>
     %x = decode.embedding %e[%tokens] : tensor<16x8xf32>, tensor<?xi32> -> tensor<?x8xf32>
-    // expected-error @+1 {{'decode.all_reduce' op the host target runs one rank; group_size must be 1}}
-    %r = decode.all_reduce sum %x {group_size = 2 : i64} : tensor<?x8xf32>
+    // expected-error @+1 {{'decode.all_reduce' op only sum all-reduces are supported by the host lowering}}
+    %r = decode.all_reduce max %x {group_size = 2 : i64} : tensor<?x8xf32>
     return %r, %tokens, %cache : tensor<?x8xf32>, tensor<?xi32>, !decode.kv_cache<layers = 1, kv_heads = 1, head_dim = 4, f32>
   }
 }

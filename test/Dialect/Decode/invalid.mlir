@@ -665,3 +665,98 @@ func.func @f(%x: tensor<?x128xf16>, %w: !decode.tiled_csl<512x128xf16, tile = 12
   %0 = decode.sparse_linear %x, %w residual %r {activation = #decode<activation silu_gate_up>} : tensor<?x128xf16>, !decode.tiled_csl<512x128xf16, tile = 128x64>, tensor<?x512xf16> -> tensor<?x512xf16>
   return
 }
+
+// -----
+
+func.func @f(%x: tensor<?x8xf32>, %r: tensor<?x8xbf16>) {
+  // expected-error @+1 {{'decode.all_reduce' op residual type 'tensor<?x8xbf16>' must be the input's 'tensor<?x8xf32>'}}
+  %0 = decode.all_reduce sum %x residual %r {group_size = 2 : i64} : tensor<?x8xf32>, tensor<?x8xbf16>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<?x8xf32>) {
+  // expected-error @+1 {{'decode.all_gather' op result 'tensor<?x8xf32>' must be [M, 8 * 2] for input 'tensor<?x8xf32>'}}
+  %0 = decode.all_gather %x {group_size = 2 : i64} : tensor<?x8xf32> -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<?x8xf32>) {
+  // expected-error @+1 {{'decode.all_gather' op result element type 'bf16' must be the input's 'f32'}}
+  %0 = decode.all_gather %x {group_size = 2 : i64} : tensor<?x8xf32> -> tensor<?x16xbf16>
+  return
+}
+
+// -----
+
+decode.model @m attributes {config = {}} {
+  // expected-error @+1 {{#decode.shard: a source of 7 rows does not split into 2 equal parts}}
+  decode.weight @w shard <dim = 0, ranks = 2, source_rows = [7]> : tensor<3x4xf32>
+}
+
+// -----
+
+decode.model @m attributes {config = {}} {
+  // expected-error @+1 {{#decode.shard ranks must be in [2, 64], got 1}}
+  decode.weight @w shard <dim = 1, ranks = 1, source_rows = [4]> : tensor<4x4xf32>
+}
+
+// -----
+
+decode.model @m attributes {config = {}} {
+  // expected-error @+1 {{'decode.weight' op weight @w has 2 source(s) but its shard lists 1 source row counts}}
+  decode.weight @w = concat ["a", "b"] shard <dim = 0, ranks = 2, source_rows = [8]> : tensor<4x4xf32>
+}
+
+// -----
+
+decode.model @m attributes {config = {}} {
+  // expected-error @+1 {{'decode.weight' op weight @w has 3 rows, its shard of the sources gives 4}}
+  decode.weight @w = concat ["a", "b"] shard <dim = 0, ranks = 2, source_rows = [4, 4]> : tensor<3x4xf32>
+}
+
+// -----
+
+decode.model @m attributes {config = {}} {
+  // expected-error @+1 {{'decode.weight' op weight @w: only a 2-D tensor weight can be sharded, got 'tensor<4xf32>'}}
+  decode.weight @w shard <dim = 0, ranks = 2, source_rows = [8]> : tensor<4xf32>
+}
+
+// -----
+
+decode.model @m attributes {config = {vocab_size = 8 : i64}, tensor_parallel = 4 : i64} {
+  // expected-error @+1 {{'decode.weight' op weight @w is sharded over 2 ranks, the model's tensor_parallel is 4}}
+  decode.weight @w shard <dim = 0, ranks = 2, source_rows = [8]> : tensor<4x8xf32>
+  func.func @step(%tokens: tensor<?xi32>, %positions: tensor<?xi32>, %slots: tensor<?xi32>, %temperature: tensor<?xf32>, %top_k: tensor<?xi32>, %top_p: tensor<?xf32>, %uniform: tensor<?xf32>, %cache: !decode.kv_cache<layers = 1, kv_heads = 1, head_dim = 4, f32>) -> (tensor<?x8xf32>, tensor<?xi32>, !decode.kv_cache<layers = 1, kv_heads = 1, head_dim = 4, f32>) {
+    %l = arith.constant dense<0.0> : tensor<1x8xf32>
+    %c = tensor.cast %l : tensor<1x8xf32> to tensor<?x8xf32>
+    return %c, %tokens, %cache : tensor<?x8xf32>, tensor<?xi32>, !decode.kv_cache<layers = 1, kv_heads = 1, head_dim = 4, f32>
+  }
+}
+
+// -----
+
+decode.model @m attributes {config = {vocab_size = 8 : i64}, tensor_parallel = 2 : i64} {
+  decode.weight @w : tensor<8x8xf32>
+  func.func @step(%tokens: tensor<?xi32>, %positions: tensor<?xi32>, %slots: tensor<?xi32>, %temperature: tensor<?xf32>, %top_k: tensor<?xi32>, %top_p: tensor<?xf32>, %uniform: tensor<?xf32>, %cache: !decode.kv_cache<layers = 1, kv_heads = 1, head_dim = 4, f32>) -> (tensor<?x8xf32>, tensor<?xi32>, !decode.kv_cache<layers = 1, kv_heads = 1, head_dim = 4, f32>) {
+    %w = decode.weight_ref @w : tensor<8x8xf32>
+    %x = decode.embedding %w[%tokens] : tensor<8x8xf32>, tensor<?xi32> -> tensor<?x8xf32>
+    // expected-error @+1 {{'decode.all_reduce' op group_size 4 must be the model's tensor_parallel 2}}
+    %r = decode.all_reduce sum %x {group_size = 4 : i64} : tensor<?x8xf32>
+    return %r, %tokens, %cache : tensor<?x8xf32>, tensor<?xi32>, !decode.kv_cache<layers = 1, kv_heads = 1, head_dim = 4, f32>
+  }
+}
+
+// -----
+
+// expected-error @+1 {{'decode.model' op tensor_parallel must be in [1, 64], got 0}}
+decode.model @m attributes {config = {vocab_size = 8 : i64}, tensor_parallel = 0 : i64} {
+  func.func @step(%tokens: tensor<?xi32>, %positions: tensor<?xi32>, %slots: tensor<?xi32>, %temperature: tensor<?xf32>, %top_k: tensor<?xi32>, %top_p: tensor<?xf32>, %uniform: tensor<?xf32>, %cache: !decode.kv_cache<layers = 1, kv_heads = 1, head_dim = 4, f32>) -> (tensor<?x8xf32>, tensor<?xi32>, !decode.kv_cache<layers = 1, kv_heads = 1, head_dim = 4, f32>) {
+    %l = arith.constant dense<0.0> : tensor<1x8xf32>
+    %c = tensor.cast %l : tensor<1x8xf32> to tensor<?x8xf32>
+    return %c, %tokens, %cache : tensor<?x8xf32>, tensor<?xi32>, !decode.kv_cache<layers = 1, kv_heads = 1, head_dim = 4, f32>
+  }
+}

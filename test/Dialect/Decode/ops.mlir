@@ -96,5 +96,9 @@ func.func @other_ops(%x: tensor<?x4096xbf16>, %w: tensor<4096x4096xbf16>,
   %5 = decode.all_reduce sum %0 {group_size = 2 : i64} : tensor<?x4096xbf16>
   // CHECK: decode.all_reduce max %{{.*}} : tensor<?x4096xbf16>
   %6 = decode.all_reduce max %0 : tensor<?x4096xbf16>
+  // CHECK: decode.all_reduce sum %{{.*}} residual %{{.*}} {group_size = 2 : i64} : tensor<?x4096xbf16>, tensor<?x4096xbf16>
+  %8 = decode.all_reduce sum %0 residual %1 {group_size = 2 : i64} : tensor<?x4096xbf16>, tensor<?x4096xbf16>
+  // CHECK: decode.all_gather %{{.*}} {group_size = 2 : i64} : tensor<?x4096xbf16> -> tensor<?x8192xbf16>
+  %9 = decode.all_gather %0 {group_size = 2 : i64} : tensor<?x4096xbf16> -> tensor<?x8192xbf16>
   return
 }

@@ -25,9 +25,29 @@ enum StepField : int64_t {
   kStepTokens = 5, // then positions, slots, temperature, top_k, top_p, uniform
   kStepLogits = 12,
   kStepNextTokens = 13,
-  kStepScratch = 14, // GPU targets
-  kStepDevice = 15,  // GPU targets: const FdcDeviceApi *
+  kStepScratch = 14,    // GPU targets
+  kStepDevice = 15,     // GPU targets: const FdcDeviceApi *
+  kStepCollective = 16, // tensor-parallel libraries: const FdcCollectiveApi *
 };
+
+/// Field indices of FdcCollectiveApi (8 bytes each).
+enum CollectiveField : int64_t {
+  kCollectiveContext = 0,
+  kCollectiveRank = 1,
+  kCollectiveRanks = 2,
+  kCollectiveAllReduceSum = 3,
+  kCollectiveAllGatherColumns = 4,
+};
+
+/// FDC_DTYPE_* of a collective's element type (f32, f16 or bf16).
+int64_t getCollectiveDType(mlir::Type element);
+
+/// Calls collective function `field` of the FdcCollectiveApi that the
+/// FdcStepArgs at `args` points to, with the context first and then
+/// `operands` (pointers and i64s); returns the i32 result. Emitted where `b`
+/// stands.
+mlir::Value callCollective(mlir::ImplicitLocOpBuilder &b, mlir::Value args,
+                           CollectiveField field, mlir::ValueRange operands);
 
 /// Loads field `field` of the FdcStepArgs at `args` as `type`.
 mlir::Value loadStepField(mlir::ImplicitLocOpBuilder &b, mlir::Value args,

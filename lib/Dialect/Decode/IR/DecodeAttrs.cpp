@@ -85,6 +85,28 @@ LogicalResult SoftmaxAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   return success();
 }
 
+LogicalResult ShardAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                int64_t dim, int64_t ranks,
+                                DenseI64ArrayAttr sourceRows) {
+  if (dim != 0 && dim != 1)
+    return emitError() << "#decode.shard dim must be 0 or 1, got " << dim;
+  if (ranks < 2 || ranks > 64)
+    return emitError() << "#decode.shard ranks must be in [2, 64], got "
+                       << ranks;
+  if (!sourceRows || sourceRows.empty())
+    return emitError() << "#decode.shard needs source_rows";
+  for (int64_t rows : sourceRows.asArrayRef()) {
+    if (rows < 1)
+      return emitError() << "#decode.shard source_rows must be positive, got "
+                         << rows;
+    if (dim == 0 && rows % ranks != 0)
+      return emitError() << "#decode.shard: a source of " << rows
+                         << " rows does not split into " << ranks
+                         << " equal parts";
+  }
+  return success();
+}
+
 LogicalResult
 KernelDispatchAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                            DenseI64ArrayAttr maxBatch, ArrayAttr kernels) {

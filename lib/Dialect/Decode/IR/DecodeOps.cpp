@@ -243,8 +243,9 @@ LogicalResult checkEmbeddingTable(EmbeddingOp op, int64_t vocab,
 class StepBodyVerifier {
 public:
   StepBodyVerifier(ModelOp model, func::FuncOp step, int64_t vocab)
-      : step(step), vocab(vocab), vocabFromConfig(static_cast<bool>(
-                                      model.getConfig().get("vocab_size"))) {
+      : step(step), vocab(vocab),
+        vocabFromConfig(static_cast<bool>(model.getConfig().get("vocab_size"))),
+        ranks(static_cast<int64_t>(model.getTensorParallel())) {
     for (BlockArgument arg : step.getArguments())
       if (isa<RankedTensorType>(arg.getType()))
         perSequence.insert(arg);
@@ -343,9 +344,26 @@ private:
                                           sample.getUniform(), kUniformArg)));
         })
         .Case([&](AllReduceOp reduce) {
-          return activation(op, "input", reduce.getInput());
+          return success(
+              succeeded(activation(op, "input", reduce.getInput())) &&
+              succeeded(activation(op, "residual", reduce.getResidual())) &&
+              succeeded(groupSize(op, reduce.getGroupSize())));
+        })
+        .Case([&](AllGatherOp gather) {
+          return success(
+              succeeded(activation(op, "input", gather.getInput())) &&
+              succeeded(groupSize(op, gather.getGroupSize())));
         })
         .Default([](Operation *) { return success(); });
+  }
+
+  /// A collective spans the model's tensor-parallel group.
+  LogicalResult groupSize(Operation *op, int64_t size) {
+    if (size == ranks)
+      return success();
+    return op->emitOpError()
+           << "group_size " << size << " must be the model's tensor_parallel "
+           << ranks;
   }
 
   /// `value` (an optional operand when null) must be computed per sequence.
@@ -426,6 +444,8 @@ private:
   func::FuncOp step;
   int64_t vocab;
   bool vocabFromConfig;
+  /// The model's tensor_parallel.
+  int64_t ranks;
   /// The step's tensor arguments and every value computed from them.
   llvm::DenseSet<Value> perSequence;
 };
@@ -445,6 +465,17 @@ LogicalResult ModelOp::verifyRegions() {
     return step.emitOpError() << "step function must have a body";
   if (failed(verifyConfig(*this)))
     return failure();
+  int64_t ranks = static_cast<int64_t>(getTensorParallel());
+  if (ranks < 1 || ranks > 64)
+    return emitOpError() << "tensor_parallel must be in [1, 64], got " << ranks;
+  for (auto weight : getBody().front().getOps<WeightOp>()) {
+    std::optional<ShardAttr> shard = weight.getShard();
+    if (shard && shard->getRanks() != ranks)
+      return weight.emitOpError()
+             << "weight @" << weight.getSymName() << " is sharded over "
+             << shard->getRanks() << " ranks, the model's tensor_parallel is "
+             << ranks;
+  }
 
   MLIRContext *ctx = getContext();
   Type i32 = IntegerType::get(ctx, 32), f32 = Float32Type::get(ctx);
@@ -527,6 +558,27 @@ LogicalResult WeightOp::verify() {
     if (sources->empty())
       return emitOpError() << "weight @" << getSymName()
                            << " concatenates no sources";
+  }
+  if (std::optional<ShardAttr> shard = getShard()) {
+    auto tensor = dyn_cast<RankedTensorType>(type);
+    if (!tensor || tensor.getRank() != 2)
+      return emitOpError() << "weight @" << getSymName()
+                           << ": only a 2-D tensor weight can be sharded, got "
+                           << type;
+    ArrayRef<int64_t> sourceRows = shard->getSourceRows().asArrayRef();
+    size_t sourceCount = getSources() ? getSources()->size() : 1;
+    if (sourceRows.size() != sourceCount)
+      return emitOpError() << "weight @" << getSymName() << " has "
+                           << sourceCount << " source(s) but its shard lists "
+                           << sourceRows.size() << " source row counts";
+    int64_t rows = 0;
+    for (int64_t sourceRowCount : sourceRows)
+      rows += shard->getDim() == 0 ? sourceRowCount / shard->getRanks()
+                                   : sourceRowCount;
+    if (rows != tensor.getDimSize(0))
+      return emitOpError() << "weight @" << getSymName() << " has "
+                           << tensor.getDimSize(0)
+                           << " rows, its shard of the sources gives " << rows;
   }
   return success();
 }
@@ -797,5 +849,31 @@ LogicalResult AllReduceOp::verify() {
   if (static_cast<int64_t>(getGroupSize()) < 1)
     return emitOpError() << "group_size must be at least 1, got "
                          << static_cast<int64_t>(getGroupSize());
+  if (Value residual = getResidual())
+    if (residual.getType() != getInput().getType())
+      return emitOpError() << "residual type " << residual.getType()
+                           << " must be the input's " << getInput().getType();
+  return success();
+}
+
+LogicalResult AllGatherOp::verify() {
+  int64_t ranks = static_cast<int64_t>(getGroupSize());
+  if (ranks < 1)
+    return emitOpError() << "group_size must be at least 1, got " << ranks;
+  auto input = cast<RankedTensorType>(getInput().getType());
+  auto result = cast<RankedTensorType>(getResult().getType());
+  if (failed(checkRank(*this, "input", input, 2, "[M, n]")) ||
+      failed(checkRank(*this, "result", result, 2, "[M, n * group_size]")) ||
+      failed(checkBatchDim(*this, "input", input)) ||
+      failed(checkBatchDim(*this, "result", result)))
+    return failure();
+  if (input.isDynamicDim(1) || result.isDynamicDim(1) ||
+      result.getDimSize(1) != input.getDimSize(1) * ranks)
+    return emitOpError() << "result " << result << " must be [M, "
+                         << input.getDimSize(1) << " * " << ranks
+                         << "] for input " << input;
+  if (input.getElementType() != result.getElementType())
+    return emitOpError() << "result element type " << result.getElementType()
+                         << " must be the input's " << input.getElementType();
   return success();
 }

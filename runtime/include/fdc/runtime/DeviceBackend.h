@@ -23,6 +23,7 @@
 
 namespace fdc::runtime {
 
+class GpuDevice;
 class ModelLibrary;
 
 class DeviceBackend {
@@ -56,6 +57,12 @@ public:
   /// are allocated), for tracing.
   virtual uint64_t weightsAddress() const = 0;
   virtual uint64_t kvCacheAddress() const = 0;
+  /// The ordinal of the device the backend opened ($FDC_CUDA_DEVICE
+  /// numbering), or -1 when it has none.
+  virtual int deviceOrdinal() const { return -1; }
+  /// The runtime's own GPU device under the backend (lib/GpuDevice.h: what
+  /// createDeviceCollectiveGroup() builds on), or nullptr.
+  virtual GpuDevice *gpuDevice() { return nullptr; }
 };
 
 /// True when `target` names a GPU target some backend could run: it starts

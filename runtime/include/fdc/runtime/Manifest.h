@@ -23,6 +23,17 @@ namespace fdc::runtime {
 /// How a weight is stored in the arena (docs/model-library.md).
 enum class WeightLayout { Dense, Int4, TiledCSL };
 
+/// One piece of a tensor-parallel rank's slice of a weight: rows
+/// [rowBegin, rowEnd) x columns [colBegin, colEnd) of the 2-D checkpoint
+/// tensor `source`.
+struct WeightPiece {
+  std::string source;
+  int64_t rowBegin = 0;
+  int64_t rowEnd = 0;
+  int64_t colBegin = 0;
+  int64_t colEnd = 0;
+};
+
 struct WeightSpec {
   std::string name;
   /// Element type of a dense or tiled_csl weight. An int4 weight (manifest
@@ -44,6 +55,11 @@ struct WeightSpec {
   uint64_t bytes = 0;
   /// Checkpoint tensors concatenated along dimension 0.
   std::vector<std::string> sources;
+  /// Tensor-parallel manifests only: one entry per rank, in rank order (empty
+  /// for a replicated weight, which every rank loads whole from `sources`).
+  /// Rank r's weight (2-D, dense, `shape` the per-rank shape) is the
+  /// concatenation along dimension 0 of its pieces.
+  std::vector<std::vector<WeightPiece>> slices;
 };
 
 struct KVCacheSpec {
@@ -61,6 +77,9 @@ struct KernelSpec {
   std::string op;
 };
 
+/// The most ranks "tensor_parallel" may ask for.
+constexpr int64_t kMaxTensorParallel = 64;
+
 struct Manifest {
   int64_t abiVersion = 0;
   std::string target;
@@ -70,6 +89,10 @@ struct Manifest {
   int64_t vocabSize = 0;
   /// config.max_position_embeddings, or 0 when absent.
   int64_t maxPositionEmbeddings = 0;
+  /// "tensor_parallel": the ranks the library runs as (1 when absent, at most
+  /// kMaxTensorParallel). The weights' shapes, slices and the KV cache are
+  /// each rank's.
+  int64_t tensorParallel = 1;
   KVCacheSpec kvCache;
   uint64_t weightsBytes = 0;
   std::vector<WeightSpec> weights;

@@ -26,7 +26,8 @@ struct ModelOptions {
   /// step buffers.
   int64_t maxStepRows = 0;
   /// For a GPU library: the device ordinal; -1 = the backend's
-  /// $FDC_CUDA_DEVICE / $FDC_HIP_DEVICE, or 0.
+  /// $FDC_CUDA_DEVICE / $FDC_HIP_DEVICE, or 0. A tensor-parallel library's
+  /// rank r runs on this device + r.
   int device = -1;
 };
 
@@ -38,6 +39,14 @@ constexpr int64_t kMaxStepRows = int64_t(1) << 20;
 /// a GPU library ("cuda:...", "rocm:...") the weights, KV cache and step
 /// buffers live on the device, in the DeviceBackend that createDeviceBackend()
 /// picks from the target; the host keeps only the KV-cache slot bookkeeping.
+///
+/// A tensor-parallel library (manifest "tensor_parallel" = N > 1) runs as N
+/// ranks, each with its own weight arena (its slices), KV cache and, for a
+/// GPU library, device backend (device ordinal base + r), joined by a
+/// CollectiveGroup (Collective.h). Every step runs on all ranks at once: rank
+/// 0 on the calling thread, ranks 1..N-1 on worker threads the Model owns.
+/// The accessors below (kvCache(), weights(), deviceBackend()) are rank 0's;
+/// the KV cache's slot bookkeeping stands for every rank.
 class Model {
 public:
   /// Opens the library, loads the weights from the checkpoint at
@@ -48,6 +57,9 @@ public:
   static Expected<std::unique_ptr<Model>>
   create(std::unique_ptr<ModelLibrary> library, const Checkpoint &checkpoint,
          const ModelOptions &options);
+  ~Model();
+  Model(const Model &) = delete;
+  Model &operator=(const Model &) = delete;
 
   const ModelLibrary &library() const { return *lib; }
   const Manifest &manifest() const { return lib->manifest(); }
@@ -60,6 +72,9 @@ public:
   const HostBuffer &weights() const { return weightArena; }
   /// The device side of a GPU library, else nullptr.
   const DeviceBackend *deviceBackend() const { return backend.get(); }
+  /// The ranks the library runs as (manifest "tensor_parallel"; 1 = not
+  /// tensor-parallel).
+  int64_t tensorParallel() const { return manifest().tensorParallel; }
 
   /// Checks the step inputs the generated code indexes with, refusing by
   /// row and value: 1 <= batch <= max_step_rows; no NULL array; token ids
@@ -77,21 +92,34 @@ public:
   /// kv_cache stay null here). Fails for invalid inputs (nothing runs), or for
   /// a GPU library a failed launch or copy, or a fault found at the end of
   /// the step.
+  ///
+  /// A tensor-parallel model runs the step on every rank (the logits and
+  /// next_tokens in `args` are rank 0's) and fails when a rank fails (it
+  /// aborts the group, so the others do not wait for it, and names the
+  /// rank; every later step is refused: "tensor-parallel group aborted:
+  /// ...") or when the ranks' next_tokens disagree.
   Error step(FdcStepArgs &args);
 
 private:
+  struct TensorParallel;
+
   Model(std::unique_ptr<ModelLibrary> library, HostBuffer weights,
-        KVCache cache, int64_t stepRows, std::unique_ptr<DeviceBackend> backend)
-      : lib(std::move(library)), weightArena(std::move(weights)),
-        cache(std::move(cache)), stepRows(stepRows),
-        backend(std::move(backend)) {}
+        KVCache cache, int64_t stepRows, std::unique_ptr<DeviceBackend> backend,
+        std::unique_ptr<TensorParallel> tp);
+
+  /// Model::step of a tensor-parallel model, after the input check.
+  Error stepRanks(FdcStepArgs &args);
 
   std::unique_ptr<ModelLibrary> lib;
   HostBuffer weightArena;
   KVCache cache;
   int64_t stepRows;
-  /// Declared last so it is destroyed before the library it calls into.
+  /// Declared after the library it calls into, so destroyed before it.
   std::unique_ptr<DeviceBackend> backend;
+  /// Ranks 1..N-1, the group and the worker threads of a tensor-parallel
+  /// model (null otherwise); the destructor stops the workers and destroys
+  /// it first.
+  std::unique_ptr<TensorParallel> tp;
 };
 
 } // namespace fdc::runtime

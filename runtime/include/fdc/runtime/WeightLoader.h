@@ -16,8 +16,16 @@ namespace fdc::runtime {
 /// a missing source, another dtype (dense: the weight's own; int4: any of
 /// f32/f16/bf16; tiled_csl: its element type or f32) or a shape that does not
 /// fit, naming the weight (and the source when it has another name).
+///
+/// For a tensor-parallel manifest, loads rank `rank`'s arena: a weight with
+/// slices is the concatenation along dimension 0 of the rank's pieces (each a
+/// row and column range of a 2-D source of the weight's dtype; a column range
+/// is copied row by row), refused naming the weight, rank, piece, source and
+/// range when a piece does not fit its source; a weight without slices is
+/// loaded whole, as above. `rank` must be in [0, tensorParallel).
 Expected<HostBuffer> loadWeights(const Manifest &manifest,
-                                 const Checkpoint &checkpoint);
+                                 const Checkpoint &checkpoint,
+                                 int64_t rank = 0);
 
 } // namespace fdc::runtime
 

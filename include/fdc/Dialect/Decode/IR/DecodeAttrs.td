@@ -177,6 +177,32 @@ def Decode_KernelAttr : AttrDef<Decode_Dialect, "Kernel"> {
   }];
 }
 
+def Decode_ShardAttr : AttrDef<Decode_Dialect, "Shard"> {
+  let mnemonic = "shard";
+  let summary = "one rank's slice of a tensor-parallel weight";
+  let description = [{
+    On a `decode.weight` of a tensor-parallel model (`tensor_parallel = N`
+    on the `decode.model`): the declared type is one rank's slice, and rank
+    r holds, of every source tensor, the r-th of `ranks` equal parts along
+    dimension `dim` (0: rows, a column-parallel linear's output features or
+    the LM head's vocabulary; 1: columns, a row-parallel linear's input
+    features). `source_rows` are the whole sources' row counts, in `concat`
+    order (one entry for a weight of one source): with `dim = 0` each source
+    is split on its own, so gate and up stay paired in a fused gate-up
+    weight. `decode-shard-tensor-parallel` writes it; the model library's
+    manifest names each rank's slices from it.
+
+    ```mlir
+    decode.weight @"w.gate_up" = concat ["w.gate", "w.up"]
+        shard #decode.shard<dim = 0, ranks = 2, source_rows = [11008, 11008]>
+        : tensor<11008x4096xbf16>
+    ```
+  }];
+  let parameters = (ins "int64_t":$dim, "int64_t":$ranks,
+                        "::mlir::DenseI64ArrayAttr":$source_rows);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
 
 def Decode_KernelDispatchAttr : AttrDef<Decode_Dialect, "KernelDispatch"> {
   let mnemonic = "dispatch";

@@ -68,8 +68,16 @@ def Decode_ModelOp : Decode_Op<"model", [
     positions are `slots` (#2) and `positions` (#1), `decode.rope`'s
     positions are `positions` (#1). Every `decode.embedding` table has at
     least as many rows as the vocabulary (`vocab_size`, or the logits width).
+
+    `tensor_parallel = N` (1 to 64, default 1) makes the model one rank of a
+    tensor-parallel group of N (`decode-shard-tensor-parallel` writes it):
+    every rank runs this step on its own slices of the weights (`shard` on
+    `decode.weight`) and KV heads, and its `decode.all_reduce` and
+    `decode.all_gather` ops, whose `group_size` must be N, combine the ranks'
+    values.
   }];
-  let arguments = (ins SymbolNameAttr:$sym_name, DictionaryAttr:$config);
+  let arguments = (ins SymbolNameAttr:$sym_name, DictionaryAttr:$config,
+                       DefaultValuedAttr<I64Attr, "1">:$tensor_parallel);
   let regions = (region SizedRegion<1>:$body);
   let assemblyFormat = "$sym_name attr-dict-with-keyword $body";
   let hasRegionVerifier = 1;
@@ -94,13 +102,16 @@ def Decode_WeightOp : Decode_Op<"weight", [Symbol, HasParent<"ModelOp">]> {
     ```
 
     `offset`, set by `decode-assign-weight-layout`, is the weight's byte
-    offset in the model library's weight arena.
+    offset in the model library's weight arena. `shard` (a
+    `#decode.shard`) makes the type one rank's slice of the sources, in a
+    tensor-parallel model.
   }];
   let arguments = (ins SymbolNameAttr:$sym_name, TypeAttr:$type,
                        OptionalAttr<StrArrayAttr>:$sources,
+                       OptionalAttr<Decode_ShardAttr>:$shard,
                        OptionalAttr<I64Attr>:$offset);
   let assemblyFormat = [{
-    $sym_name (`=` `concat` $sources^)? `:` $type attr-dict
+    $sym_name (`=` `concat` $sources^)? (`shard` $shard^)? `:` $type attr-dict
   }];
   let hasVerifier = 1;
 }
@@ -322,13 +333,42 @@ def Decode_AllReduceOp : Decode_Op<"all_reduce", [
   let description = [{
     Combines `input` element-wise across the `group_size` ranks of the
     tensor-parallel group (NCCL on GPUs) and returns the result on every
-    rank. With `group_size = 1` it is the identity.
+    rank, the same bytes on each. With `residual`, the result is that
+    combination plus `residual` (a row-parallel linear's residual, added
+    once rather than on every rank). With `group_size = 1` it is the
+    identity (plus `residual`). The lowerings run `sum` only.
   }];
   let arguments = (ins Decode_ReductionAttr:$reduction,
                        Decode_FloatTensor:$input,
+                       Optional<Decode_FloatTensor>:$residual,
                        DefaultValuedAttr<I64Attr, "1">:$group_size);
   let results = (outs Decode_FloatTensor:$result);
-  let assemblyFormat = "$reduction $input attr-dict `:` type($input)";
+  let assemblyFormat = [{
+    $reduction $input (`residual` $residual^)? attr-dict `:` type($input)
+    (`,` type($residual)^)?
+  }];
+  let hasVerifier = 1;
+}
+
+def Decode_AllGatherOp : Decode_Op<"all_gather", [Pure]> {
+  let summary = "tensor-parallel gather of column blocks";
+  let description = [{
+    `input` is this rank's [M, n] block of an [M, n * group_size] value split
+    by columns over the ranks (the vocabulary-parallel LM head's logits);
+    the result is the whole value on every rank: result[i][r * n + j] is
+    rank r's input[i][j].
+
+    ```mlir
+    %logits = decode.all_gather %part {group_size = 2 : i64}
+        : tensor<?x16000xf32> -> tensor<?x32000xf32>
+    ```
+  }];
+  let arguments = (ins Decode_FloatTensor:$input,
+                       DefaultValuedAttr<I64Attr, "1">:$group_size);
+  let results = (outs Decode_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input attr-dict `:` type($input) `->` type($result)
+  }];
   let hasVerifier = 1;
 }
 

@@ -15,6 +15,8 @@
 //   FDC_CUDA_POISON=1          fill logits, next_tokens and the scratch with
 //                              0xFF bytes before every step (tests)
 //   FDC_CUDA_DRIVER=path       dlopen this instead of libcuda.so.1 (tests)
+//   FDC_NCCL_LIBRARY=path      dlopen this instead of libnccl.so.2 (the NCCL
+//                              of a tensor-parallel model's ranks)
 //
 //===----------------------------------------------------------------------===//
 

@@ -1,0 +1,78 @@
+//===- Collective.h - The collectives of a tensor-parallel group -*- C++
+//-*-===//
+//
+// A library compiled with `fdc compile --tensor-parallel N` runs as N ranks,
+// each with its own weight slices, KV cache and (for a GPU library) device;
+// every rank's step combines its values with the others' through the
+// FdcCollectiveApi of fdc_model_abi.h. A CollectiveGroup implements that API
+// for the N ranks of one Model: in-process on host threads
+// (createHostCollectiveGroup), or NCCL on CUDA devices
+// (createDeviceCollectiveGroup).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FDC_RUNTIME_COLLECTIVE_H
+#define FDC_RUNTIME_COLLECTIVE_H
+
+#include "fdc/runtime/Error.h"
+#include "fdc_model_abi.h"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace fdc::runtime {
+
+class DeviceBackend;
+
+class CollectiveGroup {
+public:
+  virtual ~CollectiveGroup();
+
+  virtual int64_t ranks() const = 0;
+  /// The API rank `rank`'s step calls; lives as long as the group.
+  virtual const FdcCollectiveApi *api(int64_t rank) const = 0;
+  /// Makes every pending and later collective of every rank fail (return
+  /// non-zero) instead of waiting for a rank that failed. Thread-safe,
+  /// idempotent.
+  virtual void abort(std::string reason) = 0;
+  /// The first error a collective recorded, or the abort reason ("" if
+  /// none). Thread-safe.
+  virtual std::string error() const = 0;
+};
+
+/// The group of `ranks` host ranks of one process, each calling its api(r)
+/// from its own thread. all_reduce_sum sums the ranks' inputs in rank order
+/// 0..ranks-1 (f16 and bf16 in f32, rounded once to nearest even), so every
+/// rank gets the same bytes; all_gather_columns copies every rank's rows into
+/// its column block. Both wait for every rank (no timeout: abort() is the way
+/// out) and fail on an unknown dtype, a negative size, or ranks that disagree
+/// on the call or its sizes (which aborts the group). `ranks` in [1, 64].
+std::unique_ptr<CollectiveGroup> createHostCollectiveGroup(int64_t ranks);
+
+/// The group of the GPU ranks `backends` (rank r = backends[r]): NCCL over
+/// their CUDA devices (distinct ones; libnccl.so.2 or $FDC_NCCL_LIBRARY is
+/// dlopen()ed), the collectives enqueued on each backend's stream. Fails
+/// for backends of another vendor (ROCm: not supported yet), repeated
+/// devices, a missing NCCL, or NCCL's initialization error.
+Expected<std::unique_ptr<CollectiveGroup>>
+createDeviceCollectiveGroup(const std::vector<DeviceBackend *> &backends);
+
+/// Size in bytes of one element of an FDC_DTYPE_* code, or 0 for another
+/// code.
+inline uint64_t collectiveDTypeSize(int64_t dtype) {
+  switch (dtype) {
+  case FDC_DTYPE_F32:
+    return 4;
+  case FDC_DTYPE_F16:
+  case FDC_DTYPE_BF16:
+    return 2;
+  default:
+    return 0;
+  }
+}
+
+} // namespace fdc::runtime
+
+#endif // FDC_RUNTIME_COLLECTIVE_H

@@ -1,0 +1,369 @@
+//===- NcclCollectiveGroup.cpp - Collectives of CUDA ranks over NCCL ------===//
+//
+// One communicator per rank from ncclCommInitAll; each rank's collectives are
+// enqueued from its own thread on its backend's stream (the step's), so they
+// are ordered with the step's kernels and never synchronize on the host.
+// all_gather_columns gathers rank-major into the caller's workspace, then
+// one 2-D copy per rank moves its block into its columns of the output.
+//
+// abort() stops new calls, waits briefly for calls being enqueued, then
+// ncclCommAbort()s every communicator: a kernel waiting on the GPU for a rank
+// that failed exits, and the streams drain.
+//
+//===----------------------------------------------------------------------===//
+
+#include "CudaDevice.h"
+#include "Nccl.h"
+
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+
+using namespace fdc::runtime;
+using namespace fdc::runtime::cuda;
+
+namespace {
+
+/// How long abort() waits for calls that are being enqueued before it
+/// aborts the communicators under them.
+constexpr std::chrono::seconds kAbortGrace{1};
+
+bool ncclType(int64_t dtype, nccl::DataType &type) {
+  switch (dtype) {
+  case FDC_DTYPE_F32:
+    type = nccl::kFloat32;
+    return true;
+  case FDC_DTYPE_F16:
+    type = nccl::kFloat16;
+    return true;
+  case FDC_DTYPE_BF16:
+    type = nccl::kBfloat16;
+    return true;
+  default:
+    return false;
+  }
+}
+
+uint64_t address(const void *pointer) {
+  return static_cast<uint64_t>(reinterpret_cast<uintptr_t>(pointer));
+}
+
+class NcclCollectiveGroup final : public CollectiveGroup {
+public:
+  NcclCollectiveGroup(const NcclApi &nccl,
+                      const std::vector<CudaDevice *> &devices,
+                      std::vector<nccl::Comm> comms);
+  ~NcclCollectiveGroup() override;
+
+  int64_t ranks() const override { return count; }
+  const FdcCollectiveApi *api(int64_t rank) const override {
+    return &rankStates[static_cast<size_t>(rank)].api;
+  }
+  void abort(std::string reason) override;
+  std::string error() const override;
+
+private:
+  struct Rank {
+    FdcCollectiveApi api = {};
+    NcclCollectiveGroup *group = nullptr;
+    int64_t index = 0;
+    CudaDevice *device = nullptr;
+  };
+
+  static int allReduceSum(void *context, const void *input, void *output,
+                          int64_t count, int64_t dtype) noexcept;
+  static int allGatherColumns(void *context, const void *input, void *output,
+                              void *workspace, int64_t rows, int64_t columns,
+                              int64_t dtype) noexcept;
+
+  /// Starts a call of rank `rank` on its communicator; false (nothing to
+  /// call) once the group is aborted.
+  bool enter(int64_t rank, nccl::Comm &comm);
+  void leave();
+  /// Records `message` (the first one wins) and aborts the group.
+  void fail(std::string message) { abort(std::move(message)); }
+
+  const NcclApi &nccl;
+  int64_t count;
+  std::unique_ptr<Rank[]> rankStates;
+
+  mutable std::mutex mutex;
+  std::condition_variable idle;
+  /// One per rank; empty once aborted (ncclCommAbort freed them).
+  std::vector<nccl::Comm> comms;
+  int64_t inFlight = 0;
+  bool aborted = false;
+  mutable std::string firstError;
+};
+
+NcclCollectiveGroup::NcclCollectiveGroup(
+    const NcclApi &nccl, const std::vector<CudaDevice *> &devices,
+    std::vector<nccl::Comm> comms)
+    : nccl(nccl), count(static_cast<int64_t>(devices.size())),
+      rankStates(new Rank[devices.size()]), comms(std::move(comms)) {
+  for (int64_t r = 0; r < count; ++r) {
+    Rank &rank = rankStates[static_cast<size_t>(r)];
+    rank.group = this;
+    rank.index = r;
+    rank.device = devices[static_cast<size_t>(r)];
+    rank.api.context = &rank;
+    rank.api.rank = r;
+    rank.api.ranks = count;
+    rank.api.all_reduce_sum = allReduceSum;
+    rank.api.all_gather_columns = allGatherColumns;
+  }
+}
+
+NcclCollectiveGroup::~NcclCollectiveGroup() {
+  // The Model destroys the group after its steps (which synchronize); an
+  // aborted group's communicators are gone already.
+  for (nccl::Comm comm : comms)
+    nccl.ncclCommDestroy(comm);
+}
+
+void NcclCollectiveGroup::abort(std::string reason) {
+  std::vector<nccl::Comm> toAbort;
+  {
+    std::unique_lock<std::mutex> lock(mutex);
+    if (firstError.empty())
+      firstError = std::move(reason);
+    if (aborted)
+      return;
+    aborted = true;
+    // Enqueueing does not wait for the other ranks, so this is short; the
+    // bound only guards against an NCCL that blocks there.
+    idle.wait_for(lock, kAbortGrace, [&] { return inFlight == 0; });
+    toAbort.swap(comms);
+  }
+  for (nccl::Comm comm : toAbort)
+    nccl.ncclCommAbort(comm);
+}
+
+std::string NcclCollectiveGroup::error() const {
+  std::lock_guard<std::mutex> lock(mutex);
+  if (!firstError.empty() || aborted)
+    return firstError;
+  // An error found while the kernels ran (e.g. a peer's fault).
+  for (size_t r = 0; r < comms.size(); ++r) {
+    nccl::Result asyncError = nccl::kSuccess;
+    if (nccl.ncclCommGetAsyncError(comms[r], &asyncError) == nccl::kSuccess &&
+        asyncError != nccl::kSuccess && asyncError != nccl::kInProgress) {
+      firstError =
+          concat("tensor-parallel rank ", r,
+                 ": NCCL error: ", nccl.describe(asyncError, comms[r]));
+      break;
+    }
+  }
+  return firstError;
+}
+
+bool NcclCollectiveGroup::enter(int64_t rank, nccl::Comm &comm) {
+  std::lock_guard<std::mutex> lock(mutex);
+  if (aborted)
+    return false;
+  ++inFlight;
+  comm = comms[static_cast<size_t>(rank)];
+  return true;
+}
+
+void NcclCollectiveGroup::leave() {
+  std::lock_guard<std::mutex> lock(mutex);
+  if (--inFlight == 0)
+    idle.notify_all();
+}
+
+int NcclCollectiveGroup::allReduceSum(void *context, const void *input,
+                                      void *output, int64_t count,
+                                      int64_t dtype) noexcept {
+  Rank &rank = *static_cast<Rank *>(context);
+  NcclCollectiveGroup &group = *rank.group;
+  nccl::DataType type;
+  if (!ncclType(dtype, type) || count < 0) {
+    group.fail(concat("tensor-parallel rank ", rank.index,
+                      ": all_reduce_sum(count ", count, ", dtype ", dtype,
+                      ") is invalid"));
+    return 1;
+  }
+  nccl::Comm comm;
+  if (!group.enter(rank.index, comm))
+    return 1;
+  if (count == 0) {
+    group.leave();
+    return 0;
+  }
+  nccl::Result result =
+      group.nccl.ncclAllReduce(input, output, static_cast<size_t>(count), type,
+                               nccl::kSum, comm, rank.device->nativeStream());
+  std::string message;
+  if (result != nccl::kSuccess)
+    message =
+        concat("tensor-parallel rank ", rank.index, ": ncclAllReduce(count ",
+               count, ") failed: ", group.nccl.describe(result, comm));
+  group.leave();
+  if (!message.empty()) {
+    group.fail(std::move(message));
+    return 1;
+  }
+  return 0;
+}
+
+int NcclCollectiveGroup::allGatherColumns(void *context, const void *input,
+                                          void *output, void *workspace,
+                                          int64_t rows, int64_t columns,
+                                          int64_t dtype) noexcept {
+  Rank &rank = *static_cast<Rank *>(context);
+  NcclCollectiveGroup &group = *rank.group;
+  nccl::DataType type;
+  if (!ncclType(dtype, type) || rows < 0 || columns < 0) {
+    group.fail(concat("tensor-parallel rank ", rank.index,
+                      ": all_gather_columns(rows ", rows, ", columns ", columns,
+                      ", dtype ", dtype, ") is invalid"));
+    return 1;
+  }
+  nccl::Comm comm;
+  if (!group.enter(rank.index, comm))
+    return 1;
+  uint64_t elements =
+      static_cast<uint64_t>(rows) * static_cast<uint64_t>(columns);
+  if (elements == 0) {
+    group.leave();
+    return 0;
+  }
+  CUstream stream = rank.device->nativeStream();
+  std::string message;
+  // workspace[q] = rank q's input, rank-major.
+  nccl::Result result =
+      group.nccl.ncclAllGather(input, workspace, elements, type, comm, stream);
+  if (result != nccl::kSuccess) {
+    message = concat("tensor-parallel rank ", rank.index,
+                     ": ncclAllGather(rows ", rows, ", columns ", columns,
+                     ") failed: ", group.nccl.describe(result, comm));
+  } else {
+    // Then rank q's block into columns [q * columns, (q + 1) * columns).
+    const DriverApi &cu = rank.device->driver();
+    uint64_t elementBytes = collectiveDTypeSize(dtype);
+    uint64_t blockBytes = static_cast<uint64_t>(columns) * elementBytes;
+    for (int64_t q = 0; q < group.count && message.empty(); ++q) {
+      CUDA_MEMCPY2D copy = {};
+      copy.srcMemoryType = CU_MEMORYTYPE_DEVICE;
+      copy.srcDevice = address(workspace) +
+                       static_cast<uint64_t>(q) * elements * elementBytes;
+      copy.srcPitch = blockBytes;
+      copy.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+      copy.dstDevice = address(output) + static_cast<uint64_t>(q) * blockBytes;
+      copy.dstPitch = blockBytes * static_cast<uint64_t>(group.count);
+      copy.WidthInBytes = blockBytes;
+      copy.Height = static_cast<size_t>(rows);
+      if (CUresult r = cu.cuMemcpy2DAsync_v2(&copy, stream))
+        message = concat("tensor-parallel rank ", rank.index,
+                         ": all_gather_columns: cuMemcpy2DAsync_v2 failed: ",
+                         cu.describe(r));
+    }
+  }
+  group.leave();
+  if (!message.empty()) {
+    group.fail(std::move(message));
+    return 1;
+  }
+  return 0;
+}
+
+/// One grouped all-reduce and all-gather over every rank, from this thread,
+/// and a wait for them: NCCL sets up its connections here.
+Error warmUp(const NcclApi &nccl, const std::vector<CudaDevice *> &devices,
+             const std::vector<nccl::Comm> &comms) {
+  size_t ranks = devices.size();
+  // Per rank: [0] the all-reduce's, [1, 1 + ranks) the gather's output.
+  uint64_t bytes = (1 + ranks) * 4;
+  std::vector<DeviceAddress> buffers(ranks, 0);
+  auto release = [&] {
+    for (size_t r = 0; r < ranks; ++r)
+      if (buffers[r]) {
+        devices[r]->makeCurrent();
+        devices[r]->deallocate(buffers[r]);
+      }
+  };
+  for (size_t r = 0; r < ranks; ++r) {
+    CudaDevice &device = *devices[r];
+    DeviceStatus status = device.makeCurrent();
+    if (!status)
+      status = device.allocate(buffers[r], bytes);
+    if (!status)
+      status = device.fill(buffers[r], 0, bytes);
+    if (status) {
+      release();
+      return device.fail("preparing the NCCL warm-up", status);
+    }
+  }
+  auto pointer = [](DeviceAddress address) {
+    return reinterpret_cast<float *>(static_cast<uintptr_t>(address));
+  };
+  std::string message;
+  nccl::Result result = nccl.ncclGroupStart();
+  for (size_t r = 0; r < ranks && result == nccl::kSuccess; ++r)
+    result = nccl.ncclAllReduce(pointer(buffers[r]), pointer(buffers[r]), 1,
+                                nccl::kFloat32, nccl::kSum, comms[r],
+                                devices[r]->nativeStream());
+  for (size_t r = 0; r < ranks && result == nccl::kSuccess; ++r)
+    result = nccl.ncclAllGather(pointer(buffers[r]), pointer(buffers[r]) + 1, 1,
+                                nccl::kFloat32, comms[r],
+                                devices[r]->nativeStream());
+  nccl::Result ended = nccl.ncclGroupEnd();
+  if (result == nccl::kSuccess)
+    result = ended;
+  if (result != nccl::kSuccess)
+    message = concat("the NCCL warm-up (an all-reduce and an all-gather) "
+                     "failed: ",
+                     nccl.describe(result));
+  for (size_t r = 0; r < ranks && message.empty(); ++r) {
+    DeviceStatus status = devices[r]->makeCurrent();
+    if (!status)
+      status = devices[r]->synchronize();
+    if (status)
+      message = devices[r]->fail("the NCCL warm-up", status).message();
+  }
+  if (message.empty())
+    for (size_t r = 0; r < ranks && message.empty(); ++r) {
+      nccl::Result asyncError = nccl::kSuccess;
+      if (nccl.ncclCommGetAsyncError(comms[r], &asyncError) == nccl::kSuccess &&
+          asyncError != nccl::kSuccess && asyncError != nccl::kInProgress)
+        message = concat("the NCCL warm-up failed on rank ", r, ": ",
+                         nccl.describe(asyncError, comms[r]));
+    }
+  if (!message.empty()) {
+    // Before anything waits for a collective that will not complete.
+    for (nccl::Comm comm : comms)
+      nccl.ncclCommAbort(comm);
+    release();
+    return createError(message);
+  }
+  release();
+  return Error::success();
+}
+
+} // namespace
+
+Expected<std::unique_ptr<CollectiveGroup>>
+fdc::runtime::cuda::createNcclCollectiveGroup(
+    const std::vector<CudaDevice *> &devices) {
+  Expected<const NcclApi *> nccl = loadNccl();
+  if (!nccl)
+    return nccl.takeError();
+  std::vector<int> ordinals;
+  std::string listed;
+  for (CudaDevice *device : devices) {
+    ordinals.push_back(device->deviceOrdinal());
+    listed += concat(listed.empty() ? "" : ", ", device->deviceOrdinal());
+  }
+  std::vector<nccl::Comm> comms(devices.size(), nullptr);
+  if (nccl::Result r = (*nccl)->ncclCommInitAll(
+          comms.data(), static_cast<int>(devices.size()), ordinals.data()))
+    return createError("ncclCommInitAll(CUDA devices ", listed,
+                       ") failed: ", (*nccl)->describe(r), " (NCCL ",
+                       (*nccl)->path, ")");
+  if (Error err = warmUp(**nccl, devices, comms))
+    return createError(err.message(), " (CUDA devices ", listed, ", NCCL ",
+                       (*nccl)->path, ")");
+  return std::unique_ptr<CollectiveGroup>(
+      new NcclCollectiveGroup(**nccl, devices, std::move(comms)));
+}
