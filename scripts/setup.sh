@@ -4,6 +4,7 @@
 # Re-runnable: packages already installed and an up-to-date .venv are skipped.
 #
 # Environment:
+#   FDC_SETUP_NCCL=1        also install NCCL (PyPI nvidia-nccl-cu13) into .venv
 #   FDC_SETUP_FORCE_APT=1   run apt-get update/install even if all packages
 #                           are already installed
 set -euo pipefail
@@ -58,6 +59,17 @@ else
   .venv/bin/python -m pip install --quiet --disable-pip-version-check \
     -r "$requirements"
   cp "$requirements" "$stamp"
+fi
+
+# NCCL for tensor-parallel CUDA libraries (the runtime dlopens
+# libnccl.so.2; Debian has no CUDA 13 build): opt in with FDC_SETUP_NCCL=1,
+# then point FDC_NCCL_LIBRARY at the path printed. CI needs none (its tests
+# use a fake NCCL).
+if [[ "${FDC_SETUP_NCCL:-0}" == 1 ]]; then
+  .venv/bin/python -m pip install --quiet --disable-pip-version-check \
+    nvidia-nccl-cu13==2.28.9
+  nccl="$(.venv/bin/python -c 'import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__path__)[0], "lib", "libnccl.so.2"))')"
+  echo "setup: NCCL installed: export FDC_NCCL_LIBRARY=$nccl"
 fi
 
 # lit comes with llvm-22-tools.

@@ -139,12 +139,15 @@ def test_manifest_names_each_ranks_slices(libraries):
     gate_up = weights["model.layers.0.mlp.gate_up_proj.weight"]
     assert gate_up["shape"] == [512, 256]
     assert gate_up["slices"][1] == [
-        {"source": "model.layers.0.mlp.gate_proj.weight", "rows": [256, 512], "cols": [0, 256]},
-        {"source": "model.layers.0.mlp.up_proj.weight", "rows": [256, 512], "cols": [0, 256]}]
+        {"source": "model.layers.0.mlp.gate_proj.weight", "source_shape": [512, 256],
+         "rows": [256, 512], "cols": [0, 256]},
+        {"source": "model.layers.0.mlp.up_proj.weight", "source_shape": [512, 256],
+         "rows": [256, 512], "cols": [0, 256]}]
     down = weights["model.layers.0.mlp.down_proj.weight"]
     assert down["shape"] == [256, 256]
     assert down["slices"][0] == [
-        {"source": "model.layers.0.mlp.down_proj.weight", "rows": [0, 256], "cols": [0, 256]}]
+        {"source": "model.layers.0.mlp.down_proj.weight", "source_shape": [256, 512],
+         "rows": [0, 256], "cols": [0, 256]}]
     assert down["slices"][1][0]["cols"] == [256, 512]
     # Replicated: the embedding and the norms.
     assert "slices" not in weights["model.embed_tokens.weight"]
@@ -160,3 +163,18 @@ def test_indivisible_group_is_refused(libraries, tmp_path):
     proc = compile_library(tmp_path, ckpt, 3)
     assert proc.returncode != 0
     assert "not a multiple of 3" in proc.stderr
+
+
+def test_checkpoint_of_another_shape_is_refused(libraries, tmp_path):
+    """A rank's slice is checked against the whole source the library was
+    compiled for: a checkpoint with a wider MLP is refused by tensor, not
+    sliced at the wrong columns."""
+    so, _ = libraries.get("gqa", "f32", False, 2)
+    from fdc.testing.tiny_checkpoint import tiny_config, tiny_weights, write_checkpoint
+    config = dict(tiny_config("gqa", "f32"), intermediate_size=1024)
+    ckpt = tmp_path / "wider"
+    write_checkpoint(str(ckpt), config, tiny_weights(config, seed=0))
+    with pytest.raises(Exception) as refused:
+        Model(so, ckpt, max_context=64)
+    assert ("source 'model.layers.0.mlp.gate_proj.weight' has checkpoint shape "
+            "[1024, 256], the library was compiled for [512, 256]") in str(refused.value)

@@ -74,8 +74,8 @@ typedef struct FdcDeviceApi {
  * collectives in the same order with the same sizes. Buffers are device
  * pointers for a GPU library, host pointers for a host library. Each call
  * returns 0 on success; otherwise the runtime has recorded the error (a rank
- * failed, or the group was aborted) and the step should return without
- * launching more. */
+ * failed, or the group was aborted): a GPU step should return without
+ * launching more (a host step may run on; its later calls fail at once). */
 typedef struct FdcCollectiveApi {
   void *context; /* the runtime's, passed back to every call */
   int64_t rank;  /* this rank, in [0, ranks) */

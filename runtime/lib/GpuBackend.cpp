@@ -50,8 +50,7 @@ GpuBackend::create(const ModelLibrary &library,
 GpuBackend::~GpuBackend() {
   device->makeCurrent();
   device->synchronize();
-  for (auto &[batch, graph] : graphs)
-    device->destroyGraph(graph);
+  destroyStepGraphs();
   for (Allocation *a :
        {&weights, &kvCache, &scratch, &inputs, &logits, &nextTokens})
     release(*a);
@@ -83,6 +82,7 @@ void GpuBackend::release(Allocation &allocation) {
 Error GpuBackend::uploadWeights(const HostBuffer &arena) {
   if (Error err = makeCurrent())
     return err;
+  destroyStepGraphs(); // they hold the old buffers' addresses
   release(weights);
   if (Error err = allocate(weights, arena.size(), "weight arena"))
     return err;
@@ -102,6 +102,7 @@ Error GpuBackend::uploadWeights(const HostBuffer &arena) {
 
 Error GpuBackend::allocateState(uint64_t kvCacheBytes, int64_t maxBatch,
                                 int64_t vocabSize) {
+  destroyStepGraphs(); // they hold the old buffers' addresses
   Expected<ScratchSpec> spec = parseScratch(
       library.manifestText(), concat("model library ", library.path()));
   if (!spec)
@@ -255,6 +256,12 @@ Error GpuBackend::step(const FdcStepArgs &args) {
     return createError(launcher.launchError());
   }
   return copyOutputs(args);
+}
+
+void GpuBackend::destroyStepGraphs() {
+  for (auto &[batch, graph] : graphs)
+    device->destroyGraph(graph);
+  graphs.clear();
 }
 
 Expected<bool> GpuBackend::replayStepGraph(const FdcStepArgs &onDevice) {

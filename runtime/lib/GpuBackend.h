@@ -69,6 +69,7 @@ private:
   /// first step of that batch size; false if the vendor cannot capture
   /// (then every step runs eagerly).
   Expected<bool> replayStepGraph(const FdcStepArgs &onDevice);
+  void destroyStepGraphs();
   Error copyOutputs(const FdcStepArgs &args);
 
   /// Declared first: destroyed after everything allocated on it.

@@ -143,6 +143,23 @@ Error parseSlices(const FieldReader &reader, const json::Value &slices,
         return pieceFail(err.message());
       if (Error err = readRange(entry, "cols", piece.colBegin, piece.colEnd))
         return pieceFail(err.message());
+      if (const json::Value *sourceShape = entry.get("source_shape")) {
+        const json::Array *dims = sourceShape->getArray();
+        std::optional<int64_t> sourceRows, sourceCols;
+        if (dims && dims->size() == 2) {
+          sourceRows = (*dims)[0].getInt64();
+          sourceCols = (*dims)[1].getInt64();
+        }
+        if (!sourceRows || !sourceCols || *sourceRows < 1 || *sourceCols < 1)
+          return pieceFail("'source_shape' must be [rows, cols] (two positive "
+                           "integers)");
+        if (piece.rowEnd > *sourceRows || piece.colEnd > *sourceCols)
+          return pieceFail("rows [", piece.rowBegin, ", ", piece.rowEnd,
+                           ") x cols [", piece.colBegin, ", ", piece.colEnd,
+                           ") lie outside its source_shape [", *sourceRows,
+                           ", ", *sourceCols, "]");
+        piece.sourceShape = {*sourceRows, *sourceCols};
+      }
       if (piece.colEnd - piece.colBegin != columns)
         return pieceFail("cols [", piece.colBegin, ", ", piece.colEnd,
                          ") hold ", piece.colEnd - piece.colBegin,

@@ -159,6 +159,10 @@ Error loadSlices(const WeightSpec &weight, const Checkpoint &checkpoint,
     if (shape.size() != 2)
       return fail("source '", piece.source, "' of shape ", formatShape(shape),
                   " is not 2-D");
+    if (!piece.sourceShape.empty() && shape != piece.sourceShape)
+      return fail("source '", piece.source, "' has checkpoint shape ",
+                  formatShape(shape), ", the library was compiled for ",
+                  formatShape(piece.sourceShape));
     if (piece.rowEnd > shape[0])
       return fail("rows [", piece.rowBegin, ", ", piece.rowEnd,
                   ") lie outside source '", piece.source, "' of shape ",

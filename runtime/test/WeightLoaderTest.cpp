@@ -258,3 +258,26 @@ TEST_F(WeightLoaderSliceTest, RefusesRankOutsideTheGroup) {
 }
 
 } // namespace
+
+TEST_F(WeightLoaderSliceTest, RefusesASourceOfAnotherShape) {
+  // A checkpoint whose source is larger than the library was compiled for
+  // would otherwise load the wrong columns without complaint.
+  std::string compiledFor =
+      R"([[{"source": "src", "source_shape": [4, 6], "rows": [0, 2], "cols": [0, 6]}],
+          [{"source": "src", "source_shape": [4, 6], "rows": [2, 4], "cols": [0, 6]}]])";
+  EXPECT_EQ(load(sliceManifest(compiledFor), sliceTensors(), 1), "");
+  std::vector<TestTensor> tensors = sliceTensors();
+  tensors[0] = {"src", "F32", {6, 6}, f32Bytes(std::vector<float>(36))};
+  EXPECT_EQ(load(sliceManifest(compiledFor), tensors, 1),
+            "weight 'r': rank 1 piece 0: source 'src' has checkpoint shape "
+            "[6, 6], the library was compiled for [4, 6]");
+  EXPECT_NE(
+      load(
+          sliceManifest(
+              R"([[{"source": "src", "source_shape": [1, 6], "rows": [0, 2], "cols": [0, 6]}],
+                   [{"source": "src", "rows": [2, 4], "cols": [0, 6]}]])"),
+          sliceTensors(), 0)
+          .find("slices[0][0]: rows [0, 2) x cols [0, 6) lie outside its "
+                "source_shape [1, 6]"),
+      std::string::npos);
+}

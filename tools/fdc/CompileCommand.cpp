@@ -100,7 +100,7 @@ struct CompileOptions {
                "N (column-parallel QKV and gate-up, row-parallel o_proj and "
                "down_proj with an all-reduce, the LM head split over the "
                "vocabulary); the runtime loads the library once per rank "
-               "(GPU N on CUDA device N, NCCL) (default 1)"),
+               "(rank r on CUDA device d + r, with NCCL) (default 1)"),
       cl::value_desc("N"), cl::init(1), cl::cat(category)};
 
   fdc::target::CompileOptions get() const {

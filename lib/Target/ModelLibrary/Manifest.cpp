@@ -60,8 +60,10 @@ llvm::json::Array getRankSlices(decode::WeightOp weight,
     for (auto [source, rows] : llvm::zip_equal(sources, sourceRows)) {
       int64_t part = rows / shard.getRanks();
       bool byRows = shard.getDim() == 0;
+      int64_t sourceColumns = byRows ? columns : columns * shard.getRanks();
       pieces.push_back(llvm::json::Object{
           {"source", source},
+          {"source_shape", llvm::json::Array{rows, sourceColumns}},
           {"rows",
            byRows ? range(rank * part, (rank + 1) * part) : range(0, rows)},
           {"cols", byRows ? range(0, columns)

@@ -849,10 +849,14 @@ LogicalResult AllReduceOp::verify() {
   if (static_cast<int64_t>(getGroupSize()) < 1)
     return emitOpError() << "group_size must be at least 1, got "
                          << static_cast<int64_t>(getGroupSize());
-  if (Value residual = getResidual())
+  if (Value residual = getResidual()) {
     if (residual.getType() != getInput().getType())
       return emitOpError() << "residual type " << residual.getType()
                            << " must be the input's " << getInput().getType();
+    auto type = cast<RankedTensorType>(getInput().getType());
+    if (failed(checkRank(*this, "input", type, 2, "[M, n] (with a residual)")))
+      return failure();
+  }
   return success();
 }
 

@@ -76,6 +76,10 @@ RankedTensorType TensorParallelSharder::divided(RankedTensorType type,
 LogicalResult TensorParallelSharder::checkDivisible(Operation *op,
                                                     StringRef what,
                                                     int64_t size) {
+  if (ShapedType::isDynamic(size))
+    return op->emitOpError()
+           << "cannot be split over " << ranks << " tensor-parallel ranks: its "
+           << what << " are not a static size";
   if (size % ranks == 0)
     return success();
   return op->emitOpError() << "cannot be split over " << ranks
@@ -254,6 +258,8 @@ LogicalResult TensorParallelSharder::shardColumns(LinearOp linear,
     return failure();
   RankedTensorType part = divided(resultType, 1);
   linear.getResult().setType(part);
+  // A kernel chosen for the whole shape is not the rank's.
+  linear->removeAttr(KernelAttr::getOpAttrName());
   if (role != ColumnRole::Vocabulary) {
     split.insert(linear.getResult());
     return success();
@@ -289,6 +295,7 @@ LogicalResult TensorParallelSharder::shardRows(LinearOp linear) {
                        linear.getInput(), linear.getWeight(), /*bias=*/Value(),
                        /*residual=*/Value(), Activation::none);
   partial->setDiscardableAttrs(linear->getDiscardableAttrDictionary());
+  partial->removeAttr(KernelAttr::getOpAttrName());
   auto reduce =
       AllReduceOp::create(b, linear.getLoc(), linear.getResult().getType(),
                           Reduction::sum, partial.getResult(), residual, ranks);

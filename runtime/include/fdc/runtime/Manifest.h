@@ -32,6 +32,10 @@ struct WeightPiece {
   int64_t rowEnd = 0;
   int64_t colBegin = 0;
   int64_t colEnd = 0;
+  /// The whole source's shape the library was compiled for ("source_shape",
+  /// [rows, cols]); empty when the manifest leaves it out. The checkpoint
+  /// tensor must have it.
+  std::vector<int64_t> sourceShape;
 };
 
 struct WeightSpec {
