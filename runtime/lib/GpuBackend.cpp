@@ -239,9 +239,7 @@ Error GpuBackend::step(const FdcStepArgs &args) {
     if (Error err = poisonOutputs())
       return err;
   FdcStepArgs onDevice = deviceArgs(args);
-  // A tensor-parallel rank's step runs eagerly: capturing its NCCL calls
-  // in the graph hangs with one process driving the ranks' devices.
-  if (useGraphs && !args.collective && args.batch <= kMaxGraphBatch) {
+  if (useGraphs && args.batch <= kMaxGraphBatch) {
     Expected<bool> replayed = replayStepGraph(onDevice);
     if (!replayed)
       return replayed.takeError();
@@ -258,48 +256,27 @@ Error GpuBackend::step(const FdcStepArgs &args) {
   return copyOutputs(args);
 }
 
-void GpuBackend::destroyStepGraphs() {
-  for (auto &[batch, graph] : graphs)
-    device->destroyGraph(graph);
-  graphs.clear();
-}
+void GpuBackend::destroyStepGraphs() { graphs.clear(); }
 
 Expected<bool> GpuBackend::replayStepGraph(const FdcStepArgs &onDevice) {
-  // A step's launches depend only on the batch size: every buffer (inputs,
-  // scratch, KV cache, outputs) is at a fixed address, and the per-row
-  // inputs are read from device memory. So the step of each batch size is
-  // captured once, on first use, and replayed after.
-  GpuDevice::GraphHandle &graph = graphs[onDevice.batch];
+  std::unique_ptr<StepGraph> &graph = graphs[onDevice.batch];
   if (!graph) {
-    DeviceStatus began = device->beginCapture();
-    if (began == GpuDevice::kNotSupported) {
+    Expected<std::unique_ptr<StepGraph>> captured =
+        StepGraph::capture(*device, launcher, library.stepFunction(), onDevice);
+    if (!captured) {
+      graphs.erase(onDevice.batch);
+      return createError(captured.error().message(), " (capturing the step of ",
+                         onDevice.batch, " rows; ", vendor.graphsVariable,
+                         "=0 launches eagerly)");
+    }
+    if (!*captured) {
       graphs.erase(onDevice.batch);
       useGraphs = false; // this vendor runs every step eagerly
       return false;
     }
-    if (began)
-      return device->fail("beginning to capture the step's graph", began);
-    launcher.beginStep();
-    library.stepFunction()(&onDevice);
-    GpuDevice::GraphHandle captured = nullptr;
-    DeviceStatus ended = device->endCapture(captured);
-    if (!launcher.launchError().empty() || ended) {
-      device->destroyGraph(captured);
-      graphs.erase(onDevice.batch);
-      if (!launcher.launchError().empty())
-        return createError(launcher.launchError(), " (while capturing the ",
-                           "step of ", onDevice.batch, " rows in a graph; ",
-                           vendor.graphsVariable, "=0 launches eagerly)");
-      return device->fail(concat("capturing the step of ", onDevice.batch,
-                                 " rows in a graph (", vendor.graphsVariable,
-                                 "=0 launches eagerly)"),
-                          ended);
-    }
-    graph = captured;
+    graph = std::move(*captured);
   }
-  if (DeviceStatus status = device->replay(graph))
-    return device->fail(
-        concat("replaying the step graph of ", onDevice.batch, " rows"),
-        status);
+  if (Error err = graph->replay(onDevice.collective))
+    return err;
   return true;
 }

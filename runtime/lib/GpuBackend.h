@@ -15,6 +15,7 @@
 
 #include "GpuDevice.h"
 #include "KernelLauncher.h"
+#include "StepGraph.h"
 
 #include "fdc/runtime/DeviceBackend.h"
 
@@ -91,7 +92,7 @@ private:
   std::vector<uint8_t> staging;
   /// Step graphs by batch size ($FDC_<VENDOR>_GRAPHS=0 turns them off).
   bool useGraphs = true;
-  std::unordered_map<int64_t, GpuDevice::GraphHandle> graphs;
+  std::unordered_map<int64_t, std::unique_ptr<StepGraph>> graphs;
   /// Larger steps launch eagerly: their kernels run long enough that the
   /// launches do not show, and a graph per size would pile up.
   static constexpr int64_t kMaxGraphBatch = 256;
