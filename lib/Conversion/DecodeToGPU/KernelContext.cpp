@@ -4,9 +4,6 @@
 
 #include "fdc/Conversion/Utils/MemRefFromPointer.h"
 
-#include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
-#include "mlir/Dialect/Func/IR/FuncOps.h"
-
 using namespace mlir;
 using namespace fdc::gpu;
 
@@ -15,17 +12,7 @@ static constexpr llvm::StringLiteral kPendingKernelName = "fdc_pending_kernel";
 
 void KernelContext::callCollective(CollectiveField field, ValueRange operands) {
   Value status = fdc::callCollective(host, stepArgs, field, operands);
-  Value zero = arith::ConstantIntOp::create(host, host.getI32Type(), 0);
-  Value failed =
-      arith::CmpIOp::create(host, arith::CmpIPredicate::ne, status, zero);
-  // Split here: failed -> return, else the rest of the step.
-  Block *before = host.getInsertionBlock();
-  Block *rest = before->splitBlock(host.getInsertionPoint());
-  Block *exit = host.createBlock(rest);
-  func::ReturnOp::create(host);
-  host.setInsertionPointToEnd(before);
-  cf::CondBranchOp::create(host, failed, exit, rest);
-  host.setInsertionPointToStart(rest);
+  returnFromStepIfFailed(host, status);
 }
 
 Value KernelContext::hostIndex(int64_t value) {

@@ -136,16 +136,8 @@ struct LowerKernelLaunches
           ValueRange{callback, context, name, toI32(grid.x), toI32(grid.y),
                      toI32(grid.z), toI32(block.x), toI32(block.y),
                      toI32(block.z), shared, params});
-      Value failed =
-          arith::CmpIOp::create(b, arith::CmpIPredicate::ne, call.getResult(),
-                                arith::ConstantIntOp::create(b, i32, 0));
-      // Split after the launch: failed -> return, else the rest of the step.
-      Block *before = launch->getBlock();
-      Block *rest = before->splitBlock(std::next(launch->getIterator()));
-      Block *exit = b.createBlock(rest);
-      func::ReturnOp::create(b);
-      b.setInsertionPointToEnd(before);
-      cf::CondBranchOp::create(b, failed, exit, rest);
+      // The launch op goes to the rest of the step, erased with it.
+      fdc::returnFromStepIfFailed(b, call.getResult());
       launch.erase();
     }
   }

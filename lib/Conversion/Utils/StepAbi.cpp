@@ -2,6 +2,9 @@
 
 #include "fdc/Conversion/Utils/StepAbi.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 
 #include "llvm/Support/MathExtras.h"
@@ -96,6 +99,20 @@ int64_t fdc::getCollectiveDType(Type element) {
   if (element.isBF16())
     return FDC_DTYPE_BF16;
   return FDC_DTYPE_F32;
+}
+
+void fdc::returnFromStepIfFailed(ImplicitLocOpBuilder &b, Value status) {
+  Value zero = arith::ConstantIntOp::create(b, b.getI32Type(), 0);
+  Value failed =
+      arith::CmpIOp::create(b, arith::CmpIPredicate::ne, status, zero);
+  // Split here: failed -> return, else the rest of the step.
+  Block *before = b.getInsertionBlock();
+  Block *rest = before->splitBlock(b.getInsertionPoint());
+  Block *exit = b.createBlock(rest);
+  func::ReturnOp::create(b);
+  b.setInsertionPointToEnd(before);
+  cf::CondBranchOp::create(b, failed, exit, rest);
+  b.setInsertionPointToStart(rest);
 }
 
 Value fdc::callCollective(ImplicitLocOpBuilder &b, Value args,

@@ -42,6 +42,11 @@ enum CollectiveField : int64_t {
 /// FDC_DTYPE_* of a collective's element type (f32, f16 or bf16).
 int64_t getCollectiveDType(mlir::Type element);
 
+/// Returns from the step function `b` is building when `status` (an i32,
+/// the runtime's callback result) is non-zero: the block is split where `b`
+/// stands, and `b` continues at the start of the rest of the step.
+void returnFromStepIfFailed(mlir::ImplicitLocOpBuilder &b, mlir::Value status);
+
 /// Calls collective function `field` of the FdcCollectiveApi that the
 /// FdcStepArgs at `args` points to, with the context first and then
 /// `operands` (pointers and i64s); returns the i32 result. Emitted where `b`
