@@ -105,21 +105,49 @@ void Engine::admitQueued() {
   }
 }
 
-std::vector<int64_t> Engine::planRows() const {
+std::vector<int64_t>
+Engine::planRows(const std::vector<size_t> &arrival) const {
   // Every live request feeds one token (live <= num_slots <= budget); what
-  // is left of the budget goes to prompt chunks in order of arrival.
+  // is left of the budget goes to prompt chunks in order of arrival (the
+  // live table is not: compaction reorders it).
   std::vector<int64_t> rows(live.size(), 1);
   int64_t used = static_cast<int64_t>(live.size());
-  for (size_t i = 0; i < live.size() && used < tokenBudget; ++i) {
+  for (size_t k = 0; k < arrival.size() && used < tokenBudget; ++k) {
+    const Sequence &s = live[arrival[k]];
     int64_t remaining =
-        static_cast<int64_t>(live[i].request.prompt.size()) - live[i].position;
+        static_cast<int64_t>(s.request.prompt.size()) - s.position;
     int64_t extra = std::min(remaining - 1, tokenBudget - used);
     if (extra > 0) {
-      rows[i] += extra;
+      rows[arrival[k]] += extra;
       used += extra;
     }
   }
   return rows;
+}
+
+void Engine::compactLive() {
+  // Flover's minimal move: m rows stay; fill each hole below m with the
+  // last staying row. The staying rows at or above m are exactly as many
+  // as the holes below m, so `last` never drops below m.
+  size_t staying = 0;
+  for (size_t i = 0; i < live.size(); ++i)
+    staying += leaving[i] ? 0 : 1;
+  size_t last = live.size();
+  int64_t moved = 0;
+  for (size_t hole = 0; hole < staying; ++hole) {
+    if (!leaving[hole])
+      continue;
+    do
+      --last;
+    while (leaving[last]);
+    live[hole] = std::move(live[last]);
+    ++moved;
+  }
+  live.erase(live.begin() + static_cast<std::ptrdiff_t>(staying), live.end());
+  shuffleLast.rowsMoved += moved;
+  shuffleLast.bytesMoved += moved * kShuffleRowBytes;
+  shuffleTotal.rowsMoved += moved;
+  shuffleTotal.bytesMoved += moved * kShuffleRowBytes;
 }
 
 bool Engine::step() {
@@ -132,7 +160,14 @@ bool Engine::step() {
     ~Done() { flag = false; }
   } done{stepping};
 
-  std::vector<int64_t> rowsOf = planRows();
+  shuffleLast = {};
+  // Request ids increase with arrival.
+  arrival.resize(live.size());
+  for (size_t i = 0; i < live.size(); ++i)
+    arrival[i] = i;
+  std::sort(arrival.begin(), arrival.end(),
+            [&](size_t a, size_t b) { return live[a].id < live[b].id; });
+  std::vector<int64_t> rowsOf = planRows(arrival);
   size_t batch = 0;
   for (int64_t rows : rowsOf)
     batch += static_cast<size_t>(rows);
@@ -196,17 +231,17 @@ bool Engine::step() {
   if (stepObserver)
     stepObserver(args);
 
-  std::vector<Sequence> stillLive;
-  stillLive.reserve(live.size());
-  for (size_t i = 0; i < live.size(); ++i) {
+  // Tokens, callbacks and finishing in order of arrival, as before any
+  // compaction; then the rows that left are compacted away.
+  leaving.assign(live.size(), 0);
+  for (size_t i : arrival) {
     Sequence &s = live[i];
     s.position += rowsOf[i];
-    if (producingRow[i] < 0) {
-      stillLive.push_back(std::move(s));
+    if (producingRow[i] < 0)
       continue;
-    }
     size_t at = static_cast<size_t>(producingRow[i]);
     int32_t next = nextTokens[at];
+    leaving[i] = 1;
     if (next < 0 || next >= vocab) {
       finish(s, FinishReason::Error,
              concat("the model step returned token ", next,
@@ -224,9 +259,9 @@ bool Engine::step() {
     else if (s.position >= model.maxContext())
       finish(s, FinishReason::ContextFull);
     else
-      stillLive.push_back(std::move(s));
+      leaving[i] = 0;
   }
-  live = std::move(stillLive);
+  compactLive();
   return true;
 }
 
@@ -244,7 +279,9 @@ bool Engine::cancel(RequestId id) {
   if (liveAt == live.end())
     return false;
   finish(*liveAt, FinishReason::Cancelled);
-  live.erase(liveAt);
+  leaving.assign(live.size(), 0);
+  leaving[static_cast<size_t>(liveAt - live.begin())] = 1;
+  compactLive();
   return true;
 }
 

@@ -9,8 +9,10 @@
 
 #include "TestUtil.h"
 
+#include <algorithm>
 #include <cmath>
 #include <gtest/gtest.h>
+#include <map>
 #include <set>
 
 using namespace fdc::runtime;
@@ -52,6 +54,12 @@ protected:
               << "slot " << args.slots[i] << " in two runs of rows";
         slotsSeen.insert(args.slots[i]);
       }
+      StepTrace t;
+      t.slots.assign(args.slots, args.slots + args.batch);
+      t.positions.assign(args.positions, args.positions + args.batch);
+      t.tokens.assign(args.tokens, args.tokens + args.batch);
+      t.next.assign(args.next_tokens, args.next_tokens + args.batch);
+      trace.push_back(std::move(t));
     };
   }
 
@@ -79,10 +87,16 @@ protected:
     return none;
   }
 
+  /// The rows of one step as the step saw them.
+  struct StepTrace {
+    std::vector<int32_t> slots, positions, tokens, next;
+  };
+
   std::unique_ptr<Model> model;
   std::unique_ptr<Engine> engine;
   std::vector<int64_t> batchSizes;
   std::set<int32_t> slotsSeen;
+  std::vector<StepTrace> trace;
 };
 
 TEST_F(EngineTest, SingleGreedyRequest) {
@@ -574,6 +588,249 @@ TEST_F(EngineTest, StepRefusesASlotInTwoRunsOfRows) {
   positions = {0, 1, 0};
   EXPECT_FALSE(static_cast<bool>(model->step(args)));
   EXPECT_EQ(next, (std::vector<int32_t>{2, 3, 4}));
+}
+
+// Minimal-move compaction of the live table (Flover's memory shuffle). In
+// these tests every request feeds one row a step, so a step's rows are the
+// live table in order and args.slots names each row's request.
+
+/// The moves that make rows 0..m-1 dense when `leaving` rows leave a table
+/// of `rows` (m = the rows that stay): the holes below m.
+int64_t holesBelowStaying(const std::vector<RequestId> &rows,
+                          const std::set<RequestId> &leaving) {
+  size_t staying = 0;
+  for (RequestId id : rows)
+    staying += leaving.count(id) ? 0 : 1;
+  int64_t holes = 0;
+  for (size_t i = 0; i < staying; ++i)
+    holes += leaving.count(rows[i]) ? 1 : 0;
+  return holes;
+}
+
+TEST_F(EngineTest, ShuffleFillsHolesWithTheLastStayingRows) {
+  loadModel(/*numSlots=*/7, /*maxContext=*/16);
+  std::vector<int64_t> maxNew = {7, 2, 2, 5, 7, 3, 2};
+  std::vector<RequestId> ids;
+  for (size_t i = 0; i < maxNew.size(); ++i)
+    ids.push_back(submit(request({static_cast<int32_t>(4 * i)}, maxNew[i])));
+
+  std::map<int32_t, RequestId> requestOfSlot;
+  std::vector<std::vector<RequestId>> tables; // each step's rows
+  std::vector<int64_t> moves;
+  int64_t expectedTotal = 0;
+  while (!engine->idle()) {
+    ASSERT_TRUE(engine->step());
+    const StepTrace &t = trace.back();
+    if (trace.size() == 1) // admitted in order of arrival
+      for (size_t i = 0; i < t.slots.size(); ++i)
+        requestOfSlot[t.slots[i]] = ids[i];
+    std::vector<RequestId> rows;
+    for (int32_t slot : t.slots)
+      rows.push_back(requestOfSlot.at(slot));
+    std::set<RequestId> leaving;
+    for (const GenerationResult &r : engine->takeFinished()) {
+      EXPECT_EQ(r.reason, FinishReason::Length);
+      leaving.insert(r.id);
+    }
+    int64_t expected = holesBelowStaying(rows, leaving);
+    EXPECT_EQ(engine->lastShuffle().rowsMoved, expected)
+        << "step " << trace.size();
+    EXPECT_EQ(engine->lastShuffle().bytesMoved, expected * kShuffleRowBytes);
+    expectedTotal += expected;
+    moves.push_back(expected);
+    tables.push_back(rows);
+  }
+  // Step 2: rows 1, 2 and 6 leave, 4 stay: rows 5 and 4 fill the holes
+  // (not row 6, which leaves too). Step 3: row 1 leaves, row 3 fills it.
+  // Step 5: likewise. Step 7: the last two leave together.
+  auto r = [&](size_t i) { return ids[i]; };
+  ASSERT_EQ(tables.size(), 7u);
+  EXPECT_EQ(tables[0],
+            (std::vector<RequestId>{r(0), r(1), r(2), r(3), r(4), r(5), r(6)}));
+  EXPECT_EQ(tables[2], (std::vector<RequestId>{r(0), r(5), r(4), r(3)}));
+  EXPECT_EQ(tables[3], (std::vector<RequestId>{r(0), r(3), r(4)}));
+  EXPECT_EQ(tables[5], (std::vector<RequestId>{r(0), r(4)}));
+  EXPECT_EQ(moves, (std::vector<int64_t>{0, 2, 1, 0, 1, 0, 0}));
+  // A row that stays below the new count never moves.
+  for (size_t k = 0; k + 1 < tables.size(); ++k) {
+    const std::vector<RequestId> &before = tables[k], &after = tables[k + 1];
+    for (size_t i = 0; i < after.size(); ++i)
+      if (std::count(after.begin(), after.end(), before[i]))
+        EXPECT_EQ(after[i], before[i]) << "step " << k + 2 << " row " << i;
+  }
+  EXPECT_EQ(engine->totalShuffle().rowsMoved, expectedTotal);
+  EXPECT_EQ(engine->totalShuffle().bytesMoved,
+            expectedTotal * kShuffleRowBytes);
+  EXPECT_EQ(kShuffleRowBytes, 56);
+}
+
+TEST_F(EngineTest, RowsLeavingAtTheEndMoveNothing) {
+  loadModel(/*numSlots=*/4);
+  std::vector<RequestId> ids;
+  for (int64_t maxNew : {5, 4, 3, 2})
+    ids.push_back(submit(request({static_cast<int32_t>(maxNew)}, maxNew)));
+  while (!engine->idle()) {
+    ASSERT_TRUE(engine->step());
+    EXPECT_EQ(engine->lastShuffle().rowsMoved, 0);
+    EXPECT_EQ(engine->lastShuffle().bytesMoved, 0);
+  }
+  EXPECT_EQ(batchSizes, (std::vector<int64_t>{4, 4, 3, 2, 1}));
+  EXPECT_EQ(engine->totalShuffle().rowsMoved, 0);
+  EXPECT_EQ(engine->totalShuffle().bytesMoved, 0);
+  std::vector<GenerationResult> results = engine->takeFinished();
+  ASSERT_EQ(results.size(), 4u);
+  EXPECT_EQ(resultFor(results, ids[0]).tokens,
+            (std::vector<int32_t>{6, 7, 8, 9, 10}));
+}
+
+TEST_F(EngineTest, ShuffledRowsKeepTheirSlotAndTokens) {
+  // Greedy and sampled requests of different lengths leave from the middle
+  // of the table; every row keeps its slot (its K/V never moves) and each
+  // request's tokens and logits (logit 31 sums its slot's K rows) are those
+  // of running it alone.
+  struct Case {
+    std::vector<int32_t> prompt;
+    int64_t maxNew;
+    float temperature;
+    uint64_t seed;
+  };
+  std::vector<Case> cases = {{{1, 2}, 9, 0, 0},    {{5}, 2, 1, 7},
+                             {{9, 3, 4}, 3, 1, 8}, {{12}, 8, 0, 0},
+                             {{20, 6}, 1, 1, 9},   {{17}, 6, 1, 10}};
+  auto makeRequest = [&](const Case &c, std::vector<std::vector<float>> &out) {
+    GenerationRequest r = request(c.prompt, c.maxNew);
+    r.sampling.temperature = c.temperature;
+    r.sampling.seed = c.seed;
+    r.onToken = [&out](int32_t, const float *logits) {
+      out.emplace_back(logits, logits + kVocab);
+    };
+    return r;
+  };
+
+  loadModel(/*numSlots=*/static_cast<int64_t>(cases.size()));
+  std::vector<std::vector<std::vector<float>>> batchedLogits(cases.size());
+  std::vector<RequestId> ids;
+  for (size_t i = 0; i < cases.size(); ++i)
+    ids.push_back(submit(makeRequest(cases[i], batchedLogits[i])));
+  std::vector<GenerationResult> batched = engine->runToCompletion();
+  EXPECT_GT(engine->totalShuffle().rowsMoved, 0);
+
+  // Nobody joins after the first step (which has one row per request, in
+  // order of arrival), so each later step's rows continue in the same
+  // slots: a slot's run of rows starts one past where it ended the step
+  // before, and feeds its request's prompt, then the token its last row
+  // produced the step before.
+  std::vector<StepTrace> batchedTrace = trace;
+  ASSERT_EQ(batchedTrace[0].slots.size(), cases.size());
+  std::map<int32_t, size_t> caseOfSlot;
+  for (size_t i = 0; i < cases.size(); ++i)
+    caseOfSlot[batchedTrace[0].slots[i]] = i;
+  for (size_t k = 0; k + 1 < batchedTrace.size(); ++k) {
+    const StepTrace &now = batchedTrace[k], &next = batchedTrace[k + 1];
+    for (size_t i = 0; i < next.slots.size(); ++i) {
+      if (i > 0 && next.slots[i] == next.slots[i - 1])
+        continue; // checked with its run's first row
+      int32_t slot = next.slots[i];
+      const Case &c = cases[caseOfSlot.at(slot)];
+      auto last = std::find(now.slots.rbegin(), now.slots.rend(), slot);
+      ASSERT_NE(last, now.slots.rend()) << "slot " << slot << " is new";
+      size_t j =
+          now.slots.size() - 1 - static_cast<size_t>(last - now.slots.rbegin());
+      EXPECT_EQ(next.positions[i], now.positions[j] + 1) << "slot " << slot;
+      for (size_t row = i; row < next.slots.size() && next.slots[row] == slot;
+           ++row) {
+        size_t position = static_cast<size_t>(next.positions[row]);
+        int32_t fed =
+            position < c.prompt.size() ? c.prompt[position] : now.next[j];
+        EXPECT_EQ(next.tokens[row], fed)
+            << "step " << k + 2 << " slot " << slot << " position " << position;
+      }
+    }
+  }
+
+  for (size_t i = 0; i < cases.size(); ++i) {
+    loadModel(/*numSlots=*/1);
+    std::vector<std::vector<float>> aloneLogits;
+    submit(makeRequest(cases[i], aloneLogits));
+    std::vector<GenerationResult> alone = engine->runToCompletion();
+    ASSERT_EQ(alone.size(), 1u);
+    const GenerationResult &b = resultFor(batched, ids[i]);
+    EXPECT_EQ(b.tokens, alone[0].tokens) << "request " << i;
+    EXPECT_EQ(b.reason, alone[0].reason) << "request " << i;
+    EXPECT_EQ(batchedLogits[i], aloneLogits) << "request " << i;
+  }
+}
+
+TEST_F(EngineTest, CancelInTheMiddleMovesTheLastRow) {
+  loadModel(/*numSlots=*/4);
+  std::vector<RequestId> ids;
+  for (int32_t first : {0, 8, 16, 24})
+    ids.push_back(submit(request({first}, 6)));
+  ASSERT_TRUE(engine->step());
+  std::vector<int32_t> slots = trace.back().slots; // in order of arrival
+  ASSERT_EQ(slots.size(), 4u);
+
+  // Row 1 leaves: row 3 fills it, one move.
+  EXPECT_TRUE(engine->cancel(ids[1]));
+  EXPECT_EQ(engine->lastShuffle().rowsMoved, 1);
+  EXPECT_EQ(engine->lastShuffle().bytesMoved, kShuffleRowBytes);
+  ASSERT_TRUE(engine->step());
+  EXPECT_EQ(trace.back().slots,
+            (std::vector<int32_t>{slots[0], slots[3], slots[2]}));
+  EXPECT_EQ(engine->lastShuffle().rowsMoved, 0);
+
+  // The last row leaves: nothing moves.
+  EXPECT_TRUE(engine->cancel(ids[2]));
+  EXPECT_EQ(engine->lastShuffle().rowsMoved, 0);
+  ASSERT_TRUE(engine->step());
+  EXPECT_EQ(trace.back().slots, (std::vector<int32_t>{slots[0], slots[3]}));
+  EXPECT_EQ(engine->totalShuffle().rowsMoved, 1);
+  EXPECT_EQ(engine->totalShuffle().bytesMoved, kShuffleRowBytes);
+
+  std::vector<GenerationResult> results = engine->runToCompletion();
+  EXPECT_EQ(resultFor(results, ids[1]).reason, FinishReason::Cancelled);
+  EXPECT_EQ(resultFor(results, ids[1]).tokens, (std::vector<int32_t>{9}));
+  EXPECT_EQ(resultFor(results, ids[2]).reason, FinishReason::Cancelled);
+  EXPECT_EQ(resultFor(results, ids[2]).tokens, (std::vector<int32_t>{17, 18}));
+  EXPECT_EQ(resultFor(results, ids[0]).tokens,
+            (std::vector<int32_t>{1, 2, 3, 4, 5, 6}));
+  EXPECT_EQ(resultFor(results, ids[3]).tokens,
+            (std::vector<int32_t>{25, 26, 27, 28, 29, 30}));
+  EXPECT_EQ(model->kvCache().freeSlots(), 4);
+}
+
+TEST_F(EngineTest, PromptChunksFollowArrivalInAShuffledTable) {
+  // Three slots, 8 rows. Step 1: a (1 row) finishes, b reads 6 prompt
+  // rows, c 1; c then fills a's row, so the table is [c, b]. Step 2: the 6
+  // rows left go to b first (the earlier arrival, though second in the
+  // table): its last 3 prompt tokens, then c gets 3.
+  loadModel(/*numSlots=*/3, /*maxContext=*/32, /*maxStepRows=*/8);
+  std::vector<int32_t> promptB, promptC;
+  for (int32_t t = 0; t < 10; ++t) {
+    promptB.push_back(10 + t);
+    promptC.push_back(20 + t);
+  }
+  RequestId a = submit(request({1}, 1));
+  RequestId b = submit(request(promptB, 2));
+  RequestId c = submit(request(promptC, 2));
+  ASSERT_TRUE(engine->step());
+  std::vector<int32_t> slots = trace.back().slots;
+  ASSERT_EQ(slots.size(), 8u);
+  int32_t slotB = slots[1], slotC = slots[7];
+  EXPECT_EQ(engine->lastShuffle().rowsMoved, 1);
+
+  std::vector<GenerationResult> results = engine->runToCompletion();
+  EXPECT_EQ(batchSizes, (std::vector<int64_t>{8, 8, 6, 1}));
+  ASSERT_EQ(trace.size(), 4u);
+  EXPECT_EQ(trace[1].slots, (std::vector<int32_t>{slotC, slotC, slotC, slotC,
+                                                  slotB, slotB, slotB, slotB}));
+  EXPECT_EQ(trace[1].positions, (std::vector<int32_t>{1, 2, 3, 4, 6, 7, 8, 9}));
+  EXPECT_EQ(trace[2].slots,
+            (std::vector<int32_t>{slotC, slotC, slotC, slotC, slotC, slotB}));
+  EXPECT_EQ(resultFor(results, a).tokens, (std::vector<int32_t>{2}));
+  EXPECT_EQ(resultFor(results, b).tokens, (std::vector<int32_t>{20, 21}));
+  EXPECT_EQ(resultFor(results, c).tokens, (std::vector<int32_t>{30, 31}));
+  EXPECT_EQ(engine->totalShuffle().rowsMoved, 1);
 }
 
 } // namespace

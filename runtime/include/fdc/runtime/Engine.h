@@ -8,9 +8,30 @@
 // position). Only the chunk's last row samples, and only when it is the
 // prompt's last token. The rows of a step are at most the engine's token
 // budget: one per live request, the rest to prompt chunks in order of
-// arrival.
+// arrival (request ids increase with arrival).
 // Requests join at the next iteration and finish independently (EOS,
 // max_new_tokens, or a full context).
+//
+// The live requests form a dense table of rows 0..n-1 (a request's step
+// rows follow the table's order; new requests are appended). When rows
+// leave (finished, EOS, full context, a bad token, cancelled) the table is
+// compacted with Flover's minimal move: with m rows staying, every hole
+// below m is filled by the last staying row of the table, so rows already
+// below m never move and the moves are exactly the holes below m (the
+// fewest that make rows 0..m-1 dense; none when the rows that leave are
+// the last ones). Flover's sliding window also picks where the dense rows
+// start; a step's rows start at row 0, so here they are rows 0..m-1. The
+// table is then no longer in order of arrival: what must follow arrival
+// (prompt chunks' share of the budget, onToken calls and finishing order
+// within a step) goes by request id.
+// KV never moves: a request keeps its KV-cache slot from admission to
+// finish and attention reads rows through their slot index, so no K/V
+// byte is copied. What moves is the row's step state: slot, position,
+// token, temperature, top_k, top_p and the request's RNG state, i.e. what
+// a device-resident per-row table would hold; one move costs
+// kShuffleRowBytes. The host's heavier per-request vectors (prompt,
+// generated tokens) move with their rows by pointer (std::move). Counts:
+// lastShuffle() and totalShuffle().
 //
 //===----------------------------------------------------------------------===//
 
@@ -77,6 +98,25 @@ struct GenerationResult {
   std::string error;
 };
 
+/// The bytes one row of the live table moves in a compaction: its slot,
+/// position and token (int32 each, as in FdcStepArgs), temperature, top_k,
+/// top_p and the request's RNG state.
+inline constexpr int64_t kShuffleRowBytes = sizeof(int32_t)       // slot
+                                            + sizeof(int32_t)     // position
+                                            + sizeof(int32_t)     // token
+                                            + sizeof(float)       // temperature
+                                            + sizeof(int32_t)     // top_k
+                                            + sizeof(float)       // top_p
+                                            + sizeof(Xoshiro256); // RNG
+static_assert(kShuffleRowBytes == 56);
+
+/// Rows moved by compacting the live table, and their bytes (rowsMoved *
+/// kShuffleRowBytes).
+struct ShuffleStats {
+  int64_t rowsMoved = 0;
+  int64_t bytesMoved = 0;
+};
+
 struct EngineOptions {
   /// Rows one step runs at most (decode tokens + prompt chunks); 0 = the
   /// model's max_step_rows. Kept within [num_slots, max_step_rows], so
@@ -133,6 +173,10 @@ public:
   size_t liveCount() const { return live.size(); }
   size_t queuedCount() const { return queued.size(); }
   int64_t stepsRun() const { return steps; }
+  /// The compaction after the last step, plus the cancels since it.
+  ShuffleStats lastShuffle() const { return shuffleLast; }
+  /// Every compaction of this engine.
+  ShuffleStats totalShuffle() const { return shuffleTotal; }
 
   /// If set, sees the arguments of every step after it ran (for tests and
   /// tracing).
@@ -150,8 +194,12 @@ private:
   };
 
   void admitQueued();
-  /// The rows of each live sequence in the next step (within the budget).
-  std::vector<int64_t> planRows() const;
+  /// The rows of each live sequence in the next step (within the budget);
+  /// `arrival` holds the live indices in order of arrival.
+  std::vector<int64_t> planRows(const std::vector<size_t> &arrival) const;
+  /// Drops the live rows marked in `leaving` (already finished) with
+  /// Flover's minimal move and counts the moves.
+  void compactLive();
   void finish(Sequence &sequence, FinishReason reason, std::string error = "");
 
   Model &model;
@@ -164,10 +212,15 @@ private:
   std::vector<Sequence> live;
   std::vector<GenerationResult> finished;
   int64_t steps = 0;
+  ShuffleStats shuffleLast, shuffleTotal;
 
   // Step buffers, reused across iterations.
   std::vector<int32_t> tokens, positions, slots, topK, nextTokens;
   std::vector<float> temperature, topP, uniform, logits;
+  /// Live indices in order of arrival.
+  std::vector<size_t> arrival;
+  /// Per live row: it leaves the table at the next compaction.
+  std::vector<char> leaving;
 };
 
 } // namespace fdc::runtime
