@@ -206,12 +206,14 @@ Error GpuBackend::poisonOutputs() {
   return Error::success();
 }
 
-Error GpuBackend::copyOutputs(const FdcStepArgs &args) {
+Error GpuBackend::copyOutputs(const FdcStepArgs &args,
+                              const StepGraph *replayed) {
   // A fault inside a kernel surfaces at a later call on the stream.
   auto stepFailed = [&](const std::string &call, DeviceStatus status) {
     return createError(
         "the model step failed: ", call, ": ", device->describe(status),
-        " (the step launched ", launcher.launchedList(), "; ",
+        " (the step launched ",
+        replayed ? replayed->launchedList() : launcher.launchedList(), "; ",
         vendor.syncLaunchesVariable, "=1 names the failing kernel)");
   };
   uint64_t batch = static_cast<uint64_t>(args.batch);
@@ -240,11 +242,11 @@ Error GpuBackend::step(const FdcStepArgs &args) {
       return err;
   FdcStepArgs onDevice = deviceArgs(args);
   if (useGraphs && args.batch <= kMaxGraphBatch) {
-    Expected<bool> replayed = replayStepGraph(onDevice);
+    Expected<const StepGraph *> replayed = replayStepGraph(onDevice);
     if (!replayed)
       return replayed.takeError();
     if (*replayed)
-      return copyOutputs(args);
+      return copyOutputs(args, *replayed);
   }
   launcher.beginStep();
   library.stepFunction()(&onDevice);
@@ -253,30 +255,38 @@ Error GpuBackend::step(const FdcStepArgs &args) {
     device->synchronize();
     return createError(launcher.launchError());
   }
-  return copyOutputs(args);
+  return copyOutputs(args, nullptr);
 }
 
 void GpuBackend::destroyStepGraphs() { graphs.clear(); }
 
-Expected<bool> GpuBackend::replayStepGraph(const FdcStepArgs &onDevice) {
+Expected<const StepGraph *>
+GpuBackend::replayStepGraph(const FdcStepArgs &onDevice) {
   std::unique_ptr<StepGraph> &graph = graphs[onDevice.batch];
   if (!graph) {
     Expected<std::unique_ptr<StepGraph>> captured =
         StepGraph::capture(*device, launcher, library.stepFunction(), onDevice);
     if (!captured) {
       graphs.erase(onDevice.batch);
-      return createError(captured.error().message(), " (capturing the step of ",
-                         onDevice.batch, " rows; ", vendor.graphsVariable,
-                         "=0 launches eagerly)");
+      // Let what was enqueued before the capture finish before the caller
+      // reuses the buffers.
+      device->synchronize();
+      return createError(captured.error().message(),
+                         " (capturing the step graph of batch size ",
+                         onDevice.batch, "; ", vendor.graphsVariable,
+                         "=0 runs every step eagerly)");
     }
     if (!*captured) {
       graphs.erase(onDevice.batch);
       useGraphs = false; // this vendor runs every step eagerly
-      return false;
+      return nullptr;
     }
     graph = std::move(*captured);
   }
-  if (Error err = graph->replay(onDevice.collective))
-    return err;
-  return true;
+  if (Error err = graph->replay(onDevice.collective)) {
+    device->synchronize();
+    return createError(err.message(), " (replaying the step graph of batch ",
+                       "size ", onDevice.batch, ")");
+  }
+  return graph.get();
 }

@@ -67,11 +67,14 @@ private:
   FdcStepArgs deviceArgs(const FdcStepArgs &args) const;
   Error poisonOutputs();
   /// Runs the step of `onDevice.batch` rows as a graph, captured on the
-  /// first step of that batch size; false if the vendor cannot capture
-  /// (then every step runs eagerly).
-  Expected<bool> replayStepGraph(const FdcStepArgs &onDevice);
+  /// first step of that batch size, and returns it; null if the vendor
+  /// cannot capture (then every step runs eagerly). Errors name the batch
+  /// size.
+  Expected<const StepGraph *> replayStepGraph(const FdcStepArgs &onDevice);
   void destroyStepGraphs();
-  Error copyOutputs(const FdcStepArgs &args);
+  /// `replayed`: the graph that ran the step, if one did (its kernels name
+  /// the suspects of a fault).
+  Error copyOutputs(const FdcStepArgs &args, const StepGraph *replayed);
 
   /// Declared first: destroyed after everything allocated on it.
   std::unique_ptr<GpuDevice> device;

@@ -42,7 +42,8 @@ struct GpuVendor {
   const char *syncLaunchesVariable;
   const char *poisonVariable;
   /// Set to 0 to launch every step's kernels one by one instead of
-  /// replaying the step's graph for its batch size.
+  /// replaying the step's graph for its batch size (FDC_CUDA_GRAPHS,
+  /// FDC_HIP_GRAPHS).
   const char *graphsVariable;
   /// The call behind each GpuDevice operation, as errors name it.
   const char *makeCurrentCall;
@@ -54,6 +55,11 @@ struct GpuVendor {
   const char *getKernelCall;
   const char *setSharedLimitCall;
   const char *launchCall;
+  /// The calls behind beginCapture, endCapture (two, comma-separated) and
+  /// replay.
+  const char *beginCaptureCall;
+  const char *endCaptureCalls;
+  const char *replayCall;
   /// Dynamic shared memory a kernel may use before it must be opted into
   /// more with setSharedLimit (CUDA: 48 KiB; HIP has no opt-in: UINT32_MAX).
   uint32_t defaultSharedLimit;

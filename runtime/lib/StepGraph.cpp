@@ -17,7 +17,7 @@ StepGraph::capture(GpuDevice &device, KernelLauncher &launcher,
   if (began == GpuDevice::kNotSupported)
     return std::unique_ptr<StepGraph>();
   if (began)
-    return device.fail("beginning to capture the step's graph", began);
+    return device.fail(device.vendor().beginCaptureCall, began);
   graph->capturing = true;
   // The step calls this in place of its rank's collectives: each call cuts
   // the capture.
@@ -40,7 +40,11 @@ StepGraph::capture(GpuDevice &device, KernelLauncher &launcher,
     graph->capturing = false;
     if (ended && graph->captureError.empty())
       graph->captureError =
-          device.fail("capturing the step's graph", ended).message();
+          device
+              .fail(concat("ending the capture (",
+                           device.vendor().endCaptureCalls, ")"),
+                    ended)
+              .message();
     if (ended || !graph->captureError.empty() ||
         !launcher.launchError().empty())
       device.destroyGraph(last);
@@ -48,29 +52,38 @@ StepGraph::capture(GpuDevice &device, KernelLauncher &launcher,
       graph->segments.push_back({last, false, {}});
   }
   if (!launcher.launchError().empty())
-    return createError(launcher.launchError(), " (while capturing the step's ",
-                       "graph)");
+    return createError(launcher.launchError());
   if (!graph->captureError.empty())
     return createError(graph->captureError);
+  graph->launched = launcher.launchedList();
   return graph;
 }
 
 int StepGraph::cut(const CollectiveCall &call) {
-  if (!captureError.empty())
+  if (!captureError.empty() || !capturing)
     return 1;
+  size_t collective = segments.size() + 1;
   GpuDevice::GraphHandle segment = nullptr;
   DeviceStatus ended = device.endCapture(segment);
   capturing = false;
   if (ended) {
     device.destroyGraph(segment);
-    captureError = device.fail("capturing the step's graph", ended).message();
+    captureError =
+        device
+            .fail(concat("ending the capture before collective call ",
+                         collective, " (", device.vendor().endCaptureCalls,
+                         ")"),
+                  ended)
+            .message();
     return 1;
   }
   segments.push_back({segment, true, call});
   if (DeviceStatus began = device.beginCapture()) {
-    captureError =
-        device.fail("capturing the step's graph after a collective", began)
-            .message();
+    captureError = device
+                       .fail(concat(device.vendor().beginCaptureCall,
+                                    " after collective call ", collective),
+                             began)
+                       .message();
     return 1;
   }
   capturing = true;
@@ -99,7 +112,7 @@ int StepGraph::captureAllGatherColumns(void *context, const void *input,
 Error StepGraph::replay(const FdcCollectiveApi *collective) {
   for (const Segment &segment : segments) {
     if (DeviceStatus status = device.replay(segment.graph))
-      return device.fail("replaying the step's graph", status);
+      return device.fail(device.vendor().replayCall, status);
     if (!segment.callsAfter)
       continue;
     if (!collective)
@@ -115,7 +128,7 @@ Error StepGraph::replay(const FdcCollectiveApi *collective) {
                   collective->context, call.input, call.output, call.workspace,
                   call.sizes[0], call.sizes[1], call.sizes[2]);
     if (failed)
-      return createError("a collective of the step's graph failed (the "
+      return createError("a collective call of the step graph failed (the "
                          "tensor-parallel group recorded why)");
   }
   return Error::success();

@@ -37,7 +37,9 @@ public:
 
   /// Captures `step` run with `onDevice` (its launches go through `launcher`
   /// to `device`'s stream). Null when the device cannot capture (the caller
-  /// then runs steps eagerly); an error when a launch or the capture fails.
+  /// then runs steps eagerly); an error when a launch or the capture fails
+  /// (the caller names the batch size), with every graph made so far
+  /// destroyed and the stream out of capture mode.
   static Expected<std::unique_ptr<StepGraph>>
   capture(GpuDevice &device, KernelLauncher &launcher, FdcModelStepFn step,
           const FdcStepArgs &onDevice);
@@ -46,6 +48,10 @@ public:
   /// its collective through `collective` (the rank's; null when the step
   /// has no collectives).
   Error replay(const FdcCollectiveApi *collective);
+
+  /// The kernels the captured step launched (KernelLauncher::launchedList),
+  /// which name the suspects of a fault found after a replay.
+  const std::string &launchedList() const { return launched; }
 
 private:
   /// A collective call the step made, as it made it.
@@ -81,6 +87,7 @@ private:
   std::string captureError;
   /// Whether the stream is capturing a segment.
   bool capturing = false;
+  std::string launched;
 };
 
 } // namespace fdc::runtime

@@ -22,6 +22,9 @@ const GpuVendor fdc::runtime::cuda::kCudaVendor = {
     /*getKernelCall=*/"cuModuleGetFunction",
     /*setSharedLimitCall=*/"cuFuncSetAttribute",
     /*launchCall=*/"cuLaunchKernel",
+    /*beginCaptureCall=*/"cuStreamBeginCapture_v2",
+    /*endCaptureCalls=*/"cuStreamEndCapture, cuGraphInstantiateWithFlags",
+    /*replayCall=*/"cuGraphLaunch",
     /*defaultSharedLimit=*/48 * 1024,
 };
 
@@ -150,8 +153,11 @@ DeviceStatus CudaDevice::endCapture(GraphHandle &graph) {
       !api.cuGraphDestroy)
     return kNotSupported;
   CUgraph captured = nullptr;
-  if (CUresult r = api.cuStreamEndCapture(stream, &captured))
+  if (CUresult r = api.cuStreamEndCapture(stream, &captured)) {
+    if (captured) // not expected after a failure, but never leaked
+      api.cuGraphDestroy(captured);
     return r;
+  }
   CUgraphExec exec = nullptr;
   CUresult r = api.cuGraphInstantiateWithFlags(&exec, captured, 0);
   api.cuGraphDestroy(captured);

@@ -46,8 +46,9 @@ namespace fdc::runtime::cuda {
   X(cuGetErrorName)                                                            \
   X(cuGetErrorString)
 
-// X(name): entry points only fdc tune uses (graphs, events); a driver
-// without them still runs models, and the timing calls say so.
+// X(name): entry points of the step graphs and of fdc tune (graphs,
+// events); a driver without them still runs models (every step eagerly),
+// and the timing calls say so.
 #define FDC_CUDA_OPTIONAL_FUNCTIONS(X)                                         \
   X(cuStreamBeginCapture_v2)                                                   \
   X(cuStreamEndCapture)                                                        \

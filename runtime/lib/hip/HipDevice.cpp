@@ -24,6 +24,9 @@ const GpuVendor fdc::runtime::hip::kHipVendor = {
     /*getKernelCall=*/"hipModuleGetFunction",
     /*setSharedLimitCall=*/"hipFuncSetAttribute",
     /*launchCall=*/"hipModuleLaunchKernel",
+    /*beginCaptureCall=*/"hipStreamBeginCapture",
+    /*endCaptureCalls=*/"hipStreamEndCapture, hipGraphInstantiateWithFlags",
+    /*replayCall=*/"hipGraphLaunch",
     /*defaultSharedLimit=*/UINT32_MAX,
 };
 
@@ -121,6 +124,42 @@ DeviceStatus HipDevice::launch(KernelHandle kernel, const LaunchShape &shape,
       static_cast<hipFunction_t>(kernel), shape.grid[0], shape.grid[1],
       shape.grid[2], shape.block[0], shape.block[1], shape.block[2],
       shape.sharedBytes, stream, params, nullptr);
+}
+
+DeviceStatus HipDevice::beginCapture() {
+  if (!api.hasGraphs())
+    return kNotSupported;
+  return api.hipStreamBeginCapture(stream, hipStreamCaptureModeThreadLocal);
+}
+
+DeviceStatus HipDevice::endCapture(GraphHandle &graph) {
+  graph = nullptr;
+  if (!api.hasGraphs())
+    return kNotSupported;
+  hipGraph_t captured = nullptr;
+  if (hipError_t r = api.hipStreamEndCapture(stream, &captured)) {
+    // Nothing was captured, or ROCm left a graph anyway: not ours to keep.
+    if (captured)
+      (void)api.hipGraphDestroy(captured);
+    return r;
+  }
+  hipGraphExec_t exec = nullptr;
+  hipError_t r = api.hipGraphInstantiateWithFlags(&exec, captured, 0);
+  (void)api.hipGraphDestroy(captured);
+  if (r == hipSuccess)
+    graph = exec;
+  return r;
+}
+
+DeviceStatus HipDevice::replay(GraphHandle graph) {
+  if (!api.hasGraphs())
+    return kNotSupported;
+  return api.hipGraphLaunch(static_cast<hipGraphExec_t>(graph), stream);
+}
+
+void HipDevice::destroyGraph(GraphHandle graph) {
+  if (graph && api.hasGraphs())
+    (void)api.hipGraphExecDestroy(static_cast<hipGraphExec_t>(graph));
 }
 
 Expected<std::unique_ptr<CollectiveGroup>>

@@ -10,6 +10,12 @@
 // naming the kernel. So the vendor's defaultSharedLimit is unlimited and
 // setSharedLimit() is never called.
 //
+// Step graphs: beginCapture .. destroyGraph map onto hipStreamBeginCapture
+// (thread-local mode), hipStreamEndCapture + hipGraphInstantiateWithFlags,
+// hipGraphLaunch and hipGraphExecDestroy, as CUDA's do onto the driver's;
+// a runtime lacking any of them gets kNotSupported (steps run eagerly).
+// Verified against the fake HIP runtime only: no AMD GPU has run them.
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef FDC_RUNTIME_LIB_HIP_HIPDEVICE_H
@@ -57,6 +63,10 @@ public:
   DeviceStatus setSharedLimit(KernelHandle kernel, uint32_t bytes) override;
   DeviceStatus launch(KernelHandle kernel, const LaunchShape &shape,
                       void **params) override;
+  DeviceStatus beginCapture() override;
+  DeviceStatus endCapture(GraphHandle &graph) override;
+  DeviceStatus replay(GraphHandle graph) override;
+  void destroyGraph(GraphHandle graph) override;
 
 private:
   HipDevice(const RuntimeApi &api, int ordinal) : api(api), ordinal(ordinal) {}

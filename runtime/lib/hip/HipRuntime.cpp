@@ -22,6 +22,12 @@ std::string RuntimeApi::describe(hipError_t error) const {
   return out;
 }
 
+bool RuntimeApi::hasGraphs() const {
+#define FDC_HIP_FOUND(name, ...) name &&
+  return FDC_HIP_OPTIONAL_FUNCTIONS(FDC_HIP_FOUND) true;
+#undef FDC_HIP_FOUND
+}
+
 Error RuntimeApi::fail(const std::string &call, hipError_t error) const {
   return createError(call, " failed: ", describe(error));
 }
@@ -89,6 +95,11 @@ void resolve(void *handle, RuntimeApi &api, std::string &error) {
   lookup(api.hipGetErrorString, "hipGetErrorString");
   if (!error.empty())
     return;
+  // Optional: left null when missing.
+#define FDC_HIP_RESOLVE_OPTIONAL(name, ...)                                    \
+  api.name = reinterpret_cast<decltype(api.name)>(::dlsym(handle, #name));
+  FDC_HIP_OPTIONAL_FUNCTIONS(FDC_HIP_RESOLVE_OPTIONAL)
+#undef FDC_HIP_RESOLVE_OPTIONAL
   for (const char *name :
        {"hipGetDevicePropertiesR0600", "hipGetDeviceProperties"}) {
     if (void *function = ::dlsym(handle, name)) {

@@ -53,6 +53,18 @@ namespace fdc::runtime::hip {
   X(hipStreamDestroy, hipStream_t)                                             \
   X(hipStreamSynchronize, hipStream_t)
 
+// X(name, parameter types): entry points of the step graphs; a runtime
+// without one of them runs every step eagerly (HipDevice::beginCapture
+// returns kNotSupported).
+#define FDC_HIP_OPTIONAL_FUNCTIONS(X)                                          \
+  X(hipStreamBeginCapture, hipStream_t, hipStreamCaptureMode)                  \
+  X(hipStreamEndCapture, hipStream_t, hipGraph_t *)                            \
+  X(hipGraphInstantiateWithFlags, hipGraphExec_t *, hipGraph_t,                \
+    unsigned long long)                                                        \
+  X(hipGraphLaunch, hipGraphExec_t, hipStream_t)                               \
+  X(hipGraphExecDestroy, hipGraphExec_t)                                       \
+  X(hipGraphDestroy, hipGraph_t)
+
 /// hipGetDeviceProperties / hipGetDevicePropertiesR0600, layout unknown.
 using GetDevicePropertiesFn = hipError_t (*)(void *properties, int device);
 
@@ -62,6 +74,7 @@ struct RuntimeApi {
   std::string path;
 #define FDC_HIP_DECLARE(name, ...) hipError_t (*name)(__VA_ARGS__) = nullptr;
   FDC_HIP_RUNTIME_FUNCTIONS(FDC_HIP_DECLARE)
+  FDC_HIP_OPTIONAL_FUNCTIONS(FDC_HIP_DECLARE)
 #undef FDC_HIP_DECLARE
   const char *(*hipGetErrorName)(hipError_t) = nullptr;
   const char *(*hipGetErrorString)(hipError_t) = nullptr;
@@ -69,6 +82,9 @@ struct RuntimeApi {
   GetDevicePropertiesFn getDeviceProperties = nullptr;
   /// The name of the one above, for messages.
   const char *getDevicePropertiesName = nullptr;
+
+  /// Whether every entry point of FDC_HIP_OPTIONAL_FUNCTIONS was found.
+  bool hasGraphs() const;
 
   /// "hipErrorInvalidValue: invalid argument" (the name alone when the
   /// runtime's text is the name again).

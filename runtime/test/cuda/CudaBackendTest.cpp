@@ -4,8 +4,9 @@
 // "Gpu/" against the real driver, where every test skips when libcuda.so.1
 // cannot be loaded or cuInit fails. CudaFakeDriverTest injects faults only
 // the fake can (no device, a fault inside a kernel, out of memory, other
-// compute capabilities). CudaNoDriverTest checks the message when there is
-// no driver at all.
+// compute capabilities, failing captures) and counts what only the fake
+// counts (captures and replays of the step graphs). CudaNoDriverTest checks
+// the message when there is no driver at all.
 //
 // The test library (TestCudaModel.c) computes on the GPU what the host test
 // library (../TestModel.c) computes on the CPU, so a workload must give the
@@ -21,6 +22,8 @@
 
 #include "GpuTestUtil.h"
 #include "TestUtil.h"
+#include "fake/FakeDevice.h"
+#include "fake/StepGraphTest.h"
 
 #include <gtest/gtest.h>
 
@@ -50,6 +53,13 @@ struct FakeCudaStats {
   int64_t bytesToDevice;
   int64_t bytesToHost;
   char lastImageKind[8];
+  FakeGraphStats graphs;
+};
+
+/// The fake NCCL's counters (FakeNccl.c).
+struct FakeNcclStats {
+  int64_t allReduces;
+  int64_t allGathers;
 };
 
 #ifdef FDC_FAKE_CUDA_DRIVER
@@ -69,6 +79,29 @@ FakeCudaStats fakeStats() {
   return stats;
 }
 #endif
+
+#ifdef FDC_FAKE_NCCL
+FakeNcclStats fakeNcclStats() {
+  void *handle = ::dlopen(FDC_FAKE_NCCL, RTLD_NOW | RTLD_LOCAL);
+  EXPECT_NE(handle, nullptr) << ::dlerror();
+  FakeNcclStats stats = {};
+  if (!handle)
+    return stats;
+  auto read = reinterpret_cast<void (*)(void *)>(
+      ::dlsym(handle, "fdc_fake_nccl_stats"));
+  EXPECT_NE(read, nullptr);
+  if (read)
+    read(&stats);
+  ::dlclose(handle);
+  return stats;
+}
+#endif
+
+/// What a failed capture adds to its error.
+std::string captureSuffix(int64_t batch) {
+  return " (capturing the step graph of batch size " + std::to_string(batch) +
+         "; FDC_CUDA_GRAPHS=0 runs every step eagerly)";
+}
 
 //===----------------------------------------------------------------------===//
 // CudaBackendTest: on the fake driver and on a real GPU
@@ -235,9 +268,11 @@ TEST_P(CudaBackendTest, LaunchOfUnlistedKernelIsRefused) {
   ScopedEnv mode("FDC_TEST_CUDA_STEP", "unknown_kernel");
   GenerationResult result = generate(*model, {1}, 2);
   EXPECT_EQ(result.reason, FinishReason::Error);
+  // Found while capturing the step's graph (step graphs are on).
   EXPECT_EQ(result.error,
             "the model step launched kernel 'fdc_test_not_in_manifest', which "
-            "the manifest's \"kernels\" does not list");
+            "the manifest's \"kernels\" does not list" +
+                captureSuffix(1));
 }
 
 TEST_P(CudaBackendTest, LargeSharedMemoryIsOptedInto) {
@@ -390,27 +425,35 @@ TEST_P(CudaBackendTest, TensorParallelGathersAndSums) {
 
 TEST_P(CudaBackendTest, TensorParallelRankFailureAbortsTheGroup) {
   TensorParallelEnv env(fake());
-  std::string skip;
-  std::unique_ptr<Model> model = loadTensorParallel(checkpoint.path(), skip);
-  if (!skip.empty())
-    GTEST_SKIP() << skip;
-  ASSERT_TRUE(model);
-  EXPECT_EQ(generate(*model, {1}, 2).tokens, (std::vector<int32_t>{2, 3}));
-  {
-    // Rank 1 fails before its collectives, which rank 0 waits for on the
-    // GPU: the abort frees it.
-    ScopedEnv mode("FDC_TEST_CUDA_STEP", "unknown_kernel");
+  for (bool graphs : {false, true}) {
+    SCOPED_TRACE(graphs ? "step graphs" : "eager steps");
+    ScopedEnv graphSetting("FDC_CUDA_GRAPHS", graphs ? "1" : "0");
+    std::string skip;
+    std::unique_ptr<Model> model = loadTensorParallel(checkpoint.path(), skip);
+    if (!skip.empty())
+      GTEST_SKIP() << skip;
+    ASSERT_TRUE(model);
+    // With graphs, a step of batch size 1 would replay this step's graph
+    // without calling the library again: the failing step comes first.
+    if (!graphs)
+      EXPECT_EQ(generate(*model, {1}, 2).tokens, (std::vector<int32_t>{2, 3}));
+    {
+      // Rank 1 fails before its collectives, which rank 0 waits for on the
+      // GPU (eager) or in its replay (graphs): the abort frees it.
+      ScopedEnv mode("FDC_TEST_CUDA_STEP", "unknown_kernel");
+      GenerationResult result = generate(*model, {1}, 2);
+      EXPECT_EQ(result.reason, FinishReason::Error);
+      EXPECT_EQ(result.error,
+                "tensor-parallel rank 1 of 2 failed: the model step launched "
+                "kernel 'fdc_test_not_in_manifest', which the manifest's "
+                "\"kernels\" does not list" +
+                    (graphs ? captureSuffix(1) : ""));
+    }
     GenerationResult result = generate(*model, {1}, 2);
     EXPECT_EQ(result.reason, FinishReason::Error);
-    EXPECT_EQ(result.error,
-              "tensor-parallel rank 1 of 2 failed: the model step launched "
-              "kernel 'fdc_test_not_in_manifest', which the manifest's "
-              "\"kernels\" does not list");
+    EXPECT_CONTAINS(result.error, "tensor-parallel group aborted: tensor-"
+                                  "parallel rank 1 of 2 failed: ");
   }
-  GenerationResult result = generate(*model, {1}, 2);
-  EXPECT_EQ(result.reason, FinishReason::Error);
-  EXPECT_CONTAINS(result.error, "tensor-parallel group aborted: tensor-"
-                                "parallel rank 1 of 2 failed: ");
 }
 
 INSTANTIATE_TEST_SUITE_P(Fake, CudaBackendTest, ::testing::Values(Driver::Fake),
@@ -452,6 +495,31 @@ protected:
     EXPECT_EQ(stats.liveModules, 0);
     EXPECT_EQ(stats.liveStreams, 0);
     EXPECT_EQ(stats.contextRefs, 0);
+    EXPECT_EQ(stats.graphs.liveGraphs, 0);
+    EXPECT_EQ(stats.graphs.liveGraphExecs, 0);
+  }
+
+  /// The outputs of steps of batch sizes 1, 3, 1, 3 on `library` (graphs
+  /// on or off), and the fake's counters before and after them.
+  struct BatchSizesRun {
+    std::vector<StepRows> outputs;
+    FakeCudaStats before, after;
+  };
+  BatchSizesRun runBatchSizesOn(const char *library, bool graphs) {
+    ScopedEnv graphSetting("FDC_CUDA_GRAPHS", graphs ? nullptr : "0");
+    BatchSizesRun run;
+    Expected<std::unique_ptr<Model>> model = load(library);
+    EXPECT_TRUE(model) << model.error().message();
+    if (!model)
+      return run;
+    run.before = fakeStats();
+    Expected<std::vector<StepRows>> outputs =
+        runBatchSizes(**model, {1, 3, 1, 3});
+    run.after = fakeStats();
+    EXPECT_TRUE(outputs) << outputs.error().message();
+    if (outputs)
+      run.outputs = std::move(*outputs);
+    return run;
   }
 
   struct Dir {
@@ -563,23 +631,34 @@ TEST_F(CudaFakeDriverTest, OutOfMemoryNamesTheBuffer) {
 }
 
 TEST_F(CudaFakeDriverTest, FaultIsReportedByALaterLaunch) {
-  Expected<std::unique_ptr<Model>> model = load(FDC_TEST_CUDA_PTX);
-  ASSERT_TRUE(model) << model.error().message();
-  Engine engine(**model);
-  ScopedEnv mode("FDC_TEST_CUDA_STEP", "bad_pointer");
-  GenerationRequest r;
-  r.prompt = {1};
-  r.maxNewTokens = 2;
-  ASSERT_TRUE(engine.submit(r));
-  std::vector<GenerationResult> results = engine.runToCompletion();
-  ASSERT_EQ(results.size(), 1u);
-  EXPECT_EQ(results[0].reason, FinishReason::Error);
-  // The fake, like a GPU, may report the fault at the next launch.
-  EXPECT_EQ(results[0].error,
-            "cuLaunchKernel(fdc_test_next_token) failed: "
-            "CUDA_ERROR_ILLEGAL_ADDRESS: an illegal memory access was "
-            "encountered (grid 1x1x1, block 32x1x1, 0 bytes of shared "
-            "memory)");
+  for (bool graphs : {false, true}) {
+    SCOPED_TRACE(graphs ? "step graphs" : "eager steps");
+    ScopedEnv graphSetting("FDC_CUDA_GRAPHS", graphs ? "1" : "0");
+    Expected<std::unique_ptr<Model>> model = load(FDC_TEST_CUDA_PTX);
+    ASSERT_TRUE(model) << model.error().message();
+    Engine engine(**model);
+    ScopedEnv mode("FDC_TEST_CUDA_STEP", "bad_pointer");
+    GenerationRequest r;
+    r.prompt = {1};
+    r.maxNewTokens = 2;
+    ASSERT_TRUE(engine.submit(r));
+    std::vector<GenerationResult> results = engine.runToCompletion();
+    ASSERT_EQ(results.size(), 1u);
+    EXPECT_EQ(results[0].reason, FinishReason::Error);
+    // The fake, like a GPU, may report the fault at the next launch; a
+    // replayed graph's launches are not the host's, so there the fault is
+    // found at the end of the step.
+    EXPECT_EQ(results[0].error,
+              graphs ? "the model step failed: cuMemcpyDtoHAsync_v2(logits): "
+                       "CUDA_ERROR_ILLEGAL_ADDRESS: an illegal memory access "
+                       "was encountered (the step launched fdc_test_store_kv, "
+                       "fdc_test_next_token; FDC_CUDA_SYNC_LAUNCHES=1 names "
+                       "the failing kernel)"
+                     : "cuLaunchKernel(fdc_test_next_token) failed: "
+                       "CUDA_ERROR_ILLEGAL_ADDRESS: an illegal memory access "
+                       "was encountered (grid 1x1x1, block 32x1x1, 0 bytes of "
+                       "shared memory)");
+  }
 }
 
 TEST_F(CudaFakeDriverTest, FaultInTheLastKernelIsFoundAtTheEnd) {
@@ -675,6 +754,285 @@ TEST_F(CudaFakeDriverTest, ReleasesEverything) {
   // A failure after the context was made releases it too.
   EXPECT_NE(loadError(FDC_TEST_CUDA_EXTRA_KERNEL), "");
   expectNothingLeaked();
+}
+
+TEST_F(CudaFakeDriverTest, StepGraphsReplayWhatEagerStepsCompute) {
+  BatchSizesRun eager = runBatchSizesOn(FDC_TEST_CUDA_PTX, false);
+  BatchSizesRun graphs = runBatchSizesOn(FDC_TEST_CUDA_PTX, true);
+  ASSERT_EQ(eager.outputs.size(), 4u);
+  // The steps read their inputs and the KV cache the earlier ones wrote:
+  // greedy row 0 gives token + 1, and logit 31 sums the slot's K rows.
+  EXPECT_EQ(eager.outputs[2].next[0], (7 * 2 + 1 + 1) % 32);
+  EXPECT_EQ(eager.outputs[2].logits[31], 1 + 8 + 15);
+  EXPECT_EQ(eager.outputs[3].logits[2 * kVocab + 31], 14 + 28);
+  for (size_t i = 0; i < eager.outputs.size(); ++i)
+    EXPECT_EQ(graphs.outputs[i], eager.outputs[i]) << "step " << i;
+
+  auto delta = [](const BatchSizesRun &run, int64_t FakeGraphStats::*field) {
+    return run.after.graphs.*field - run.before.graphs.*field;
+  };
+  // Eager: no capture, two launches a step.
+  EXPECT_EQ(delta(eager, &FakeGraphStats::captures), 0);
+  EXPECT_EQ(eager.after.launches - eager.before.launches, 8);
+  // Graphs: one capture per batch size (its two launches recorded, not
+  // run), a replay for every step.
+  EXPECT_EQ(delta(graphs, &FakeGraphStats::captures), 2);
+  EXPECT_EQ(delta(graphs, &FakeGraphStats::capturedLaunches), 4);
+  EXPECT_EQ(delta(graphs, &FakeGraphStats::instantiations), 2);
+  EXPECT_EQ(delta(graphs, &FakeGraphStats::graphLaunches), 4);
+  EXPECT_EQ(delta(graphs, &FakeGraphStats::replayedLaunches), 8);
+  EXPECT_EQ(graphs.after.launches - graphs.before.launches, 4);
+  EXPECT_EQ(graphs.after.graphs.liveGraphExecs, 2);
+  EXPECT_EQ(graphs.after.graphs.liveGraphs, 0); // instantiated, then freed
+  expectNothingLeaked();
+}
+
+TEST_F(CudaFakeDriverTest, NoStepGraphsWhenPoisoningOrSynchronizing) {
+  for (const char *variable : {"FDC_CUDA_POISON", "FDC_CUDA_SYNC_LAUNCHES"}) {
+    ScopedEnv setting(variable, "1");
+    Expected<std::unique_ptr<Model>> model = load(FDC_TEST_CUDA_PTX);
+    ASSERT_TRUE(model) << model.error().message();
+    int64_t before = fakeStats().graphs.captures;
+    ASSERT_TRUE(runBatchSizes(**model, {1, 3}));
+    EXPECT_EQ(fakeStats().graphs.captures, before) << variable;
+  }
+}
+
+TEST_F(CudaFakeDriverTest, StepGraphsAreDroppedWithTheBuffers) {
+  Expected<std::unique_ptr<ModelLibrary>> library =
+      ModelLibrary::open(FDC_TEST_CUDA_PTX);
+  ASSERT_TRUE(library) << library.error().message();
+  Expected<std::unique_ptr<DeviceBackend>> created =
+      createDeviceBackend(**library);
+  ASSERT_TRUE(created) << created.error().message();
+  DeviceBackend &backend = **created;
+  // w[0] (the weight arena's first float) is logit 30 of every row.
+  auto upload = [&](float w0) {
+    Expected<HostBuffer> arena = HostBuffer::allocate(512, "test weights");
+    EXPECT_TRUE(arena);
+    std::memcpy(arena->data(), &w0, 4);
+    Error err = backend.uploadWeights(*arena);
+    EXPECT_FALSE(err) << err.message();
+  };
+  auto allocate = [&] {
+    Error err = backend.allocateState(3 * 2 * 16 * 4, 3, kVocab);
+    EXPECT_FALSE(err) << err.message();
+  };
+  // One step of batch size 1 (slot 0, position 0); returns logit 30.
+  auto step = [&](int32_t token) {
+    int32_t tokens[] = {token}, positions[] = {0}, slots[] = {0}, topK[] = {0};
+    float temperature[] = {0}, topP[] = {1}, uniform[] = {0};
+    float logits[kVocab] = {};
+    int32_t next = -1;
+    FdcStepArgs args = {};
+    args.batch = 1;
+    args.num_slots = 3;
+    args.max_context = 16;
+    args.tokens = tokens;
+    args.positions = positions;
+    args.slots = slots;
+    args.temperature = temperature;
+    args.top_k = topK;
+    args.top_p = topP;
+    args.uniform = uniform;
+    args.logits = logits;
+    args.next_tokens = &next;
+    Error err = backend.step(args);
+    EXPECT_FALSE(err) << err.message();
+    EXPECT_EQ(next, token + 1);
+    return logits[30];
+  };
+  auto captures = [] { return fakeStats().graphs.captures; };
+  int64_t start = captures();
+  upload(0.5f);
+  allocate();
+  EXPECT_EQ(step(1), 0.5f);
+  EXPECT_EQ(step(2), 0.5f);
+  EXPECT_EQ(captures() - start, 1);
+  EXPECT_EQ(fakeStats().graphs.liveGraphExecs, 1);
+
+  // New buffers: the graph held the old addresses.
+  allocate();
+  EXPECT_EQ(fakeStats().graphs.liveGraphExecs, 0);
+  EXPECT_EQ(step(3), 0.5f);
+  EXPECT_EQ(captures() - start, 2);
+
+  // New weights: the same.
+  upload(4.0f);
+  EXPECT_EQ(fakeStats().graphs.liveGraphExecs, 0);
+  EXPECT_EQ(step(4), 4.0f);
+  EXPECT_EQ(step(5), 4.0f);
+  EXPECT_EQ(captures() - start, 3);
+  created->reset();
+  expectNothingLeaked();
+}
+
+TEST_F(CudaFakeDriverTest, FailedCaptureNamesTheBatchSize) {
+  const std::string notSupported =
+      " failed: CUDA_ERROR_NOT_SUPPORTED: operation not supported";
+  struct Case {
+    const char *inject;
+    const char *mode;
+    std::string error;
+  };
+  for (const Case &c : {
+           Case{"cuStreamBeginCapture_v2", nullptr,
+                "cuStreamBeginCapture_v2" + notSupported + captureSuffix(3)},
+           Case{"cuStreamEndCapture", nullptr,
+                "ending the capture (cuStreamEndCapture, "
+                "cuGraphInstantiateWithFlags)" +
+                    notSupported + captureSuffix(3)},
+           Case{"cuGraphInstantiateWithFlags", nullptr,
+                "ending the capture (cuStreamEndCapture, "
+                "cuGraphInstantiateWithFlags)" +
+                    notSupported + captureSuffix(3)},
+           // Midway: the first launch was recorded, the second fails.
+           Case{nullptr, "bad_block",
+                "cuLaunchKernel(fdc_test_next_token) failed: "
+                "CUDA_ERROR_INVALID_VALUE: invalid argument (grid 3x1x1, "
+                "block 4096x1x1, 0 bytes of shared memory)" +
+                    captureSuffix(3)},
+       }) {
+    SCOPED_TRACE(c.inject ? c.inject : c.mode);
+    {
+      Expected<std::unique_ptr<Model>> model = load(FDC_TEST_CUDA_PTX);
+      ASSERT_TRUE(model) << model.error().message();
+      ASSERT_TRUE(runBatchSizes(**model, {1}));
+      {
+        ScopedEnv inject("FDC_FAKE_CUDA_FAIL", c.inject);
+        ScopedEnv mode("FDC_TEST_CUDA_STEP", c.mode);
+        Expected<std::vector<StepRows>> failed = runBatchSizes(**model, {3});
+        ASSERT_FALSE(failed);
+        EXPECT_EQ(failed.error().message(),
+                  "step 0 (batch size 3): " + c.error);
+        // Batch size 1's graph is all that is left.
+        EXPECT_EQ(fakeStats().graphs.liveGraphExecs, 1);
+        EXPECT_EQ(fakeStats().graphs.liveGraphs, 0);
+      }
+      // The stream left capture mode: the next capture works.
+      int64_t before = fakeStats().graphs.captures;
+      Expected<std::vector<StepRows>> again = runBatchSizes(**model, {3, 1});
+      EXPECT_TRUE(again) << again.error().message();
+      EXPECT_EQ(fakeStats().graphs.captures - before, 1);
+    }
+    expectNothingLeaked();
+  }
+}
+
+TEST_F(CudaFakeDriverTest, FailedReplayNamesTheBatchSize) {
+  {
+    Expected<std::unique_ptr<Model>> model = load(FDC_TEST_CUDA_PTX);
+    ASSERT_TRUE(model) << model.error().message();
+    ASSERT_TRUE(runBatchSizes(**model, {1, 3}));
+    {
+      ScopedEnv inject("FDC_FAKE_CUDA_FAIL", "cuGraphLaunch");
+      Expected<std::vector<StepRows>> failed = runBatchSizes(**model, {3});
+      ASSERT_FALSE(failed);
+      EXPECT_EQ(failed.error().message(),
+                "step 0 (batch size 3): cuGraphLaunch failed: "
+                "CUDA_ERROR_NOT_SUPPORTED: operation not supported (replaying "
+                "the step graph of batch size 3)");
+    }
+    // The graph stays, and replays.
+    int64_t before = fakeStats().graphs.captures;
+    EXPECT_TRUE(runBatchSizes(**model, {3}));
+    EXPECT_EQ(fakeStats().graphs.captures, before);
+  }
+  expectNothingLeaked();
+}
+
+TEST_F(CudaFakeDriverTest, TensorParallelStepGraphsCallTheCollectives) {
+  ScopedEnv devices("FDC_FAKE_CUDA_DEVICES", "2");
+  ScopedEnv nccl("FDC_NCCL_LIBRARY", FDC_FAKE_NCCL);
+  FakeNcclStats ncclBefore = fakeNcclStats();
+  BatchSizesRun eager = runBatchSizesOn(FDC_TEST_CUDA_TP, false);
+  FakeNcclStats ncclBetween = fakeNcclStats();
+  BatchSizesRun graphs = runBatchSizesOn(FDC_TEST_CUDA_TP, true);
+  FakeNcclStats ncclAfter = fakeNcclStats();
+  ASSERT_EQ(eager.outputs.size(), 4u);
+  // Gathered and doubled: rank 1's w[0] (2) at column 32 + 30, times 2.
+  EXPECT_EQ(eager.outputs[0].logits[kVocab + 30], 4.0f);
+  for (size_t i = 0; i < eager.outputs.size(); ++i)
+    EXPECT_EQ(graphs.outputs[i], eager.outputs[i]) << "step " << i;
+
+  // Each rank's step: a gather and a sum (the loads' warm-ups add the
+  // same for both runs).
+  int64_t eagerGathers = ncclBetween.allGathers - ncclBefore.allGathers;
+  int64_t eagerReduces = ncclBetween.allReduces - ncclBefore.allReduces;
+  EXPECT_EQ(ncclAfter.allGathers - ncclBetween.allGathers, eagerGathers);
+  EXPECT_EQ(ncclAfter.allReduces - ncclBetween.allReduces, eagerReduces);
+  FakeNcclStats stepCalls = {};
+  {
+    Expected<std::unique_ptr<Model>> model = load(FDC_TEST_CUDA_TP);
+    ASSERT_TRUE(model) << model.error().message();
+    ASSERT_TRUE(runBatchSizes(**model, {1, 3}));
+    FakeNcclStats before = fakeNcclStats();
+    FakeCudaStats cudaBefore = fakeStats();
+    // Replays only: the collectives are still called, between the
+    // segments (else the logits would not match the eager ones above).
+    ASSERT_TRUE(runBatchSizes(**model, {1, 3, 1}));
+    FakeNcclStats after = fakeNcclStats();
+    FakeCudaStats cudaAfter = fakeStats();
+    stepCalls.allGathers = after.allGathers - before.allGathers;
+    stepCalls.allReduces = after.allReduces - before.allReduces;
+    EXPECT_EQ(cudaAfter.graphs.captures, cudaBefore.graphs.captures);
+    // 3 steps x 2 ranks x 3 segments (cut at the gather and the sum).
+    EXPECT_EQ(cudaAfter.graphs.graphLaunches - cudaBefore.graphs.graphLaunches,
+              18);
+    EXPECT_EQ(cudaAfter.launches, cudaBefore.launches);
+  }
+  EXPECT_EQ(stepCalls.allGathers, 3 * 2);
+  EXPECT_EQ(stepCalls.allReduces, 3 * 2);
+
+  auto delta = [](const BatchSizesRun &run, int64_t FakeGraphStats::*field) {
+    return run.after.graphs.*field - run.before.graphs.*field;
+  };
+  // 2 batch sizes x 2 ranks x 3 segments captured; 4 steps x 2 x 3 replayed.
+  EXPECT_EQ(delta(eager, &FakeGraphStats::captures), 0);
+  EXPECT_EQ(delta(graphs, &FakeGraphStats::captures), 12);
+  EXPECT_EQ(delta(graphs, &FakeGraphStats::instantiations), 12);
+  EXPECT_EQ(delta(graphs, &FakeGraphStats::graphLaunches), 24);
+  expectNothingLeaked();
+}
+
+TEST_F(CudaFakeDriverTest, TensorParallelCaptureFailingMidway) {
+  ScopedEnv devices("FDC_FAKE_CUDA_DEVICES", "2");
+  ScopedEnv nccl("FDC_NCCL_LIBRARY", FDC_FAKE_NCCL);
+  struct Case {
+    const char *inject;
+    std::string error;
+  };
+  for (const Case &c : {
+           // Ending the first segment, at the gather.
+           Case{"cuStreamEndCapture@1",
+                "ending the capture before collective call 1 "
+                "(cuStreamEndCapture, cuGraphInstantiateWithFlags) failed: "
+                "CUDA_ERROR_NOT_SUPPORTED: operation not supported"},
+           // Resuming after the gather: the first segment is dropped.
+           Case{"cuStreamBeginCapture_v2@2",
+                "cuStreamBeginCapture_v2 after collective call 1 failed: "
+                "CUDA_ERROR_NOT_SUPPORTED: operation not supported"},
+           // Ending the last segment, after the sum.
+           Case{"cuStreamEndCapture@3",
+                "ending the capture (cuStreamEndCapture, "
+                "cuGraphInstantiateWithFlags) failed: "
+                "CUDA_ERROR_NOT_SUPPORTED: operation not supported"},
+       }) {
+    SCOPED_TRACE(c.inject);
+    {
+      Expected<std::unique_ptr<Model>> model = load(FDC_TEST_CUDA_TP);
+      ASSERT_TRUE(model) << model.error().message();
+      ScopedEnv inject("FDC_FAKE_CUDA_FAIL", c.inject);
+      Expected<std::vector<StepRows>> failed = runBatchSizes(**model, {3});
+      ASSERT_FALSE(failed);
+      // Either rank may be the one named: both fail.
+      EXPECT_CONTAINS(failed.error().message(),
+                      " of 2 failed: " + c.error + captureSuffix(3));
+      EXPECT_EQ(fakeStats().graphs.liveGraphExecs, 0);
+      EXPECT_EQ(fakeStats().graphs.liveGraphs, 0);
+    }
+    expectNothingLeaked();
+  }
 }
 
 TEST_F(CudaFakeDriverTest, TensorParallelNeedsADeviceForEveryRank) {

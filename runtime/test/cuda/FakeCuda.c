@@ -6,6 +6,10 @@
 |* and every emulated kernel access is bounds-checked against the live        *|
 |* allocations. Kernels: the two of TestCudaKernels.ptx, emulated in C        *|
 |* (../fake/FakeDevice.c, shared with FakeHip.c). Streams are synchronous.    *|
+|* Stream capture and graphs (cuStreamBeginCapture_v2 ... cuGraphLaunch):     *|
+|* a capturing stream records launches (FakeDevice.h) and refuses copies,     *|
+|* fills and synchronizes (CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, and the     *|
+|* capture's end then fails with CUDA_ERROR_STREAM_CAPTURE_INVALIDATED).      *|
 |*                                                                            *|
 |* Behaviour is steered by environment variables read at each call:           *|
 |*   FDC_FAKE_CUDA_NO_DEVICE=1      cuInit fails with CUDA_ERROR_NO_DEVICE    *|
@@ -13,6 +17,11 @@
 |*   FDC_FAKE_CUDA_DEVICES=1        device count                              *|
 |*   FDC_FAKE_CUDA_REJECT_CUBIN=1   cubins fail with NO_BINARY_FOR_GPU        *|
 |*   FDC_FAKE_CUDA_MAX_ALLOC=N      allocations over N bytes fail (OOM)       *|
+|*   FDC_FAKE_CUDA_FAIL=call[@N]    capture or graph call `call` (exported    *|
+|*                                  name) fails: CUDA_ERROR_NOT_SUPPORTED     *|
+|*                                  (@N: cuStreamBeginCapture_v2,             *|
+|*                                  cuStreamEndCapture and cuGraphLaunch only *|
+|*                                  fail their N-th call on a stream)         *|
 |* An emulated out-of-bounds access makes later launches, copies and          *|
 |* cuStreamSynchronize fail with CUDA_ERROR_ILLEGAL_ADDRESS, until the        *|
 |* primary context is released (sticky, like a real fault).                   *|
@@ -30,8 +39,7 @@
 
 #define EXPORT __attribute__((visibility("default")))
 
-/*===--- Bookkeeping, visible to the tests
- * ---------------------------------===*/
+/*===--- Bookkeeping, visible to the tests --------------------------------===*/
 
 typedef struct FakeCudaStats {
   int64_t liveAllocations;
@@ -43,6 +51,7 @@ typedef struct FakeCudaStats {
   int64_t bytesToDevice;
   int64_t bytesToHost;
   char lastImageKind[8]; /* "cubin" or "ptx" */
+  FakeGraphStats graphs; /* filled in by fdc_fake_cuda_stats */
 } FakeCudaStats;
 
 static FakeCudaStats stats;
@@ -52,7 +61,39 @@ static FakeCudaStats stats;
 /* Copies the counters to `out` (a FakeCudaStats); void * so the tests can
  * declare their own copy of the struct. */
 EXPORT void fdc_fake_cuda_stats(void *out) {
+  fakeGraphStats(&stats.graphs);
   memcpy(out, &stats, sizeof(stats));
+}
+
+/* Whether FDC_FAKE_CUDA_FAIL names `call` (the `nth` on its stream). */
+static int injected(const char *call, long nth) {
+  return fakeInjected("FDC_FAKE_CUDA_FAIL", call, nth);
+}
+
+/* Copies, fills and synchronizes fail on a capturing stream. */
+#define REFUSE_WHILE_CAPTURING(stream)                                         \
+  do {                                                                         \
+    FakeStatus refused = fakeUncapturable((FakeStream *)(stream));             \
+    if (refused != kFakeOk)                                                    \
+      return cudaStatus(refused);                                              \
+  } while (0)
+
+static CUresult cudaStatus(FakeStatus status) {
+  switch (status) {
+  case kFakeOk:
+    return CUDA_SUCCESS;
+  case kFakeOutOfMemory:
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  case kFakeIllegalAddress:
+    return CUDA_ERROR_ILLEGAL_ADDRESS;
+  case kFakeCaptureUnsupported:
+    return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+  case kFakeCaptureInvalidated:
+    return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+  case kFakeInvalidValue:
+  default:
+    return CUDA_ERROR_INVALID_VALUE;
+  }
 }
 
 static int primaryContext = 1; /* its address is the CUcontext */
@@ -90,6 +131,9 @@ EXPORT CUresult CUDAAPI cuGetErrorName(CUresult error, const char **pStr) {
     NAME(CUDA_ERROR_INVALID_HANDLE)
     NAME(CUDA_ERROR_NOT_FOUND)
     NAME(CUDA_ERROR_ILLEGAL_ADDRESS)
+    NAME(CUDA_ERROR_NOT_SUPPORTED)
+    NAME(CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED)
+    NAME(CUDA_ERROR_STREAM_CAPTURE_INVALIDATED)
 #undef NAME
   default:
     *pStr = NULL;
@@ -122,6 +166,15 @@ EXPORT CUresult CUDAAPI cuGetErrorString(CUresult error, const char **pStr) {
     return CUDA_SUCCESS;
   case CUDA_ERROR_ILLEGAL_ADDRESS:
     *pStr = "an illegal memory access was encountered";
+    return CUDA_SUCCESS;
+  case CUDA_ERROR_NOT_SUPPORTED:
+    *pStr = "operation not supported";
+    return CUDA_SUCCESS;
+  case CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED:
+    *pStr = "operation not permitted when stream is capturing";
+    return CUDA_SUCCESS;
+  case CUDA_ERROR_STREAM_CAPTURE_INVALIDATED:
+    *pStr = "operation failed due to a previous error during capture";
     return CUDA_SUCCESS;
   default:
     *pStr = NULL;
@@ -219,7 +272,9 @@ EXPORT CUresult CUDAAPI cuMemFree_v2(CUdeviceptr address) {
   return CUDA_SUCCESS;
 }
 
-static CUresult copyToDevice(CUdeviceptr dst, const void *src, size_t bytes) {
+static CUresult copyToDevice(CUdeviceptr dst, const void *src, size_t bytes,
+                             CUstream stream) {
+  REFUSE_WHILE_CAPTURING(stream);
   if (fakeFaulted())
     return CUDA_ERROR_ILLEGAL_ADDRESS;
   if (!fakeInBounds((void *)(uintptr_t)dst, bytes))
@@ -231,13 +286,12 @@ static CUresult copyToDevice(CUdeviceptr dst, const void *src, size_t bytes) {
 
 EXPORT CUresult CUDAAPI cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void *src,
                                              size_t bytes, CUstream stream) {
-  (void)stream;
-  return copyToDevice(dst, src, bytes);
+  return copyToDevice(dst, src, bytes, stream);
 }
 
 EXPORT CUresult CUDAAPI cuMemcpyDtoHAsync_v2(void *dst, CUdeviceptr src,
                                              size_t bytes, CUstream stream) {
-  (void)stream;
+  REFUSE_WHILE_CAPTURING(stream);
   if (fakeFaulted())
     return CUDA_ERROR_ILLEGAL_ADDRESS;
   if (!fakeInBounds((void *)(uintptr_t)src, bytes))
@@ -250,7 +304,7 @@ EXPORT CUresult CUDAAPI cuMemcpyDtoHAsync_v2(void *dst, CUdeviceptr src,
 /* Device to device only (what the NCCL group's gather uses). */
 EXPORT CUresult CUDAAPI cuMemcpy2DAsync_v2(const CUDA_MEMCPY2D *copy,
                                            CUstream stream) {
-  (void)stream;
+  REFUSE_WHILE_CAPTURING(stream);
   if (fakeFaulted())
     return CUDA_ERROR_ILLEGAL_ADDRESS;
   if (copy->srcMemoryType != CU_MEMORYTYPE_DEVICE ||
@@ -276,7 +330,7 @@ EXPORT CUresult CUDAAPI cuMemcpy2DAsync_v2(const CUDA_MEMCPY2D *copy,
 
 EXPORT CUresult CUDAAPI cuMemsetD8Async(CUdeviceptr dst, unsigned char value,
                                         size_t count, CUstream stream) {
-  (void)stream;
+  REFUSE_WHILE_CAPTURING(stream);
   if (!fakeInBounds((void *)(uintptr_t)dst, count))
     return CUDA_ERROR_INVALID_VALUE;
   memset((void *)(uintptr_t)dst, value, count);
@@ -287,20 +341,79 @@ EXPORT CUresult CUDAAPI cuMemsetD8Async(CUdeviceptr dst, unsigned char value,
 
 EXPORT CUresult CUDAAPI cuStreamCreate(CUstream *stream, unsigned int flags) {
   (void)flags;
-  *stream = (CUstream)malloc(1);
+  FakeStream *created = fakeStreamCreate();
+  if (!created)
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  *stream = (CUstream)created;
   ++stats.liveStreams;
   return CUDA_SUCCESS;
 }
 
 EXPORT CUresult CUDAAPI cuStreamDestroy_v2(CUstream stream) {
-  free(stream);
+  fakeStreamDestroy((FakeStream *)stream);
   --stats.liveStreams;
   return CUDA_SUCCESS;
 }
 
 EXPORT CUresult CUDAAPI cuStreamSynchronize(CUstream stream) {
-  (void)stream;
+  REFUSE_WHILE_CAPTURING(stream);
   return fakeFaulted() ? CUDA_ERROR_ILLEGAL_ADDRESS : CUDA_SUCCESS;
+}
+
+/*===--- Stream capture and graphs ----------------------------------------===*/
+
+EXPORT CUresult CUDAAPI cuStreamBeginCapture_v2(CUstream stream,
+                                                CUstreamCaptureMode mode) {
+  FakeStream *s = (FakeStream *)stream;
+  if (!s || mode != CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
+    return CUDA_ERROR_INVALID_VALUE;
+  if (injected(__func__, ++s->beginCaptures))
+    return CUDA_ERROR_NOT_SUPPORTED;
+  return cudaStatus(fakeBeginCapture(s));
+}
+
+EXPORT CUresult CUDAAPI cuStreamEndCapture(CUstream stream, CUgraph *graph) {
+  FakeStream *s = (FakeStream *)stream;
+  *graph = NULL;
+  if (!s)
+    return CUDA_ERROR_INVALID_VALUE;
+  if (s->capture && injected(__func__, ++s->endCaptures)) {
+    fakeAbandonCapture(s); /* like an invalidated capture: no graph */
+    return CUDA_ERROR_NOT_SUPPORTED;
+  }
+  FakeGraph *captured = NULL;
+  CUresult r = cudaStatus(fakeEndCapture(s, &captured));
+  *graph = (CUgraph)captured;
+  return r;
+}
+
+EXPORT CUresult CUDAAPI cuGraphInstantiateWithFlags(CUgraphExec *exec,
+                                                    CUgraph graph,
+                                                    unsigned long long flags) {
+  *exec = NULL;
+  if (flags)
+    return CUDA_ERROR_INVALID_VALUE;
+  if (injected(__func__, 0))
+    return CUDA_ERROR_NOT_SUPPORTED;
+  FakeGraph *instantiated = NULL;
+  CUresult r = cudaStatus(fakeInstantiate((FakeGraph *)graph, &instantiated));
+  *exec = (CUgraphExec)instantiated;
+  return r;
+}
+
+EXPORT CUresult CUDAAPI cuGraphLaunch(CUgraphExec exec, CUstream stream) {
+  FakeStream *s = (FakeStream *)stream;
+  if (s && injected(__func__, ++s->graphLaunches))
+    return CUDA_ERROR_NOT_SUPPORTED;
+  return cudaStatus(fakeGraphLaunch(s, (const FakeGraph *)exec));
+}
+
+EXPORT CUresult CUDAAPI cuGraphExecDestroy(CUgraphExec exec) {
+  return cudaStatus(fakeGraphExecDestroy((FakeGraph *)exec));
+}
+
+EXPORT CUresult CUDAAPI cuGraphDestroy(CUgraph graph) {
+  return cudaStatus(fakeGraphDestroy((FakeGraph *)graph));
 }
 
 /*===--- Modules ----------------------------------------------------------===*/
@@ -427,7 +540,6 @@ EXPORT CUresult CUDAAPI cuLaunchKernel(CUfunction function, unsigned int gridX,
                                        unsigned int sharedBytes,
                                        CUstream stream, void **params,
                                        void **extra) {
-  (void)stream;
   FakeFunction *f = (FakeFunction *)function;
   if (!f || extra || !params)
     return CUDA_ERROR_INVALID_VALUE;
@@ -438,6 +550,5 @@ EXPORT CUresult CUDAAPI cuLaunchKernel(CUfunction function, unsigned int gridX,
   if (fakeFaulted())
     return CUDA_ERROR_ILLEGAL_ADDRESS;
   COUNT(stats.launches, 1);
-  fakeRunKernel(f->name, gridX, params);
-  return CUDA_SUCCESS;
+  return cudaStatus(fakeLaunch((FakeStream *)stream, f->name, gridX, params));
 }

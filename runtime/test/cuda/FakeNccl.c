@@ -8,7 +8,8 @@
 |* data has moved (ranks call from their own threads). Inside ncclGroupStart/ *|
 |* End one thread may issue one collective per rank of a clique (the          *|
 |* runtime's warm-up); they run at ncclGroupEnd. ncclCommAbort wakes every    *|
-|* rank waiting in its clique, whose calls then fail.                         *|
+|* rank waiting in its clique, whose calls then fail. fdc_fake_nccl_stats     *|
+|* counts the calls (the tests check that replayed step graphs make them).    *|
 |*                                                                            *|
 |* Environment, read at each call:                                            *|
 |*   FDC_FAKE_NCCL_INIT_FAIL=1     ncclCommInitAll fails (ncclSystemError)    *|
@@ -64,6 +65,22 @@ struct ncclComm {
   Clique *clique;
   int rank;
 };
+
+/* Calls of each collective, every rank's (inside groups too). */
+typedef struct FakeNcclStats {
+  int64_t allReduces;
+  int64_t allGathers;
+} FakeNcclStats;
+
+static FakeNcclStats stats;
+
+/* Copies the counters to `out` (a FakeNcclStats). */
+EXPORT void fdc_fake_nccl_stats(void *out) {
+  FakeNcclStats copy;
+  copy.allReduces = __atomic_load_n(&stats.allReduces, __ATOMIC_RELAXED);
+  copy.allGathers = __atomic_load_n(&stats.allGathers, __ATOMIC_RELAXED);
+  memcpy(out, &copy, sizeof(copy));
+}
 
 static long envLong(const char *name) {
   const char *value = getenv(name);
@@ -380,6 +397,7 @@ EXPORT int ncclAllReduce(const void *send, void *recv, size_t count, int type,
   (void)stream;
   if (op != 0)
     return kInvalidArgument;
+  __atomic_fetch_add(&stats.allReduces, 1, __ATOMIC_RELAXED);
   Call call = {kAllReduce, send, recv, count, type};
   return groupDepth ? defer(comm, call) : collective(comm, call);
 }
@@ -387,6 +405,7 @@ EXPORT int ncclAllReduce(const void *send, void *recv, size_t count, int type,
 EXPORT int ncclAllGather(const void *send, void *recv, size_t count, int type,
                          struct ncclComm *comm, void *stream) {
   (void)stream;
+  __atomic_fetch_add(&stats.allGathers, 1, __ATOMIC_RELAXED);
   Call call = {kAllGather, send, recv, count, type};
   return groupDepth ? defer(comm, call) : collective(comm, call);
 }

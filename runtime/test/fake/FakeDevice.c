@@ -1,6 +1,7 @@
 /*===- FakeDevice.c - Device memory and kernels of the fake GPUs ----------===*\
 |*                                                                            *|
-|* See FakeDevice.h. The kernels are those of TestCudaKernels.ptx:            *|
+|* See FakeDevice.h. The kernels are those of TestCudaKernels.ptx (every      *|
+|* parameter 8 bytes):                                                        *|
 |*   fdc_test_store_kv(kv, weights, tokens, positions, slots, scratch,        *|
 |*                     max_context)                                           *|
 |*   fdc_test_next_token(tokens, weights, scratch, temperature, top_k,        *|
@@ -10,6 +11,7 @@
 
 #include "FakeDevice.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -161,4 +163,215 @@ int fakeRunKernel(const char *name, uint32_t grid, void **params) {
   else
     return 0;
   return 1;
+}
+
+static int kernelParams(const char *name) {
+  if (strcmp(name, "fdc_test_store_kv") == 0)
+    return 7;
+  if (strcmp(name, "fdc_test_next_token") == 0)
+    return 9;
+  return 0;
+}
+
+int fakeInjected(const char *variable, const char *call, long nth) {
+  const char *value = getenv(variable);
+  if (!value)
+    return 0;
+  size_t length = strlen(call);
+  if (strncmp(value, call, length) != 0)
+    return 0;
+  if (value[length] == '\0')
+    return 1;
+  return value[length] == '@' && nth > 0 &&
+         strtol(value + length + 1, NULL, 10) == nth;
+}
+
+/*===--- Streams and graphs -----------------------------------------------===*/
+
+enum { kMaxParams = 16 };
+
+typedef struct FakeLaunchRecord {
+  char kernel[128];
+  uint32_t grid;
+  int params;
+  uint64_t values[kMaxParams];
+} FakeLaunchRecord;
+
+struct FakeGraph {
+  int exec;
+  size_t count, capacity;
+  FakeLaunchRecord *launches;
+};
+
+static FakeGraphStats graphStats;
+/* Tensor-parallel ranks capture and replay on threads. */
+#define COUNT(counter, n) __atomic_fetch_add(&(counter), (n), __ATOMIC_RELAXED)
+
+void fakeGraphStats(FakeGraphStats *out) {
+  FakeGraphStats *s = &graphStats;
+  out->captures = __atomic_load_n(&s->captures, __ATOMIC_RELAXED);
+  out->capturedLaunches =
+      __atomic_load_n(&s->capturedLaunches, __ATOMIC_RELAXED);
+  out->instantiations = __atomic_load_n(&s->instantiations, __ATOMIC_RELAXED);
+  out->graphLaunches = __atomic_load_n(&s->graphLaunches, __ATOMIC_RELAXED);
+  out->replayedLaunches =
+      __atomic_load_n(&s->replayedLaunches, __ATOMIC_RELAXED);
+  out->liveGraphs = __atomic_load_n(&s->liveGraphs, __ATOMIC_RELAXED);
+  out->liveGraphExecs = __atomic_load_n(&s->liveGraphExecs, __ATOMIC_RELAXED);
+}
+
+static void freeGraph(FakeGraph *graph) {
+  if (!graph)
+    return;
+  free(graph->launches);
+  free(graph);
+}
+
+FakeStream *fakeStreamCreate(void) {
+  return (FakeStream *)calloc(1, sizeof(FakeStream));
+}
+
+void fakeStreamDestroy(FakeStream *stream) {
+  if (!stream)
+    return;
+  freeGraph(stream->capture);
+  free(stream);
+}
+
+FakeStatus fakeBeginCapture(FakeStream *stream) {
+  if (!stream || stream->capture)
+    return kFakeInvalidValue;
+  FakeGraph *graph = (FakeGraph *)calloc(1, sizeof(FakeGraph));
+  if (!graph)
+    return kFakeOutOfMemory;
+  stream->capture = graph;
+  stream->invalidated = 0;
+  COUNT(graphStats.captures, 1);
+  return kFakeOk;
+}
+
+FakeStatus fakeEndCapture(FakeStream *stream, FakeGraph **graph) {
+  *graph = NULL;
+  if (!stream || !stream->capture)
+    return kFakeInvalidValue;
+  FakeGraph *captured = stream->capture;
+  stream->capture = NULL;
+  if (stream->invalidated) {
+    stream->invalidated = 0;
+    freeGraph(captured);
+    return kFakeCaptureInvalidated;
+  }
+  COUNT(graphStats.liveGraphs, 1);
+  *graph = captured;
+  return kFakeOk;
+}
+
+void fakeAbandonCapture(FakeStream *stream) {
+  if (!stream)
+    return;
+  freeGraph(stream->capture);
+  stream->capture = NULL;
+  stream->invalidated = 0;
+}
+
+FakeStatus fakeUncapturable(FakeStream *stream) {
+  if (!stream || !stream->capture)
+    return kFakeOk;
+  stream->invalidated = 1;
+  return kFakeCaptureUnsupported;
+}
+
+static int record(FakeGraph *graph, const char *kernel, uint32_t grid,
+                  void **params) {
+  if (graph->count == graph->capacity) {
+    size_t capacity = graph->capacity ? 2 * graph->capacity : 8;
+    FakeLaunchRecord *grown = (FakeLaunchRecord *)realloc(
+        graph->launches, capacity * sizeof(FakeLaunchRecord));
+    if (!grown)
+      return 0;
+    graph->launches = grown;
+    graph->capacity = capacity;
+  }
+  FakeLaunchRecord *r = &graph->launches[graph->count++];
+  memset(r, 0, sizeof(*r));
+  snprintf(r->kernel, sizeof(r->kernel), "%s", kernel);
+  r->grid = grid;
+  r->params = kernelParams(kernel);
+  /* The values, as a real capture copies them: the caller's parameter
+   * array is gone by the time the graph runs. */
+  for (int i = 0; i < r->params; ++i)
+    memcpy(&r->values[i], params[i], 8);
+  return 1;
+}
+
+FakeStatus fakeLaunch(FakeStream *stream, const char *kernel, uint32_t grid,
+                      void **params) {
+  if (stream && stream->capture) {
+    if (!record(stream->capture, kernel, grid, params))
+      return kFakeOutOfMemory;
+    COUNT(graphStats.capturedLaunches, 1);
+    return kFakeOk;
+  }
+  fakeRunKernel(kernel, grid, params);
+  return kFakeOk;
+}
+
+FakeStatus fakeInstantiate(FakeGraph *graph, FakeGraph **exec) {
+  *exec = NULL;
+  if (!graph || graph->exec)
+    return kFakeInvalidValue;
+  FakeGraph *copy = (FakeGraph *)calloc(1, sizeof(FakeGraph));
+  if (!copy)
+    return kFakeOutOfMemory;
+  copy->exec = 1;
+  if (graph->count) {
+    copy->launches =
+        (FakeLaunchRecord *)malloc(graph->count * sizeof(FakeLaunchRecord));
+    if (!copy->launches) {
+      free(copy);
+      return kFakeOutOfMemory;
+    }
+    memcpy(copy->launches, graph->launches,
+           graph->count * sizeof(FakeLaunchRecord));
+  }
+  copy->count = copy->capacity = graph->count;
+  COUNT(graphStats.instantiations, 1);
+  COUNT(graphStats.liveGraphExecs, 1);
+  *exec = copy;
+  return kFakeOk;
+}
+
+FakeStatus fakeGraphLaunch(FakeStream *stream, const FakeGraph *exec) {
+  if (!exec || !exec->exec)
+    return kFakeInvalidValue;
+  if (stream && stream->capture)
+    return fakeUncapturable(stream);
+  if (faulted)
+    return kFakeIllegalAddress;
+  COUNT(graphStats.graphLaunches, 1);
+  for (size_t i = 0; i < exec->count && !faulted; ++i) {
+    const FakeLaunchRecord *r = &exec->launches[i];
+    void *params[kMaxParams];
+    for (int p = 0; p < r->params; ++p)
+      params[p] = (void *)&r->values[p];
+    fakeRunKernel(r->kernel, r->grid, params);
+    COUNT(graphStats.replayedLaunches, 1);
+  }
+  return kFakeOk;
+}
+
+FakeStatus fakeGraphDestroy(FakeGraph *graph) {
+  if (!graph || graph->exec)
+    return kFakeInvalidValue;
+  freeGraph(graph);
+  COUNT(graphStats.liveGraphs, -1);
+  return kFakeOk;
+}
+
+FakeStatus fakeGraphExecDestroy(FakeGraph *exec) {
+  if (!exec || !exec->exec)
+    return kFakeInvalidValue;
+  freeGraph(exec);
+  COUNT(graphStats.liveGraphExecs, -1);
+  return kFakeOk;
 }

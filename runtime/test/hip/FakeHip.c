@@ -18,14 +18,23 @@
 |* for it; built with FAKE_HIP_ROCM5, hipGetDeviceProperties (ROCm 5), with   *|
 |* gcnArchName at yet another offset.                                         *|
 |*                                                                            *|
+|* Stream capture and graphs (hipStreamBeginCapture ... hipGraphLaunch): a    *|
+|* capturing stream records launches (../fake/FakeDevice.h) and refuses       *|
+|* copies, fills and synchronizes (hipErrorStreamCaptureUnsupported; the      *|
+|* capture's end then fails with hipErrorStreamCaptureInvalidated). Built     *|
+|* with FAKE_HIP_NO_GRAPHS, it exports none of them (a runtime without        *|
+|* graphs: the backend runs eagerly).                                         *|
+|*                                                                            *|
 |* Behaviour is steered by environment variables read at each call:           *|
 |*   FDC_FAKE_HIP_NO_DEVICE=1     hipInit fails with hipErrorNoDevice         *|
 |*   FDC_FAKE_HIP_ARCH=gfx...     the gcnArchName (gfx90a:sramecc+:xnack-)    *|
 |*   FDC_FAKE_HIP_DEVICES=1       device count                                *|
 |*   FDC_FAKE_HIP_MAX_ALLOC=N     allocations over N bytes fail (OOM)         *|
 |*   FDC_FAKE_HIP_LDS=N           dynamic shared memory per block (65536)     *|
-|*   FDC_FAKE_HIP_FAIL=name       entry point `name` fails with               *|
-|*                                hipErrorNotSupported                        *|
+|*   FDC_FAKE_HIP_FAIL=name[@N]   entry point `name` fails with               *|
+|*                                hipErrorNotSupported (@N: the capture and   *|
+|*                                graph-launch calls, only the N-th on a      *|
+|*                                stream)                                     *|
 |* An emulated out-of-bounds access makes later launches, copies and          *|
 |* hipStreamSynchronize fail with hipErrorIllegalAddress until the last       *|
 |* stream is destroyed (sticky, like a real fault).                           *|
@@ -55,7 +64,10 @@ enum {
   hipErrorNotFound = 500,
   hipErrorIllegalAddress = 700,
   hipErrorNotSupported = 801,
+  hipErrorStreamCaptureUnsupported = 900,
+  hipErrorStreamCaptureInvalidated = 901,
 };
+enum { hipStreamCaptureModeThreadLocal = 1 };
 
 /*===--- Bookkeeping, visible to the tests --------------------------------===*/
 
@@ -68,6 +80,7 @@ typedef struct FakeHipStats {
   int64_t bytesToHost;
   int64_t currentDevice;
   char lastImageArch[16]; /* the arch of the last code object loaded */
+  FakeGraphStats graphs;  /* filled in by fdc_fake_hip_stats */
 } FakeHipStats;
 
 static FakeHipStats stats;
@@ -75,19 +88,45 @@ static FakeHipStats stats;
 /* Copies the counters to `out` (a FakeHipStats); void * so the tests can
  * declare their own copy of the struct. */
 EXPORT void fdc_fake_hip_stats(void *out) {
+  fakeGraphStats(&stats.graphs);
   memcpy(out, &stats, sizeof(stats));
 }
 
-/* Whether FDC_FAKE_HIP_FAIL names `call`. */
-static int injectedFailure(const char *call) {
-  const char *fail = getenv("FDC_FAKE_HIP_FAIL");
-  return fail && strcmp(fail, call) == 0;
+/* Whether FDC_FAKE_HIP_FAIL names `call` (the `nth` on its stream). */
+static int injectedFailure(const char *call, long nth) {
+  return fakeInjected("FDC_FAKE_HIP_FAIL", call, nth);
 }
 
 #define FAIL_IF_INJECTED()                                                     \
   do {                                                                         \
-    if (injectedFailure(__func__))                                             \
+    if (injectedFailure(__func__, 0))                                          \
       return hipErrorNotSupported;                                             \
+  } while (0)
+
+static hipError_t hipStatus(FakeStatus status) {
+  switch (status) {
+  case kFakeOk:
+    return hipSuccess;
+  case kFakeOutOfMemory:
+    return hipErrorOutOfMemory;
+  case kFakeIllegalAddress:
+    return hipErrorIllegalAddress;
+  case kFakeCaptureUnsupported:
+    return hipErrorStreamCaptureUnsupported;
+  case kFakeCaptureInvalidated:
+    return hipErrorStreamCaptureInvalidated;
+  case kFakeInvalidValue:
+  default:
+    return hipErrorInvalidValue;
+  }
+}
+
+/* Copies, fills and synchronizes fail on a capturing stream. */
+#define REFUSE_WHILE_CAPTURING(stream)                                         \
+  do {                                                                         \
+    FakeStatus refused = fakeUncapturable((FakeStream *)(stream));             \
+    if (refused != kFakeOk)                                                    \
+      return hipStatus(refused);                                               \
   } while (0)
 
 static int deviceCount(void) {
@@ -117,6 +156,8 @@ EXPORT const char *hipGetErrorName(hipError_t error) {
     NAME(hipErrorNotFound)
     NAME(hipErrorIllegalAddress)
     NAME(hipErrorNotSupported)
+    NAME(hipErrorStreamCaptureUnsupported)
+    NAME(hipErrorStreamCaptureInvalidated)
 #undef NAME
   default:
     return "hipErrorUnknown";
@@ -145,6 +186,10 @@ EXPORT const char *hipGetErrorString(hipError_t error) {
     return "an illegal memory access was encountered";
   case hipErrorNotSupported:
     return "operation not supported";
+  case hipErrorStreamCaptureUnsupported:
+    return "operation not permitted when stream is capturing";
+  case hipErrorStreamCaptureInvalidated:
+    return "operation failed due to a previous error during capture";
   default:
     return "unknown error";
   }
@@ -237,8 +282,8 @@ EXPORT hipError_t hipFree(void *pointer) {
 
 EXPORT hipError_t hipMemcpyHtoDAsync(void *dst, void *src, size_t bytes,
                                      void *stream) {
-  (void)stream;
   FAIL_IF_INJECTED();
+  REFUSE_WHILE_CAPTURING(stream);
   if (fakeFaulted())
     return hipErrorIllegalAddress;
   if (!fakeInBounds(dst, bytes))
@@ -250,8 +295,8 @@ EXPORT hipError_t hipMemcpyHtoDAsync(void *dst, void *src, size_t bytes,
 
 EXPORT hipError_t hipMemcpyDtoHAsync(void *dst, void *src, size_t bytes,
                                      void *stream) {
-  (void)stream;
   FAIL_IF_INJECTED();
+  REFUSE_WHILE_CAPTURING(stream);
   if (fakeFaulted())
     return hipErrorIllegalAddress;
   if (!fakeInBounds(src, bytes))
@@ -263,8 +308,8 @@ EXPORT hipError_t hipMemcpyDtoHAsync(void *dst, void *src, size_t bytes,
 
 EXPORT hipError_t hipMemsetD8Async(void *dst, unsigned char value, size_t count,
                                    void *stream) {
-  (void)stream;
   FAIL_IF_INJECTED();
+  REFUSE_WHILE_CAPTURING(stream);
   if (!fakeInBounds(dst, count))
     return hipErrorInvalidValue;
   memset(dst, value, count);
@@ -276,23 +321,81 @@ EXPORT hipError_t hipMemsetD8Async(void *dst, unsigned char value, size_t count,
 EXPORT hipError_t hipStreamCreateWithFlags(void **stream, unsigned flags) {
   (void)flags;
   FAIL_IF_INJECTED();
-  *stream = malloc(1);
+  FakeStream *created = fakeStreamCreate();
+  if (!created)
+    return hipErrorOutOfMemory;
+  *stream = created;
   ++stats.liveStreams;
   return hipSuccess;
 }
 
 EXPORT hipError_t hipStreamDestroy(void *stream) {
-  free(stream);
+  fakeStreamDestroy((FakeStream *)stream);
   if (--stats.liveStreams == 0)
     fakeClearFault();
   return hipSuccess;
 }
 
 EXPORT hipError_t hipStreamSynchronize(void *stream) {
-  (void)stream;
   FAIL_IF_INJECTED();
+  REFUSE_WHILE_CAPTURING(stream);
   return fakeFaulted() ? hipErrorIllegalAddress : hipSuccess;
 }
+
+/*===--- Stream capture and graphs ----------------------------------------===*/
+
+#ifndef FAKE_HIP_NO_GRAPHS
+EXPORT hipError_t hipStreamBeginCapture(void *stream, int mode) {
+  FakeStream *s = (FakeStream *)stream;
+  if (!s || mode != hipStreamCaptureModeThreadLocal)
+    return hipErrorInvalidValue;
+  if (injectedFailure(__func__, ++s->beginCaptures))
+    return hipErrorNotSupported;
+  return hipStatus(fakeBeginCapture(s));
+}
+
+EXPORT hipError_t hipStreamEndCapture(void *stream, void **graph) {
+  FakeStream *s = (FakeStream *)stream;
+  *graph = NULL;
+  if (!s)
+    return hipErrorInvalidValue;
+  if (s->capture && injectedFailure(__func__, ++s->endCaptures)) {
+    fakeAbandonCapture(s); /* like an invalidated capture: no graph */
+    return hipErrorNotSupported;
+  }
+  FakeGraph *captured = NULL;
+  hipError_t r = hipStatus(fakeEndCapture(s, &captured));
+  *graph = captured;
+  return r;
+}
+
+EXPORT hipError_t hipGraphInstantiateWithFlags(void **exec, void *graph,
+                                               unsigned long long flags) {
+  *exec = NULL;
+  if (flags)
+    return hipErrorInvalidValue;
+  FAIL_IF_INJECTED();
+  FakeGraph *instantiated = NULL;
+  hipError_t r = hipStatus(fakeInstantiate((FakeGraph *)graph, &instantiated));
+  *exec = instantiated;
+  return r;
+}
+
+EXPORT hipError_t hipGraphLaunch(void *exec, void *stream) {
+  FakeStream *s = (FakeStream *)stream;
+  if (s && injectedFailure(__func__, ++s->graphLaunches))
+    return hipErrorNotSupported;
+  return hipStatus(fakeGraphLaunch(s, (const FakeGraph *)exec));
+}
+
+EXPORT hipError_t hipGraphExecDestroy(void *exec) {
+  return hipStatus(fakeGraphExecDestroy((FakeGraph *)exec));
+}
+
+EXPORT hipError_t hipGraphDestroy(void *graph) {
+  return hipStatus(fakeGraphDestroy((FakeGraph *)graph));
+}
+#endif
 
 /*===--- Modules ----------------------------------------------------------===*/
 
@@ -367,7 +470,6 @@ EXPORT hipError_t hipModuleLaunchKernel(void *function, unsigned gridX,
                                         unsigned blockZ, unsigned sharedBytes,
                                         void *stream, void **params,
                                         void **extra) {
-  (void)stream;
   FAIL_IF_INJECTED();
   FakeFunction *f = (FakeFunction *)function;
   if (!f || extra || !params)
@@ -379,6 +481,5 @@ EXPORT hipError_t hipModuleLaunchKernel(void *function, unsigned gridX,
   if (fakeFaulted())
     return hipErrorIllegalAddress;
   ++stats.launches;
-  fakeRunKernel(f->name, gridX, params);
-  return hipSuccess;
+  return hipStatus(fakeLaunch((FakeStream *)stream, f->name, gridX, params));
 }

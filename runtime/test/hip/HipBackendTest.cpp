@@ -3,8 +3,9 @@
 // HipBackendTest runs the HIP backend end to end against FakeHip.c (no GPU
 // or ROCm needed; FDC_HIP_RUNTIME points the backend at it): the backend the
 // target picks, the code object of the device's arch, the step and its
-// errors, poisoning, and what is released. The test library (TestHipModel.c)
-// has fake code objects, so nothing here runs on a real GPU.
+// errors, poisoning, the step graphs (captured and replayed by the fake),
+// and what is released. The test library (TestHipModel.c) has fake code
+// objects, so nothing here runs on a real GPU.
 // HipNoRuntimeTest checks what a user without the HIP runtime sees.
 //
 //===----------------------------------------------------------------------===//
@@ -18,6 +19,8 @@
 
 #include "GpuTestUtil.h"
 #include "TestUtil.h"
+#include "fake/FakeDevice.h"
+#include "fake/StepGraphTest.h"
 
 #include <gtest/gtest.h>
 
@@ -111,7 +114,14 @@ struct FakeHipStats {
   int64_t bytesToHost;
   int64_t currentDevice;
   char lastImageArch[16];
+  FakeGraphStats graphs;
 };
+
+/// What a failed capture adds to its error.
+std::string captureSuffix(int64_t batch) {
+  return " (capturing the step graph of batch size " + std::to_string(batch) +
+         "; FDC_HIP_GRAPHS=0 runs every step eagerly)";
+}
 
 FakeHipStats fakeStats(const char *path = FDC_FAKE_HIP_RUNTIME) {
   // Already loaded by the backend: this only finds the same handle.
@@ -168,6 +178,32 @@ protected:
     EXPECT_EQ(stats.liveAllocations, 0);
     EXPECT_EQ(stats.liveModules, 0);
     EXPECT_EQ(stats.liveStreams, 0);
+    EXPECT_EQ(stats.graphs.liveGraphs, 0);
+    EXPECT_EQ(stats.graphs.liveGraphExecs, 0);
+  }
+
+  /// The outputs of steps of batch sizes 1, 3, 1, 3 (graphs on or off), and
+  /// the fake's counters before and after them.
+  struct BatchSizesRun {
+    std::vector<StepRows> outputs;
+    FakeHipStats before, after;
+  };
+  BatchSizesRun runBatchSizesOn(bool graphs,
+                                const char *runtime = FDC_FAKE_HIP_RUNTIME) {
+    ScopedEnv graphSetting("FDC_HIP_GRAPHS", graphs ? nullptr : "0");
+    ScopedEnv runtimeSetting("FDC_HIP_RUNTIME", runtime);
+    BatchSizesRun run;
+    std::unique_ptr<Model> model = mustLoad();
+    if (!model)
+      return run;
+    run.before = fakeStats(runtime);
+    Expected<std::vector<StepRows>> outputs =
+        runBatchSizes(*model, {1, 3, 1, 3});
+    run.after = fakeStats(runtime);
+    EXPECT_TRUE(outputs) << outputs.error().message();
+    if (outputs)
+      run.outputs = std::move(*outputs);
+    return run;
   }
 
   struct Checkpoint {
@@ -262,10 +298,12 @@ TEST_F(HipBackendTest, FailedLaunchNamesTheKernel) {
     ScopedEnv mode("FDC_TEST_HIP_STEP", "bad_block");
     GenerationResult result = runOne(*model);
     EXPECT_EQ(result.reason, FinishReason::Error);
+    // Found while capturing the step's graph (step graphs are on).
     EXPECT_EQ(result.error,
               "hipModuleLaunchKernel(fdc_test_next_token) failed: "
               "hipErrorInvalidValue: invalid argument (grid 1x1x1, block "
-              "4096x1x1, 0 bytes of shared memory)");
+              "4096x1x1, 0 bytes of shared memory)" +
+                  captureSuffix(1));
     EXPECT_EQ(model->kvCache().freeSlots(), 3);
   }
   // A launch error does not poison the device.
@@ -281,11 +319,16 @@ TEST_F(HipBackendTest, SharedMemoryNeedsNoOptIn) {
     EXPECT_EQ(result.reason, FinishReason::Length) << result.error;
     EXPECT_EQ(result.tokens, (std::vector<int32_t>{7, 8, 9}));
   }
+  // A new model: this one replays the graph captured above for a step of
+  // one row, without calling the library.
+  model = mustLoad();
+  ASSERT_TRUE(model);
   ScopedEnv mode("FDC_TEST_HIP_STEP", "huge_shared"); // 1 MiB
   EXPECT_EQ(runOne(*model).error,
             "hipModuleLaunchKernel(fdc_test_store_kv) failed: "
             "hipErrorInvalidValue: invalid argument (grid 1x1x1, block "
-            "1x1x1, 1048576 bytes of shared memory)");
+            "1x1x1, 1048576 bytes of shared memory)" +
+                captureSuffix(1));
 }
 
 TEST_F(HipBackendTest, LaunchOfUnlistedKernelIsRefused) {
@@ -294,17 +337,30 @@ TEST_F(HipBackendTest, LaunchOfUnlistedKernelIsRefused) {
   ScopedEnv mode("FDC_TEST_HIP_STEP", "unknown_kernel");
   EXPECT_EQ(runOne(*model).error,
             "the model step launched kernel 'fdc_test_not_in_manifest', which "
-            "the manifest's \"kernels\" does not list");
+            "the manifest's \"kernels\" does not list" +
+                captureSuffix(1));
 }
 
 TEST_F(HipBackendTest, FaultIsReportedByALaterLaunch) {
-  std::unique_ptr<Model> model = mustLoad();
-  ASSERT_TRUE(model);
-  ScopedEnv mode("FDC_TEST_HIP_STEP", "bad_pointer");
-  EXPECT_EQ(runOne(*model).error,
-            "hipModuleLaunchKernel(fdc_test_next_token) failed: "
-            "hipErrorIllegalAddress: an illegal memory access was encountered "
-            "(grid 1x1x1, block 32x1x1, 0 bytes of shared memory)");
+  for (bool graphs : {false, true}) {
+    SCOPED_TRACE(graphs ? "step graphs" : "eager steps");
+    ScopedEnv graphSetting("FDC_HIP_GRAPHS", graphs ? "1" : "0");
+    std::unique_ptr<Model> model = mustLoad();
+    ASSERT_TRUE(model);
+    ScopedEnv mode("FDC_TEST_HIP_STEP", "bad_pointer");
+    // A replayed graph's launches are not the host's: there the fault is
+    // found at the end of the step.
+    EXPECT_EQ(runOne(*model).error,
+              graphs ? "the model step failed: hipMemcpyDtoHAsync(logits): "
+                       "hipErrorIllegalAddress: an illegal memory access was "
+                       "encountered (the step launched fdc_test_store_kv, "
+                       "fdc_test_next_token; FDC_HIP_SYNC_LAUNCHES=1 names "
+                       "the failing kernel)"
+                     : "hipModuleLaunchKernel(fdc_test_next_token) failed: "
+                       "hipErrorIllegalAddress: an illegal memory access was "
+                       "encountered (grid 1x1x1, block 32x1x1, 0 bytes of "
+                       "shared memory)");
+  }
 }
 
 TEST_F(HipBackendTest, FaultInTheLastKernelIsFoundAtTheEnd) {
@@ -494,6 +550,205 @@ TEST_F(HipBackendTest, ReleasesEverything) {
     EXPECT_EQ(stats.liveAllocations, 6);
     EXPECT_EQ(stats.liveModules, 1);
     EXPECT_EQ(stats.liveStreams, 1);
+  }
+  expectNothingLeaked();
+}
+
+TEST_F(HipBackendTest, StepGraphsReplayWhatEagerStepsCompute) {
+  BatchSizesRun eager = runBatchSizesOn(false);
+  BatchSizesRun graphs = runBatchSizesOn(true);
+  ASSERT_EQ(eager.outputs.size(), 4u);
+  // The steps read their inputs and the KV cache the earlier ones wrote.
+  EXPECT_EQ(eager.outputs[2].next[0], (7 * 2 + 1 + 1) % 32);
+  EXPECT_EQ(eager.outputs[2].logits[31], 1 + 8 + 15);
+  EXPECT_EQ(eager.outputs[3].logits[2 * kTestVocab + 31], 14 + 28);
+  for (size_t i = 0; i < eager.outputs.size(); ++i)
+    EXPECT_EQ(graphs.outputs[i], eager.outputs[i]) << "step " << i;
+
+  auto delta = [](const BatchSizesRun &run, int64_t FakeGraphStats::*field) {
+    return run.after.graphs.*field - run.before.graphs.*field;
+  };
+  EXPECT_EQ(delta(eager, &FakeGraphStats::captures), 0);
+  EXPECT_EQ(eager.after.launches - eager.before.launches, 8);
+  // One capture per batch size, a replay for every step.
+  EXPECT_EQ(delta(graphs, &FakeGraphStats::captures), 2);
+  EXPECT_EQ(delta(graphs, &FakeGraphStats::capturedLaunches), 4);
+  EXPECT_EQ(delta(graphs, &FakeGraphStats::instantiations), 2);
+  EXPECT_EQ(delta(graphs, &FakeGraphStats::graphLaunches), 4);
+  EXPECT_EQ(delta(graphs, &FakeGraphStats::replayedLaunches), 8);
+  EXPECT_EQ(graphs.after.launches - graphs.before.launches, 4);
+  EXPECT_EQ(graphs.after.graphs.liveGraphExecs, 2);
+  expectNothingLeaked();
+}
+
+TEST_F(HipBackendTest, RuntimeWithoutGraphsRunsEagerly) {
+  BatchSizesRun eager = runBatchSizesOn(false);
+  BatchSizesRun noGraphs =
+      runBatchSizesOn(true, FDC_FAKE_HIP_RUNTIME_NO_GRAPHS);
+  ASSERT_EQ(eager.outputs.size(), 4u);
+  for (size_t i = 0; i < eager.outputs.size(); ++i)
+    EXPECT_EQ(noGraphs.outputs[i], eager.outputs[i]) << "step " << i;
+  EXPECT_EQ(noGraphs.after.launches - noGraphs.before.launches, 8);
+  EXPECT_EQ(noGraphs.after.graphs.captures, 0);
+}
+
+TEST_F(HipBackendTest, NoStepGraphsWhenPoisoningOrSynchronizing) {
+  for (const char *variable : {"FDC_HIP_POISON", "FDC_HIP_SYNC_LAUNCHES"}) {
+    ScopedEnv setting(variable, "1");
+    std::unique_ptr<Model> model = mustLoad();
+    ASSERT_TRUE(model);
+    int64_t before = fakeStats().graphs.captures;
+    ASSERT_TRUE(runBatchSizes(*model, {1, 3}));
+    EXPECT_EQ(fakeStats().graphs.captures, before) << variable;
+  }
+}
+
+TEST_F(HipBackendTest, StepGraphsAreDroppedWithTheBuffers) {
+  Expected<std::unique_ptr<ModelLibrary>> library =
+      ModelLibrary::open(FDC_TEST_HIP);
+  ASSERT_TRUE(library) << library.error().message();
+  Expected<std::unique_ptr<DeviceBackend>> created =
+      createDeviceBackend(**library);
+  ASSERT_TRUE(created) << created.error().message();
+  DeviceBackend &backend = **created;
+  // w[0] (the weight arena's first float) is logit 30 of every row.
+  auto upload = [&](float w0) {
+    Expected<HostBuffer> arena = HostBuffer::allocate(512, "test weights");
+    EXPECT_TRUE(arena);
+    std::memcpy(arena->data(), &w0, 4);
+    Error err = backend.uploadWeights(*arena);
+    EXPECT_FALSE(err) << err.message();
+  };
+  auto allocate = [&] {
+    Error err = backend.allocateState(3 * 2 * 16 * 4, 3, kTestVocab);
+    EXPECT_FALSE(err) << err.message();
+  };
+  // One step of batch size 1 (slot 0, position 0); returns logit 30.
+  auto step = [&](int32_t token) {
+    int32_t tokens[] = {token}, positions[] = {0}, slots[] = {0}, topK[] = {0};
+    float temperature[] = {0}, topP[] = {1}, uniform[] = {0};
+    float logits[kTestVocab] = {};
+    int32_t next = -1;
+    FdcStepArgs args = {};
+    args.batch = 1;
+    args.num_slots = 3;
+    args.max_context = 16;
+    args.tokens = tokens;
+    args.positions = positions;
+    args.slots = slots;
+    args.temperature = temperature;
+    args.top_k = topK;
+    args.top_p = topP;
+    args.uniform = uniform;
+    args.logits = logits;
+    args.next_tokens = &next;
+    Error err = backend.step(args);
+    EXPECT_FALSE(err) << err.message();
+    EXPECT_EQ(next, token + 1);
+    return logits[30];
+  };
+  auto captures = [] { return fakeStats().graphs.captures; };
+  int64_t start = captures();
+  upload(0.5f);
+  allocate();
+  EXPECT_EQ(step(1), 0.5f);
+  EXPECT_EQ(step(2), 0.5f);
+  EXPECT_EQ(captures() - start, 1);
+  EXPECT_EQ(fakeStats().graphs.liveGraphExecs, 1);
+
+  // New buffers: the graph held the old addresses.
+  allocate();
+  EXPECT_EQ(fakeStats().graphs.liveGraphExecs, 0);
+  EXPECT_EQ(step(3), 0.5f);
+  EXPECT_EQ(captures() - start, 2);
+
+  // New weights: the same.
+  upload(4.0f);
+  EXPECT_EQ(fakeStats().graphs.liveGraphExecs, 0);
+  EXPECT_EQ(step(4), 4.0f);
+  EXPECT_EQ(step(5), 4.0f);
+  EXPECT_EQ(captures() - start, 3);
+  created->reset();
+  expectNothingLeaked();
+}
+
+TEST_F(HipBackendTest, FailedCaptureNamesTheBatchSize) {
+  const std::string notSupported =
+      " failed: hipErrorNotSupported: operation not supported";
+  struct Case {
+    const char *inject;
+    const char *mode;
+    std::string error;
+  };
+  for (const Case &c : {
+           Case{"hipStreamBeginCapture", nullptr,
+                "hipStreamBeginCapture" + notSupported + captureSuffix(3)},
+           Case{"hipStreamEndCapture", nullptr,
+                "ending the capture (hipStreamEndCapture, "
+                "hipGraphInstantiateWithFlags)" +
+                    notSupported + captureSuffix(3)},
+           Case{"hipGraphInstantiateWithFlags", nullptr,
+                "ending the capture (hipStreamEndCapture, "
+                "hipGraphInstantiateWithFlags)" +
+                    notSupported + captureSuffix(3)},
+           // Midway: the first launch was recorded, the second fails.
+           Case{nullptr, "bad_block",
+                "hipModuleLaunchKernel(fdc_test_next_token) failed: "
+                "hipErrorInvalidValue: invalid argument (grid 3x1x1, block "
+                "4096x1x1, 0 bytes of shared memory)" +
+                    captureSuffix(3)},
+           // The first launch of the capture fails.
+           Case{"hipModuleLaunchKernel", nullptr,
+                "hipModuleLaunchKernel(fdc_test_store_kv) failed: "
+                "hipErrorNotSupported: operation not supported (grid 3x1x1, "
+                "block 1x1x1, 0 bytes of shared memory)" +
+                    captureSuffix(3)},
+       }) {
+    SCOPED_TRACE(c.inject ? c.inject : c.mode);
+    {
+      std::unique_ptr<Model> model = mustLoad();
+      ASSERT_TRUE(model);
+      ASSERT_TRUE(runBatchSizes(*model, {1}));
+      {
+        ScopedEnv inject("FDC_FAKE_HIP_FAIL", c.inject);
+        ScopedEnv mode("FDC_TEST_HIP_STEP", c.mode);
+        Expected<std::vector<StepRows>> failed = runBatchSizes(*model, {3});
+        ASSERT_FALSE(failed);
+        EXPECT_EQ(failed.error().message(),
+                  "step 0 (batch size 3): " + c.error);
+        // Batch size 1's graph is all that is left.
+        EXPECT_EQ(fakeStats().graphs.liveGraphExecs, 1);
+        EXPECT_EQ(fakeStats().graphs.liveGraphs, 0);
+      }
+      // The stream left capture mode: the next capture works.
+      int64_t before = fakeStats().graphs.captures;
+      Expected<std::vector<StepRows>> again = runBatchSizes(*model, {3, 1});
+      EXPECT_TRUE(again) << again.error().message();
+      EXPECT_EQ(fakeStats().graphs.captures - before, 1);
+    }
+    expectNothingLeaked();
+  }
+}
+
+TEST_F(HipBackendTest, FailedReplayNamesTheBatchSize) {
+  {
+    std::unique_ptr<Model> model = mustLoad();
+    ASSERT_TRUE(model);
+    ASSERT_TRUE(runBatchSizes(*model, {1, 3}));
+    {
+      ScopedEnv inject("FDC_FAKE_HIP_FAIL", "hipGraphLaunch@3");
+      // The stream's third graph launch.
+      Expected<std::vector<StepRows>> failed = runBatchSizes(*model, {3});
+      ASSERT_FALSE(failed);
+      EXPECT_EQ(failed.error().message(),
+                "step 0 (batch size 3): hipGraphLaunch failed: "
+                "hipErrorNotSupported: operation not supported (replaying "
+                "the step graph of batch size 3)");
+    }
+    // The graph stays, and replays.
+    int64_t before = fakeStats().graphs.captures;
+    EXPECT_TRUE(runBatchSizes(*model, {3}));
+    EXPECT_EQ(fakeStats().graphs.captures, before);
   }
   expectNothingLeaked();
 }
