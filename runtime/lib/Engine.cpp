@@ -180,7 +180,9 @@ bool Engine::step() {
   topP.resize(batch);
   uniform.resize(batch);
   nextTokens.assign(batch, -1);
-  logits.assign(batch * static_cast<size_t>(vocab), 0.0f);
+  // Logits come back to the host only when a request that produces a token
+  // in this step reads them.
+  bool withLogits = false;
 
   // The row of each sequence whose token it keeps (its chunk's last), or -1
   // when its rows only read prompt tokens.
@@ -202,8 +204,10 @@ bool Engine::step() {
       // do not depend on its prompt length or chunking.
       bool produces = position >= promptLength - 1;
       uniform[row] = produces ? s.random.nextUniform() : 0.0f;
-      if (produces)
+      if (produces) {
         producingRow[i] = static_cast<int64_t>(row);
+        withLogits |= s.request.onToken && s.request.wantsLogits;
+      }
     }
   }
 
@@ -216,7 +220,9 @@ bool Engine::step() {
   args.top_k = topK.data();
   args.top_p = topP.data();
   args.uniform = uniform.data();
-  args.logits = logits.data();
+  if (withLogits)
+    logits.resize(batch * static_cast<size_t>(vocab));
+  args.logits = withLogits ? logits.data() : nullptr;
   args.next_tokens = nextTokens.data();
   Error stepError = model.step(args);
   ++steps;
@@ -250,7 +256,10 @@ bool Engine::step() {
     }
     s.generated.push_back(next);
     if (s.request.onToken)
-      s.request.onToken(next, logits.data() + at * static_cast<size_t>(vocab));
+      s.request.onToken(next,
+                        withLogits && s.request.wantsLogits
+                            ? logits.data() + at * static_cast<size_t>(vocab)
+                            : nullptr);
     int64_t generated = static_cast<int64_t>(s.generated.size());
     if (s.request.eosId >= 0 && next == s.request.eosId)
       finish(s, FinishReason::Eos);

@@ -218,9 +218,10 @@ Error GpuBackend::copyOutputs(const FdcStepArgs &args,
   };
   uint64_t batch = static_cast<uint64_t>(args.batch);
   uint64_t logitBytes = batch * static_cast<uint64_t>(vocabSize) * 4;
-  if (DeviceStatus status =
-          device->copyToHost(args.logits, logits.address, logitBytes))
-    return stepFailed(concat(vendor.copyToHostCall, "(logits)"), status);
+  if (args.logits) // null: the caller wants only the sampled ids
+    if (DeviceStatus status =
+            device->copyToHost(args.logits, logits.address, logitBytes))
+      return stepFailed(concat(vendor.copyToHostCall, "(logits)"), status);
   if (DeviceStatus status =
           device->copyToHost(args.next_tokens, nextTokens.address, batch * 4))
     return stepFailed(concat(vendor.copyToHostCall, "(next_tokens)"), status);

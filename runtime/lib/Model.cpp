@@ -321,8 +321,7 @@ Error Model::checkStepInputs(const FdcStepArgs &args) const {
        {Array{args.tokens, "tokens"}, Array{args.positions, "positions"},
         Array{args.slots, "slots"}, Array{args.temperature, "temperature"},
         Array{args.top_k, "top_k"}, Array{args.top_p, "top_p"},
-        Array{args.uniform, "uniform"}, Array{args.logits, "logits"},
-        Array{args.next_tokens, "next_tokens"}})
+        Array{args.uniform, "uniform"}, Array{args.next_tokens, "next_tokens"}})
     if (!array.pointer)
       return createError("model step: '", array.name, "' is NULL");
   // A slot's rows are one run of consecutive rows at consecutive positions
@@ -376,6 +375,18 @@ Error Model::step(FdcStepArgs &args) {
     return err;
   args.num_slots = cache.numSlots();
   args.max_context = cache.maxContext();
+  if (args.logits || backend)
+    return runStep(args);
+  // No logits wanted (a GPU step copies none back): a host step writes them
+  // somewhere all the same.
+  hostLogits.resize(static_cast<size_t>(args.batch * vocabSize()));
+  args.logits = hostLogits.data();
+  Error err = runStep(args);
+  args.logits = nullptr;
+  return err;
+}
+
+Error Model::runStep(FdcStepArgs &args) {
   if (tp)
     return stepRanks(args);
   if (backend)
@@ -392,7 +403,10 @@ Error Model::stepRanks(FdcStepArgs &args) {
     return createError("tensor-parallel group aborted: ", t.abortReason);
   for (std::unique_ptr<TensorParallel::Rank> &rank : t.workers) {
     rank->args = args;
-    rank->args.logits = reinterpret_cast<float *>(rank->logits.data());
+    // A GPU rank copies its logits back only when rank 0's are wanted.
+    rank->args.logits = args.logits || !rank->backend
+                            ? reinterpret_cast<float *>(rank->logits.data())
+                            : nullptr;
     rank->args.next_tokens =
         reinterpret_cast<int32_t *>(rank->nextTokens.data());
     rank->args.collective = t.group->api(rank->index);

@@ -59,6 +59,7 @@ protected:
       t.positions.assign(args.positions, args.positions + args.batch);
       t.tokens.assign(args.tokens, args.tokens + args.batch);
       t.next.assign(args.next_tokens, args.next_tokens + args.batch);
+      t.withLogits = args.logits != nullptr;
       trace.push_back(std::move(t));
     };
   }
@@ -90,6 +91,7 @@ protected:
   /// The rows of one step as the step saw them.
   struct StepTrace {
     std::vector<int32_t> slots, positions, tokens, next;
+    bool withLogits = false;
   };
 
   std::unique_ptr<Model> model;
@@ -831,6 +833,70 @@ TEST_F(EngineTest, PromptChunksFollowArrivalInAShuffledTable) {
   EXPECT_EQ(resultFor(results, b).tokens, (std::vector<int32_t>{20, 21}));
   EXPECT_EQ(resultFor(results, c).tokens, (std::vector<int32_t>{30, 31}));
   EXPECT_EQ(engine->totalShuffle().rowsMoved, 1);
+}
+
+TEST_F(EngineTest, StepsWithoutLogitsWhenNoRequestReadsThem) {
+  loadModel(2);
+  // Alone, a request that does not read logits runs steps without them; its
+  // callback sees nullptr and the same tokens.
+  std::vector<int32_t> streamed;
+  GenerationRequest idsOnly = request({3, 7}, 3);
+  idsOnly.wantsLogits = false;
+  idsOnly.onToken = [&](int32_t token, const float *logits) {
+    EXPECT_EQ(logits, nullptr);
+    streamed.push_back(token);
+  };
+  RequestId a = submit(std::move(idsOnly));
+  std::vector<GenerationResult> results = engine->runToCompletion();
+  EXPECT_EQ(resultFor(results, a).tokens, (std::vector<int32_t>{8, 9, 10}));
+  EXPECT_EQ(streamed, resultFor(results, a).tokens);
+  ASSERT_EQ(trace.size(), 3u);
+  for (const StepTrace &t : trace)
+    EXPECT_FALSE(t.withLogits);
+
+  // No callback at all: no logits either.
+  trace.clear();
+  submit(request({5}, 2));
+  engine->runToCompletion();
+  ASSERT_FALSE(trace.empty());
+  for (const StepTrace &t : trace)
+    EXPECT_FALSE(t.withLogits);
+
+  // Beside a request that reads them, the steps where that one produces a
+  // token bring logits back; the other's callback still sees nullptr.
+  trace.clear();
+  std::vector<std::vector<float>> rows;
+  GenerationRequest reader = request({1}, 2);
+  reader.onToken = [&](int32_t, const float *logits) {
+    ASSERT_NE(logits, nullptr);
+    rows.emplace_back(logits, logits + kVocab);
+  };
+  GenerationRequest quiet = request({10, 11, 12, 13}, 1);
+  quiet.wantsLogits = false;
+  quiet.onToken = [](int32_t, const float *logits) {
+    EXPECT_EQ(logits, nullptr);
+  };
+  RequestId r = submit(std::move(reader));
+  RequestId q = submit(std::move(quiet));
+  results = engine->runToCompletion();
+  EXPECT_EQ(resultFor(results, r).tokens, (std::vector<int32_t>{2, 3}));
+  EXPECT_EQ(resultFor(results, q).tokens, (std::vector<int32_t>{14}));
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0][2], 1.0f); // the argmax row of the token it produced
+  EXPECT_EQ(rows[1][3], 1.0f);
+  std::vector<bool> withLogits;
+  for (const StepTrace &t : trace)
+    withLogits.push_back(t.withLogits);
+  EXPECT_EQ(withLogits, (std::vector<bool>{true, true, false}));
+}
+
+TEST_F(EngineTest, StepRunsWithoutALogitsBuffer) {
+  loadModel(/*numSlots=*/2);
+  StepInputs in;
+  FdcStepArgs args = in.args();
+  args.logits = nullptr;
+  ASSERT_FALSE(static_cast<bool>(model->step(args)));
+  EXPECT_EQ(in.next, (std::vector<int32_t>{4, 5}));
 }
 
 } // namespace

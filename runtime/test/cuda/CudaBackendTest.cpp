@@ -649,15 +649,16 @@ TEST_F(CudaFakeDriverTest, FaultIsReportedByALaterLaunch) {
     // replayed graph's launches are not the host's, so there the fault is
     // found at the end of the step.
     EXPECT_EQ(results[0].error,
-              graphs ? "the model step failed: cuMemcpyDtoHAsync_v2(logits): "
-                       "CUDA_ERROR_ILLEGAL_ADDRESS: an illegal memory access "
-                       "was encountered (the step launched fdc_test_store_kv, "
-                       "fdc_test_next_token; FDC_CUDA_SYNC_LAUNCHES=1 names "
-                       "the failing kernel)"
-                     : "cuLaunchKernel(fdc_test_next_token) failed: "
-                       "CUDA_ERROR_ILLEGAL_ADDRESS: an illegal memory access "
-                       "was encountered (grid 1x1x1, block 32x1x1, 0 bytes of "
-                       "shared memory)");
+              graphs
+                  ? "the model step failed: cuMemcpyDtoHAsync_v2(next_tokens): "
+                    "CUDA_ERROR_ILLEGAL_ADDRESS: an illegal memory access "
+                    "was encountered (the step launched fdc_test_store_kv, "
+                    "fdc_test_next_token; FDC_CUDA_SYNC_LAUNCHES=1 names "
+                    "the failing kernel)"
+                  : "cuLaunchKernel(fdc_test_next_token) failed: "
+                    "CUDA_ERROR_ILLEGAL_ADDRESS: an illegal memory access "
+                    "was encountered (grid 1x1x1, block 32x1x1, 0 bytes of "
+                    "shared memory)");
   }
 }
 
@@ -674,7 +675,7 @@ TEST_F(CudaFakeDriverTest, FaultInTheLastKernelIsFoundAtTheEnd) {
   ASSERT_EQ(results.size(), 1u);
   EXPECT_EQ(results[0].reason, FinishReason::Error);
   EXPECT_EQ(results[0].error,
-            "the model step failed: cuMemcpyDtoHAsync_v2(logits): "
+            "the model step failed: cuMemcpyDtoHAsync_v2(next_tokens): "
             "CUDA_ERROR_ILLEGAL_ADDRESS: an illegal memory access was "
             "encountered (the step launched fdc_test_store_kv, "
             "fdc_test_next_token; FDC_CUDA_SYNC_LAUNCHES=1 names the failing "
@@ -700,22 +701,37 @@ TEST_F(CudaFakeDriverTest, SyncLaunchesNamesTheFaultingKernel) {
 }
 
 TEST_F(CudaFakeDriverTest, CopiesOnlyWhatTheStepNeeds) {
+  // Eager steps: each counts its launches (a replayed graph's are not).
+  ScopedEnv graphSetting("FDC_CUDA_GRAPHS", "0");
   Expected<std::unique_ptr<Model>> model = load(FDC_TEST_CUDA_PTX, 4);
   ASSERT_TRUE(model) << model.error().message();
   Engine engine(**model);
-  for (int32_t token : {1, 2}) {
-    GenerationRequest r;
-    r.prompt = {token};
-    r.maxNewTokens = 1;
-    ASSERT_TRUE(engine.submit(r));
+  // Logits come back only when a request's callback reads them.
+  for (bool readsLogits : {false, true}) {
+    SCOPED_TRACE(readsLogits ? "with logits" : "ids only");
+    int64_t logitRows = 0;
+    for (int32_t token : {1, 2}) {
+      GenerationRequest r;
+      r.prompt = {token};
+      r.maxNewTokens = 1;
+      r.wantsLogits = readsLogits;
+      r.onToken = [&](int32_t, const float *logits) {
+        EXPECT_EQ(logits != nullptr, readsLogits);
+        logitRows += logits ? 1 : 0;
+      };
+      ASSERT_TRUE(engine.submit(r));
+    }
+    FakeCudaStats before = fakeStats();
+    engine.step(); // batch 2
+    FakeCudaStats after = fakeStats();
+    EXPECT_EQ(after.launches - before.launches, 2);
+    EXPECT_EQ(after.bytesToHost - before.bytesToHost,
+              (readsLogits ? 2 * kVocab * 4 : 0) + 2 * 4);
+    EXPECT_EQ(logitRows, readsLogits ? 2 : 0);
+    // Seven input arrays, 256 bytes apart; the last one only as far as used.
+    EXPECT_EQ(after.bytesToDevice - before.bytesToDevice, 6 * 256 + 2 * 4);
+    engine.takeFinished();
   }
-  FakeCudaStats before = fakeStats();
-  engine.step(); // batch 2
-  FakeCudaStats after = fakeStats();
-  EXPECT_EQ(after.launches - before.launches, 2);
-  EXPECT_EQ(after.bytesToHost - before.bytesToHost, 2 * kVocab * 4 + 2 * 4);
-  // Seven input arrays, 256 bytes apart; the last one only as far as used.
-  EXPECT_EQ(after.bytesToDevice - before.bytesToDevice, 6 * 256 + 2 * 4);
 }
 
 TEST_F(CudaFakeDriverTest, PoisonsTheOutputs) {

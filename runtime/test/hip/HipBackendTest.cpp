@@ -351,15 +351,16 @@ TEST_F(HipBackendTest, FaultIsReportedByALaterLaunch) {
     // A replayed graph's launches are not the host's: there the fault is
     // found at the end of the step.
     EXPECT_EQ(runOne(*model).error,
-              graphs ? "the model step failed: hipMemcpyDtoHAsync(logits): "
-                       "hipErrorIllegalAddress: an illegal memory access was "
-                       "encountered (the step launched fdc_test_store_kv, "
-                       "fdc_test_next_token; FDC_HIP_SYNC_LAUNCHES=1 names "
-                       "the failing kernel)"
-                     : "hipModuleLaunchKernel(fdc_test_next_token) failed: "
-                       "hipErrorIllegalAddress: an illegal memory access was "
-                       "encountered (grid 1x1x1, block 32x1x1, 0 bytes of "
-                       "shared memory)");
+              graphs
+                  ? "the model step failed: hipMemcpyDtoHAsync(next_tokens): "
+                    "hipErrorIllegalAddress: an illegal memory access was "
+                    "encountered (the step launched fdc_test_store_kv, "
+                    "fdc_test_next_token; FDC_HIP_SYNC_LAUNCHES=1 names "
+                    "the failing kernel)"
+                  : "hipModuleLaunchKernel(fdc_test_next_token) failed: "
+                    "hipErrorIllegalAddress: an illegal memory access was "
+                    "encountered (grid 1x1x1, block 32x1x1, 0 bytes of "
+                    "shared memory)");
   }
 }
 
@@ -368,7 +369,7 @@ TEST_F(HipBackendTest, FaultInTheLastKernelIsFoundAtTheEnd) {
   ASSERT_TRUE(model);
   ScopedEnv mode("FDC_TEST_HIP_STEP", "bad_pointer_last");
   EXPECT_EQ(runOne(*model).error,
-            "the model step failed: hipMemcpyDtoHAsync(logits): "
+            "the model step failed: hipMemcpyDtoHAsync(next_tokens): "
             "hipErrorIllegalAddress: an illegal memory access was encountered "
             "(the step launched fdc_test_store_kv, fdc_test_next_token; "
             "FDC_HIP_SYNC_LAUNCHES=1 names the failing kernel)");
@@ -516,29 +517,41 @@ TEST_F(HipBackendTest, FailedCopyBackIsNamed) {
   ASSERT_TRUE(model);
   ScopedEnv fail("FDC_FAKE_HIP_FAIL", "hipMemcpyDtoHAsync");
   EXPECT_EQ(runOne(*model).error,
-            "the model step failed: hipMemcpyDtoHAsync(logits): "
+            "the model step failed: hipMemcpyDtoHAsync(next_tokens): "
             "hipErrorNotSupported: operation not supported (the step "
             "launched fdc_test_store_kv, fdc_test_next_token; "
             "FDC_HIP_SYNC_LAUNCHES=1 names the failing kernel)");
 }
 
 TEST_F(HipBackendTest, CopiesOnlyWhatTheStepNeeds) {
+  // Eager steps: each counts its launches (a replayed graph's are not).
+  ScopedEnv graphSetting("FDC_HIP_GRAPHS", "0");
   std::unique_ptr<Model> model = mustLoad(FDC_TEST_HIP, 4);
   ASSERT_TRUE(model);
   Engine engine(*model);
-  for (int32_t token : {1, 2}) {
-    GenerationRequest r;
-    r.prompt = {token};
-    r.maxNewTokens = 1;
-    ASSERT_TRUE(engine.submit(r));
+  // Logits come back only when a request's callback reads them.
+  for (bool readsLogits : {false, true}) {
+    SCOPED_TRACE(readsLogits ? "with logits" : "ids only");
+    for (int32_t token : {1, 2}) {
+      GenerationRequest r;
+      r.prompt = {token};
+      r.maxNewTokens = 1;
+      r.wantsLogits = readsLogits;
+      r.onToken = [readsLogits](int32_t, const float *logits) {
+        EXPECT_EQ(logits != nullptr, readsLogits);
+      };
+      ASSERT_TRUE(engine.submit(r));
+    }
+    FakeHipStats before = fakeStats();
+    engine.step(); // batch 2
+    FakeHipStats after = fakeStats();
+    EXPECT_EQ(after.launches - before.launches, 2);
+    EXPECT_EQ(after.bytesToHost - before.bytesToHost,
+              (readsLogits ? 2 * kTestVocab * 4 : 0) + 2 * 4);
+    // Seven input arrays, 256 bytes apart; the last one only as far as used.
+    EXPECT_EQ(after.bytesToDevice - before.bytesToDevice, 6 * 256 + 2 * 4);
+    engine.takeFinished();
   }
-  FakeHipStats before = fakeStats();
-  engine.step(); // batch 2
-  FakeHipStats after = fakeStats();
-  EXPECT_EQ(after.launches - before.launches, 2);
-  EXPECT_EQ(after.bytesToHost - before.bytesToHost, 2 * kTestVocab * 4 + 2 * 4);
-  // Seven input arrays, 256 bytes apart; the last one only as far as used.
-  EXPECT_EQ(after.bytesToDevice - before.bytesToDevice, 6 * 256 + 2 * 4);
 }
 
 TEST_F(HipBackendTest, ReleasesEverything) {

@@ -69,8 +69,14 @@ struct GenerationRequest {
   SamplingParams sampling;
   /// Stop after generating this token (it is returned); < 0 means none.
   int32_t eosId = -1;
-  /// Called for every generated token with that step's logits [vocab_size].
+  /// Called for every generated token with that step's logits [vocab_size]
+  /// (nullptr when wantsLogits is false).
   std::function<void(int32_t token, const float *logits)> onToken;
+  /// Whether onToken reads the logits. A step whose token-producing requests
+  /// want none runs without logits (Model::step with logits = nullptr): a
+  /// GPU step then copies only the sampled ids back to the host, not
+  /// vocab_size floats per row.
+  bool wantsLogits = true;
 };
 
 enum class FinishReason {

@@ -11,6 +11,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace fdc::runtime {
 
@@ -91,7 +92,8 @@ public:
   /// library the backend copies them to and from the device (weights and
   /// kv_cache stay null here). Fails for invalid inputs (nothing runs), or for
   /// a GPU library a failed launch or copy, or a fault found at the end of
-  /// the step.
+  /// the step. `args.logits` may be null when only next_tokens are wanted:
+  /// a GPU step then copies no logits back.
   ///
   /// A tensor-parallel model runs the step on every rank (the logits and
   /// next_tokens in `args` are rank 0's) and fails when a rank fails (it
@@ -107,11 +109,16 @@ private:
         KVCache cache, int64_t stepRows, std::unique_ptr<DeviceBackend> backend,
         std::unique_ptr<TensorParallel> tp);
 
+  /// Model::step after the input check, with a logits buffer for a host
+  /// library.
+  Error runStep(FdcStepArgs &args);
   /// Model::step of a tensor-parallel model, after the input check.
   Error stepRanks(FdcStepArgs &args);
 
   std::unique_ptr<ModelLibrary> lib;
   HostBuffer weightArena;
+  /// A host step's logits when the caller wants none.
+  std::vector<float> hostLogits;
   KVCache cache;
   int64_t stepRows;
   /// Declared after the library it calls into, so destroyed before it.
