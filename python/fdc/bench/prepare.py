@@ -45,10 +45,15 @@ def _run(cmd: list[str]) -> None:
 
 
 def _tuning_arch(path: Path) -> str:
-    """The arch a tuning file was measured on ("" if unreadable)."""
+    """The arch of the library a tuning file's candidates were compiled for
+    (its "target", e.g. sm_90a: an sm_90 library has no wgmma candidates),
+    else the arch it was measured on; "" if unreadable."""
     try:
-        return str(json.loads(path.read_text()).get("arch", ""))
-    except (OSError, ValueError, AttributeError):
+        tuning = json.loads(path.read_text())
+        target = str(tuning.get("target", ""))
+        return target.split(":", 1)[1] if target.startswith("cuda:") \
+            else str(tuning.get("arch", ""))
+    except (OSError, ValueError, AttributeError, IndexError):
         return ""
 
 
