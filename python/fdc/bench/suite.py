@@ -3,9 +3,11 @@
     python -m fdc.bench.suite --artifacts .bench-artifacts --out DIR
 
 Families (``--families``, default all): ceilings, linear, attention, int4,
-sparse, step. Every fdc kernel is first run as a full step and checked
-against a float64 reference on fresh random data; then it and its peer are
-timed the same way (fdc.bench.timing). Writes DIR/results.json, DIR/perf.md
+sparse, step, serving. Every fdc kernel is first run as a full step and
+checked against a float64 reference on fresh random data; then it and its
+peer are timed the same way (fdc.bench.timing). The serving family
+(fdc.bench.serving) runs the C runtime's engine on a seeded workload of
+Poisson arrivals, and a soak. Writes DIR/results.json, DIR/perf.md
 and DIR/<family>.png, and prints the tables last.
 """
 
@@ -27,12 +29,14 @@ from pathlib import Path
 import torch
 
 from . import models, report, tiled_csl
+from . import serving as serving_bench
 from ..testing import attention_models
 from .launcher import CudaLauncher, LibraryError, ModelLibrary, step_args
 from .timing import (CALLS, event_time_us, graph_time_us, graph_times_us,
                      rotation, wall_time_s)
 
-FAMILIES = ("ceilings", "linear", "attention", "int4", "sparse", "step")
+FAMILIES = ("ceilings", "linear", "attention", "int4", "sparse", "step",
+            "serving")
 M_VALUES = (1, 2, 4, 8, 16, 32, 64, 128)
 ATTENTION_BATCHES = (1, 8, 32, 64, 128)
 ATTENTION_CONTEXTS = (1024, 2048, 4096, 8192, 16384, 32768)
@@ -781,6 +785,13 @@ def step(bench: Bench) -> list[dict]:
     return rows
 
 
+def serving(bench: Bench) -> list[dict]:
+    """Serving the 7B-wide Llama: fdc's fused engine against one request at
+    a time, static batches and transformers under Poisson arrivals; the
+    time to first token of a long prompt; a soak (fdc.bench.serving)."""
+    return serving_bench.family(bench)
+
+
 def _prompts(cfg, b: int, length: int) -> torch.Tensor:
     return torch.randint(0, cfg["vocab_size"], (b, length))
 
@@ -859,9 +870,11 @@ def main(argv=None) -> int:
     ap.add_argument("--linear-m", default="",
                     help="comma-separated batch sizes for the linear family "
                          "(default: %s)" % ",".join(map(str, M_VALUES)))
-    ap.add_argument("--budget-s", type=float, default=540.0,
+    ap.add_argument("--budget-s", type=float, default=780.0,
                     help="wall-time budget; the optional transformers "
-                         "torch.compile measurement gets what is left of it")
+                         "torch.compile measurement gets what is left of it "
+                         "less 90 s, the serving family (last) up to 240 s "
+                         "of what is left then (its quick plan below 150 s)")
     args = ap.parse_args(argv)
     families = [f for f in args.families.split(",") if f]
     unknown = set(families) - set(FAMILIES)
