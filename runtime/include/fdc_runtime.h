@@ -19,6 +19,11 @@
 |* call on that model runs, or using a model after it was freed, is undefined *|
 |* behaviour: the caller must serialise freeing with every other use.         *|
 |*                                                                            *|
+|* Token callbacks run on a thread of the runtime (an engine's loop thread),  *|
+|* fdc_generate_batch's too, while its caller waits: a callback must not wait *|
+|* for the calling thread (e.g. for a lock it holds), or the call never       *|
+|* returns; fdc_last_error() in a callback is that thread's.                  *|
+|*                                                                            *|
 \*===----------------------------------------------------------------------===*/
 
 #ifndef FDC_RUNTIME_H
@@ -61,7 +66,9 @@ typedef enum fdc_finish_reason {
 } fdc_finish_reason;
 
 /* Called once per generated token: `step` counts generated tokens from 0,
- * `logits` holds vocab_size floats and is valid only during the call. */
+ * `logits` holds vocab_size floats and is valid only during the call. It
+ * runs on the engine's loop thread, not the thread that made the call (see
+ * Threads above). */
 typedef void (*fdc_token_callback)(void *user_data, int64_t step, int32_t token,
                                    const float *logits, int64_t vocab_size);
 
@@ -143,14 +150,19 @@ int fdc_generate(fdc_model *model, const int32_t *prompt, int64_t prompt_len,
                  int64_t max_new_tokens, const fdc_sampling_params *params,
                  int32_t *out_ids, int64_t *out_len, float *out_logits);
 
-/* Runs `count` requests together through the batching engine: all run in
- * the same steps while KV-cache slots last; a request waits for a slot when
- * all are taken. Each step runs at most the model's max_step_rows rows: one
- * per running request, the rest reading prompts in chunks. Each request's
- * outputs (out_ids, out_len, out_logits, finish_reason, status, error) are
- * filled in; an invalid request is refused alone (status != 0) while the others
- * run. Returns the number of requests that failed (0 = all succeeded), or -1
- * when the call itself is invalid (see fdc_last_error). */
+/* Runs `count` requests together through the batching engine: a wrapper
+ * that submits them all at once to an engine on the model (as fdc_engine_*,
+ * the default step budget) and waits for each. All run in the same steps
+ * while KV-cache slots last; a request waits for a slot when all are taken.
+ * Each step runs at most the model's max_step_rows rows: one per running
+ * request, the rest reading prompts in chunks. Each request's outputs
+ * (out_ids, out_len, out_logits, finish_reason, status, error) are filled in
+ * from the engine's loop thread, where its callback runs too, and are
+ * complete when the call returns; an invalid request is refused alone
+ * (status != 0) while the others run, and a failed step ends every request
+ * in it with FDC_FINISH_ERROR. Returns the number of requests that failed
+ * (0 = all succeeded), or -1 when the call itself is invalid (see
+ * fdc_last_error). fdc_generate is this call with one request. */
 int64_t fdc_generate_batch(fdc_model *model, fdc_request *requests,
                            int64_t count);
 

@@ -29,8 +29,9 @@ private:
   AsyncEngine &engine;
 };
 
-AsyncEngine::AsyncEngine(Model &model, EngineOptions options)
-    : engine(model, waitingForSlots(options)), thread([this] { loop(); }) {}
+AsyncEngine::AsyncEngine(Model &model, EngineOptions options, SlotWait slotWait)
+    : engine(model, waitingForSlots(options)), slotWait(slotWait),
+      numSlots(model.numSlots()), thread([this] { loop(); }) {}
 
 AsyncEngine::~AsyncEngine() {
   {
@@ -45,21 +46,40 @@ AsyncEngine::~AsyncEngine() {
 }
 
 Expected<RequestId> AsyncEngine::submit(GenerationRequest request) {
+  std::vector<GenerationRequest> one;
+  one.push_back(std::move(request));
+  return std::move(submitAll(std::move(one)).front());
+}
+
+std::vector<Expected<RequestId>>
+AsyncEngine::submitAll(std::vector<GenerationRequest> requests) {
   Call call(*this);
+  std::vector<Expected<RequestId>> ids;
+  ids.reserve(requests.size());
   // validate() reads only the request and the model's fixed sizes.
-  if (Error err = engine.validate(request))
-    return err;
-  RequestId id;
+  for (const GenerationRequest &request : requests) {
+    if (Error err = engine.validate(request))
+      ids.emplace_back(std::move(err));
+    else
+      ids.emplace_back(RequestId(0)); // numbered below
+  }
   {
     std::lock_guard<std::mutex> lock(mutex);
-    if (stopping)
-      return createError("the engine is stopping");
-    id = nextId++;
-    incoming.emplace_back(id, std::move(request));
-    running.insert(id);
+    for (size_t i = 0; i < requests.size(); ++i) {
+      if (!ids[i])
+        continue;
+      if (stopping) {
+        ids[i] = createError("the engine is stopping");
+        continue;
+      }
+      RequestId id = nextId++;
+      ids[i] = id;
+      incoming.emplace_back(id, std::move(requests[i]));
+      running.insert(id);
+    }
   }
   workToDo.notify_one();
-  return id;
+  return ids;
 }
 
 bool AsyncEngine::cancel(RequestId id) {
@@ -132,6 +152,8 @@ void AsyncEngine::publish(std::vector<GenerationResult> finishedNow) {
 
 void AsyncEngine::loop() {
   bool stalled = false;
+  /// Engine ids of the requests cancelled because no slot will free.
+  std::unordered_set<RequestId> noSlot;
   for (;;) {
     std::deque<std::pair<RequestId, GenerationRequest>> arrived;
     std::vector<RequestId> cancelled;
@@ -175,6 +197,14 @@ void AsyncEngine::loop() {
             engine.cancel(found->second);
         }
         stalled = !engine.step() && !engine.idle();
+        if (stalled && slotWait == SlotWait::WhileRunning) {
+          // Nothing of this engine runs, so every slot is held outside it:
+          // what waits ends now (as Rejected, below).
+          for (auto &[id, engineId] : engineIds)
+            if (engine.cancel(engineId))
+              noSlot.insert(engineId);
+          stalled = false;
+        }
       }
     } catch (const std::exception &e) {
       // A callback threw, or the step ran out of memory: what ran cannot
@@ -185,6 +215,11 @@ void AsyncEngine::loop() {
     }
     std::vector<GenerationResult> finishedNow = engine.takeFinished();
     for (GenerationResult &result : finishedNow) {
+      if (noSlot.erase(result.id) && result.reason == FinishReason::Cancelled) {
+        result.reason = FinishReason::Rejected;
+        result.error = concat("no free KV-cache slot (num_slots = ", numSlots,
+                              ") and none will free");
+      }
       RequestId id = asyncIds.at(result.id);
       asyncIds.erase(result.id);
       engineIds.erase(id);

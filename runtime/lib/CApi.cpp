@@ -9,9 +9,8 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
-#include <deque>
 #include <exception>
-#include <map>
+#include <vector>
 
 using namespace fdc::runtime;
 
@@ -95,12 +94,13 @@ Expected<GenerationRequest> toEngineRequest(fdc_request &r, int64_t vocab) {
   return request;
 }
 
+/// fdc_generate and fdc_generate_batch: the requests go to an AsyncEngine
+/// on the model together (tokens stream into them from its loop thread), and
+/// the call waits for each.
 int64_t generateBatch(Model &model, fdc_request *requests, int64_t count) {
   int64_t failures = 0;
-  Engine engine(model);
-  std::map<RequestId, fdc_request *> byId;
-  std::deque<std::pair<fdc_request *, GenerationRequest>> waiting;
-
+  std::vector<fdc_request *> submitted;
+  std::vector<GenerationRequest> engineRequests;
   for (int64_t i = 0; i < count; ++i) {
     fdc_request &r = requests[i];
     r.out_len = 0;
@@ -108,55 +108,43 @@ int64_t generateBatch(Model &model, fdc_request *requests, int64_t count) {
     r.status = 0;
     r.error[0] = '\0';
     Expected<GenerationRequest> request = toEngineRequest(r, model.vocabSize());
-    if (request) {
-      if (Error err = engine.validate(*request))
-        request = std::move(err);
-    }
     if (!request) {
       setRequestError(r, FDC_FINISH_REJECTED, request.error().message());
       ++failures;
       continue;
     }
-    waiting.emplace_back(&r, std::move(*request));
+    submitted.push_back(&r);
+    engineRequests.push_back(std::move(*request));
   }
+  if (submitted.empty())
+    return failures;
 
-  auto collect = [&] {
-    for (GenerationResult &result : engine.takeFinished()) {
-      fdc_request &r = *byId.at(result.id);
-      r.finish_reason = toCReason(result.reason);
-      if (!result.error.empty()) {
-        setRequestError(r, toCReason(result.reason), result.error);
-        ++failures;
-      }
+  // The model is busy for this call, so no other engine holds a slot: a
+  // request waits only for the ones before it to finish. Should every slot
+  // be held elsewhere all the same, WhileRunning rejects what waits instead
+  // of waiting for ever.
+  AsyncEngine engine(model, EngineOptions(), SlotWait::WhileRunning);
+  std::vector<Expected<RequestId>> ids =
+      engine.submitAll(std::move(engineRequests));
+  for (size_t i = 0; i < submitted.size(); ++i) {
+    fdc_request &r = *submitted[i];
+    if (!ids[i]) { // refused by the engine's checks, alone
+      setRequestError(r, FDC_FINISH_REJECTED, ids[i].error().message());
+      ++failures;
+      continue;
     }
-  };
-
-  while (!waiting.empty() || !engine.idle()) {
-    // Admit as many as there are free slots; the rest wait for one.
-    while (!waiting.empty() && static_cast<int64_t>(engine.queuedCount()) <
-                                   model.kvCache().freeSlots()) {
-      auto [r, request] = std::move(waiting.front());
-      waiting.pop_front();
-      Expected<RequestId> id = engine.submit(std::move(request));
-      if (!id) {
-        setRequestError(*r, FDC_FINISH_REJECTED, id.error().message());
-        ++failures;
-        continue;
-      }
-      byId[*id] = r;
+    Expected<GenerationResult> result = engine.wait(*ids[i]);
+    if (!result) {
+      setRequestError(r, FDC_FINISH_ERROR, result.error().message());
+      ++failures;
+      continue;
     }
-    if (engine.idle() && !waiting.empty()) {
-      // No slot will ever free up (another user holds them all).
-      for (auto &[r, request] : waiting) {
-        setRequestError(*r, FDC_FINISH_REJECTED, "no free KV-cache slot");
-        ++failures;
-      }
-      waiting.clear();
+    r.finish_reason = toCReason(result->reason);
+    if (!result->error.empty()) {
+      setRequestError(r, toCReason(result->reason), result->error);
+      ++failures;
     }
-    engine.step();
-    collect();
   }
-  collect();
   return failures;
 }
 

@@ -339,4 +339,101 @@ TEST(AsyncEngineTest, DestroyingTheEngineWakesItsWaiters) {
   EXPECT_EQ(model->kvCache().freeSlots(), 1);
 }
 
+TEST(AsyncEngineTest, SubmitAllQueuesTheValidRequestsTogether) {
+  // Three slots, a step of three rows: the three valid requests run in the
+  // same four steps (one token each a step), the invalid one is refused
+  // alone.
+  TempDir dir;
+  std::unique_ptr<Model> model = loadModel(dir, 3);
+  ASSERT_TRUE(model);
+  AsyncEngine engine(*model);
+  std::vector<GenerationRequest> requests;
+  requests.push_back(request({1}, 4));
+  requests.push_back(request({40}, 4));
+  requests.push_back(request({10}, 4));
+  requests.push_back(request({20}, 4));
+  std::vector<Expected<RequestId>> ids = engine.submitAll(std::move(requests));
+  ASSERT_EQ(ids.size(), 4u);
+  ASSERT_FALSE(static_cast<bool>(ids[1]));
+  EXPECT_EQ(ids[1].error().message(),
+            "prompt token 0 is 40, outside the vocabulary [0, 32)");
+  ASSERT_TRUE(ids[0] && ids[2] && ids[3]);
+  EXPECT_LT(*ids[0], *ids[2]);
+  EXPECT_LT(*ids[2], *ids[3]);
+  for (size_t i : {0, 2, 3}) {
+    Expected<GenerationResult> result = engine.wait(*ids[i]);
+    ASSERT_TRUE(result) << result.error().message();
+    EXPECT_EQ(result->reason, FinishReason::Length);
+  }
+  EXPECT_EQ(engine.stepsRun(), 4);
+  EXPECT_EQ(engine.pendingCount(), 0u);
+  EXPECT_TRUE(engine.submitAll({}).empty());
+}
+
+TEST(AsyncEngineTest, WhileRunningRejectsWhatNoSlotWillFreeFor) {
+  TempDir dir;
+  std::unique_ptr<Model> model = loadModel(dir, 1);
+  ASSERT_TRUE(model);
+  // The only slot is held outside the engine, which runs nothing.
+  std::optional<int32_t> held = model->kvCache().acquireSlot();
+  ASSERT_TRUE(held);
+  {
+    AsyncEngine engine(*model, {}, SlotWait::WhileRunning);
+    std::vector<GenerationRequest> requests;
+    requests.push_back(request({4}, 2));
+    requests.push_back(request({5}, 0)); // needs no slot
+    requests.push_back(request({6}, 2));
+    std::vector<Expected<RequestId>> ids =
+        engine.submitAll(std::move(requests));
+    for (size_t i : {0, 2}) {
+      Expected<GenerationResult> result = engine.wait(*ids[i]);
+      ASSERT_TRUE(result) << result.error().message();
+      EXPECT_EQ(result->reason, FinishReason::Rejected);
+      EXPECT_EQ(result->error,
+                "no free KV-cache slot (num_slots = 1) and none will free");
+      EXPECT_TRUE(result->tokens.empty());
+    }
+    Expected<GenerationResult> empty = engine.wait(*ids[1]);
+    ASSERT_TRUE(empty);
+    EXPECT_EQ(empty->reason, FinishReason::Length);
+    EXPECT_EQ(engine.stepsRun(), 0);
+    // Once the slot is back, requests run.
+    model->kvCache().releaseSlot(*held);
+    Expected<GenerationResult> result =
+        engine.wait(*engine.submit(request({4}, 2)));
+    ASSERT_TRUE(result);
+    EXPECT_EQ(result->reason, FinishReason::Length);
+    EXPECT_EQ(result->tokens, (std::vector<int32_t>{5, 6}));
+  }
+  EXPECT_EQ(model->kvCache().freeSlots(), 1);
+}
+
+TEST(AsyncEngineTest, WhileRunningWaitsForTheEnginesOwnSlots) {
+  // Two slots, one held outside: the engine runs one request at a time in
+  // the other, and the rest wait for it instead of being rejected.
+  TempDir dir;
+  std::unique_ptr<Model> model = loadModel(dir, 2);
+  ASSERT_TRUE(model);
+  std::optional<int32_t> held = model->kvCache().acquireSlot();
+  ASSERT_TRUE(held);
+  {
+    AsyncEngine engine(*model, {}, SlotWait::WhileRunning);
+    const std::vector<int32_t> firsts = {1, 10, 20};
+    std::vector<GenerationRequest> requests;
+    for (int32_t first : firsts)
+      requests.push_back(request({first}, 3));
+    std::vector<Expected<RequestId>> ids =
+        engine.submitAll(std::move(requests));
+    for (size_t i = 0; i < ids.size(); ++i) {
+      Expected<GenerationResult> result = engine.wait(*ids[i]);
+      ASSERT_TRUE(result);
+      EXPECT_EQ(result->reason, FinishReason::Length) << result->error;
+      EXPECT_EQ(result->tokens, expectedTokens({firsts[i]}, 3));
+    }
+    EXPECT_EQ(engine.stepsRun(), 9);
+  }
+  model->kvCache().releaseSlot(*held);
+  EXPECT_EQ(model->kvCache().freeSlots(), 2);
+}
+
 } // namespace

@@ -4,10 +4,12 @@
 
 #include "TestUtil.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <gtest/gtest.h>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -411,6 +413,171 @@ TEST_F(CApiTest, ReentryFromACallbackIsRefused) {
   EXPECT_EQ(fdc_generate(model, prompt, 1, 2, nullptr, ids, &n, nullptr), 0)
       << fdc_last_error();
   EXPECT_EQ(n, 2);
+}
+
+struct ThreadLog {
+  std::vector<std::thread::id> threads;
+  std::vector<int64_t> steps;
+  std::vector<int32_t> tokens;
+};
+
+void logThread(void *userData, int64_t step, int32_t token, const float *logits,
+               int64_t vocab) {
+  auto *log = static_cast<ThreadLog *>(userData);
+  log->threads.push_back(std::this_thread::get_id());
+  log->steps.push_back(step);
+  log->tokens.push_back(token);
+  EXPECT_EQ(vocab, 32);
+  EXPECT_NE(logits, nullptr);
+}
+
+/// fdc_generate_batch is a wrapper of the engine: its requests give the ids
+/// that submitting them to an fdc_engine gives, more of them than slots all
+/// finish, and their callbacks run on the engine's thread, not the caller's.
+TEST_F(CApiTest, BatchIsTheEnginesWrapper) {
+  load(32, 2);
+  struct Spec {
+    std::vector<int32_t> prompt;
+    int64_t maxNew;
+    float temperature;
+    uint64_t seed;
+    int32_t eos;
+  };
+  const std::vector<Spec> specs = {
+      {{1, 2, 3}, 6, 0, 0, -1}, {{4}, 5, 1.0f, 7, -1},
+      {{9, 9}, 8, 1.0f, 8, -1}, {{5}, 4, 0, 0, 7},
+      {{2}, 0, 0, 0, -1},       {{3, 99}, 3, 0, 0, -1},
+      {{30}, 10, 0.5f, 3, -1},  {{0, 1, 2, 3, 4}, 7, 1.0f, 11, -1},
+      {{17}, 3, 0, 0, -1},
+  };
+  const size_t invalid = 5;
+  std::vector<fdc_request> requests(specs.size());
+  std::vector<std::vector<int32_t>> ids(specs.size());
+  std::vector<ThreadLog> logs(specs.size());
+  for (size_t i = 0; i < specs.size(); ++i) {
+    fdc_request &r = requests[i];
+    std::memset(&r, 0, sizeof(r));
+    ids[i].assign(static_cast<size_t>(std::max<int64_t>(specs[i].maxNew, 1)),
+                  -1);
+    r.prompt = specs[i].prompt.data();
+    r.prompt_len = static_cast<int64_t>(specs[i].prompt.size());
+    r.max_new_tokens = specs[i].maxNew;
+    r.params = fdc_sampling_params_default();
+    r.params.temperature = specs[i].temperature;
+    r.params.seed = specs[i].seed;
+    r.params.eos_id = specs[i].eos;
+    r.out_ids = ids[i].data();
+    r.callback = logThread;
+    r.user_data = &logs[i];
+  }
+  ASSERT_EQ(fdc_generate_batch(model, requests.data(),
+                               static_cast<int64_t>(requests.size())),
+            1);
+  EXPECT_STREQ(fdc_last_error(), "1 of 9 requests failed");
+  EXPECT_EQ(requests[invalid].finish_reason, FDC_FINISH_REJECTED);
+  EXPECT_STREQ(requests[invalid].error,
+               "prompt token 1 is 99, outside the vocabulary [0, 32)");
+  EXPECT_TRUE(logs[invalid].steps.empty());
+  EXPECT_EQ(requests[3].finish_reason, FDC_FINISH_EOS);
+  EXPECT_EQ(requests[3].out_len, 2);
+  EXPECT_EQ(requests[4].finish_reason, FDC_FINISH_LENGTH);
+  EXPECT_EQ(requests[4].out_len, 0);
+
+  // Every callback ran on one thread, the engine's, not this one.
+  std::optional<std::thread::id> loopThread;
+  for (size_t i = 0; i < specs.size(); ++i) {
+    const ThreadLog &log = logs[i];
+    std::vector<int64_t> steps(log.steps.size());
+    for (size_t k = 0; k < steps.size(); ++k)
+      steps[k] = static_cast<int64_t>(k);
+    EXPECT_EQ(log.steps, steps) << "request " << i;
+    EXPECT_EQ(static_cast<int64_t>(log.tokens.size()), requests[i].out_len);
+    for (std::thread::id thread : log.threads) {
+      EXPECT_NE(thread, std::this_thread::get_id());
+      if (!loopThread)
+        loopThread = thread;
+      EXPECT_EQ(thread, *loopThread);
+    }
+  }
+  EXPECT_TRUE(loopThread);
+
+  // The same requests through an engine give the same ids and outcomes.
+  fdc_engine *engine = fdc_engine_create(model, 0);
+  ASSERT_NE(engine, nullptr) << fdc_last_error();
+  for (size_t i = 0; i < specs.size(); ++i) {
+    if (i == invalid)
+      continue;
+    const fdc_request &r = requests[i];
+    EXPECT_EQ(r.status, 0) << "request " << i << ": " << r.error;
+    int64_t id =
+        fdc_engine_submit(engine, r.prompt, r.prompt_len, r.max_new_tokens,
+                          &r.params, nullptr, nullptr);
+    ASSERT_GT(id, 0) << fdc_last_error();
+    std::vector<int32_t> engineIds(ids[i].size(), -1);
+    fdc_result result = {};
+    ASSERT_EQ(fdc_engine_wait(engine, id, engineIds.data(),
+                              static_cast<int64_t>(engineIds.size()), &result),
+              0);
+    EXPECT_EQ(result.out_len, r.out_len) << "request " << i;
+    EXPECT_EQ(result.finish_reason, r.finish_reason) << "request " << i;
+    EXPECT_EQ(engineIds, ids[i]) << "request " << i;
+    EXPECT_EQ(logs[i].tokens,
+              std::vector<int32_t>(ids[i].begin(), ids[i].begin() + r.out_len))
+        << "request " << i;
+  }
+  fdc_engine_free(engine);
+}
+
+struct Held {
+  std::atomic<bool> inside{false}, released{false};
+};
+
+void holdFirstToken(void *userData, int64_t step, int32_t, const float *,
+                    int64_t) {
+  auto *held = static_cast<Held *>(userData);
+  if (step != 0)
+    return;
+  held->inside = true;
+  while (!held->released.load())
+    std::this_thread::yield();
+}
+
+TEST_F(CApiTest, ACallFromAnotherThreadWhileABatchRunsIsRefused) {
+  load(16, 1);
+  Held held;
+  int32_t prompt[] = {3};
+  int32_t ids[4] = {};
+  fdc_request request = {};
+  request.prompt = prompt;
+  request.prompt_len = 1;
+  request.max_new_tokens = 4;
+  request.params = fdc_sampling_params_default();
+  request.out_ids = ids;
+  request.callback = holdFirstToken;
+  request.user_data = &held;
+  int64_t failures = -1;
+  std::thread caller(
+      [&] { failures = fdc_generate_batch(model, &request, 1); });
+  while (!held.inside.load())
+    std::this_thread::yield();
+  int32_t other[2];
+  int64_t n = -1;
+  EXPECT_EQ(fdc_generate(model, prompt, 1, 2, nullptr, other, &n, nullptr), 1);
+  EXPECT_EQ(n, 0);
+  EXPECT_STREQ(fdc_last_error(),
+               "fdc_generate: the model is already generating (a token "
+               "callback or another thread called into it); one fdc_generate "
+               "or fdc_generate_batch at a time per model");
+  EXPECT_EQ(fdc_engine_create(model, 0), nullptr);
+  held.released = true;
+  caller.join();
+  EXPECT_EQ(failures, 0);
+  EXPECT_EQ(request.out_len, 4);
+  EXPECT_EQ(std::vector<int32_t>(ids, ids + 4),
+            (std::vector<int32_t>{4, 5, 6, 7}));
+  // The model is free again.
+  EXPECT_EQ(fdc_generate(model, prompt, 1, 2, nullptr, other, &n, nullptr), 0)
+      << fdc_last_error();
 }
 
 } // namespace

@@ -4,9 +4,11 @@
 // every live request, and requests submitted from any thread join it at the
 // next iteration instead of waiting for a batch to end; they leave when they
 // finish or are cancelled. A request that finds every KV-cache slot taken
-// waits in the queue, in order, until one frees. Submitting returns an id at
-// once; tokens stream to the request's onToken callback (on the loop thread),
-// and its result is waited for or polled by id.
+// waits in the queue, in order, until one frees (SlotWait says whether also
+// for one held outside the engine). Submitting returns an id at once; tokens
+// stream to the request's onToken callback (on the loop thread), and its
+// result is waited for or polled by id. The C API's synchronous calls
+// (fdc_generate, fdc_generate_batch) submit their requests to one and wait.
 //
 //===----------------------------------------------------------------------===//
 
@@ -25,11 +27,26 @@
 
 namespace fdc::runtime {
 
+/// What a request that finds every KV-cache slot taken does.
+enum class SlotWait {
+  /// Waits, in order, until a slot frees: one of this engine's requests
+  /// finishes, or a holder outside the engine releases one.
+  UntilFree,
+  /// Waits only while this engine runs requests (their slots free as they
+  /// finish). When it runs none, every slot is held outside it and none of
+  /// its own will free: the requests waiting finish as Rejected ("no free
+  /// KV-cache slot ... and none will free"), as with
+  /// Engine::runToCompletion, instead of waiting for that holder.
+  WhileRunning,
+};
+
 class AsyncEngine {
 public:
   /// Starts the loop thread over `model`, which the engine then uses alone
-  /// until it is destroyed. `options.waitForSlot` is always on.
-  explicit AsyncEngine(Model &model, EngineOptions options = {});
+  /// until it is destroyed. `options.waitForSlot` is always on; `slotWait`
+  /// says for which slots a request waits.
+  explicit AsyncEngine(Model &model, EngineOptions options = {},
+                       SlotWait slotWait = SlotWait::UntilFree);
   /// Cancels every request left, stops the loop thread and joins it, then
   /// waits for the calls still inside the engine (a wait() wakes with its
   /// request's result) to return. No call may start once it has begun, and
@@ -42,6 +59,14 @@ public:
   /// next iteration; returns its id at once. Thread-safe. An invalid request
   /// is refused here and queues nothing.
   Expected<RequestId> submit(GenerationRequest request);
+
+  /// Submits several requests at once: each is checked as by submit(), and
+  /// the valid ones are queued together, in order, so they join the same
+  /// iteration (its step holds as many of them as there are free slots; the
+  /// rest wait in order). Returns each request's id, or why it was refused;
+  /// a refused request affects no other. Thread-safe.
+  std::vector<Expected<RequestId>>
+  submitAll(std::vector<GenerationRequest> requests);
 
   /// Asks to end a request that has not finished: at the loop's next
   /// iteration it finishes as Cancelled with the tokens generated until
@@ -80,6 +105,8 @@ private:
   void publish(std::vector<GenerationResult> finishedNow);
 
   Engine engine;
+  SlotWait slotWait;
+  int64_t numSlots;
 
   mutable std::mutex mutex;
   std::condition_variable workToDo, resultReady;
