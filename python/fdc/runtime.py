@@ -112,6 +112,8 @@ def _load_library() -> ctypes.CDLL:
                  "fdc_model_num_slots", "fdc_model_max_step_rows"):
         getattr(lib, name).argtypes = [ctypes.c_void_p]
         getattr(lib, name).restype = ctypes.c_int64
+    lib.fdc_model_set_callback_logits.argtypes = [ctypes.c_void_p, ctypes.c_int]
+    lib.fdc_model_set_callback_logits.restype = ctypes.c_int
     lib.fdc_model_manifest.argtypes = [ctypes.c_void_p]
     lib.fdc_model_manifest.restype = ctypes.c_char_p
     lib.fdc_generate.argtypes = [
@@ -282,6 +284,9 @@ class Model:
         self._handle = None
         self._lock = threading.Lock()
         self._owner = None  # ident of the thread inside a runtime call
+        # Threads inside a generate_batch on_token callback: the runtime's
+        # loop thread, not the caller's (which waits in the C call).
+        self._callback_threads: set[int] = set()
         self._engines = 0  # engines open on this model
         self._engines_lock = threading.Lock()
         library_b, weights_b = _path("library", library), _path("weights_dir", weights_dir)
@@ -307,11 +312,18 @@ class Model:
         self.max_context = self._lib.fdc_model_max_context(handle)
         self.num_slots = self._lib.fdc_model_num_slots(handle)
         self.max_step_rows = self._lib.fdc_model_max_step_rows(handle)
+        # Python's on_token callbacks never see logits: the steps need not
+        # bring them back (return_logits still does).
+        self._lib.fdc_model_set_callback_logits(handle, 0)
+
+    def _in_callback(self) -> bool:
+        ident = threading.get_ident()
+        return ident == self._owner or ident in getattr(self, "_callback_threads", ())
 
     @contextlib.contextmanager
     def _using(self, what: str):
         """Hold the model's lock for one runtime call and yield the handle."""
-        if self._owner == threading.get_ident():
+        if self._in_callback():
             raise FdcUsageError(f"{what} called from inside an on_token callback of the same "
                                 f"model; the runtime cannot be re-entered")
         with self._lock:
@@ -378,7 +390,8 @@ class Model:
         Each request is a dict with ``prompt_ids``, ``max_new_tokens`` and
         optionally ``temperature``, ``top_k``, ``top_p``, ``seed``, ``eos_id``,
         ``return_logits``, and ``on_token``: a function called with (step,
-        token) as each token is generated. Returns one dict per request: ``ids``,
+        token) as each token is generated, on the runtime's engine thread
+        (this thread waits in the call meanwhile). Returns one dict per request: ``ids``,
         ``finish_reason``, ``error`` (None on success) and, if asked,
         ``logits``.
 
@@ -444,10 +457,14 @@ class Model:
                 def call(_user, step, token, _logits, _vocab, fn=on_token):
                     if failure:
                         return
+                    ident = threading.get_ident()
+                    self._callback_threads.add(ident)
                     try:
                         fn(step, token)
                     except BaseException as e:  # noqa: B036 - re-raised after the call
                         failure.append(e)
+                    finally:
+                        self._callback_threads.discard(ident)
                 callback = TOKEN_CALLBACK(call)
                 callbacks.append(callback)
                 request.callback = callback
@@ -489,7 +506,7 @@ class Model:
         """Releases the model. Waits for a generation running in another
         thread; raises FdcUsageError from inside one of its own callbacks or
         while an engine on it is open."""
-        if self._owner == threading.get_ident():
+        if self._in_callback():
             raise FdcUsageError("Model.close() called from inside an on_token callback of "
                                 "the same model; close it after generate_batch returns")
         with self._lock:

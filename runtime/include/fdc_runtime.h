@@ -38,7 +38,8 @@ extern "C" {
 /* The version of this C API (not of the model-library ABI). Functions are
  * only added within a version (fdc_model_options,
  * fdc_model_load_with_options, fdc_model_max_step_rows, the fdc_engine
- * functions and FDC_FINISH_CANCELLED came later in version 1); a change to
+ * functions, FDC_FINISH_CANCELLED and fdc_model_set_callback_logits came
+ * later in version 1); a change to
  * an existing declaration would make it 2. */
 #define FDC_RUNTIME_API_VERSION 1
 
@@ -66,9 +67,10 @@ typedef enum fdc_finish_reason {
 } fdc_finish_reason;
 
 /* Called once per generated token: `step` counts generated tokens from 0,
- * `logits` holds vocab_size floats and is valid only during the call. It
- * runs on the engine's loop thread, not the thread that made the call (see
- * Threads above). */
+ * `logits` holds vocab_size floats (NULL after
+ * fdc_model_set_callback_logits(model, 0)) and is valid only during the
+ * call. It runs on the engine's loop thread, not the thread that made the
+ * call (see Threads above). */
 typedef void (*fdc_token_callback)(void *user_data, int64_t step, int32_t token,
                                    const float *logits, int64_t vocab_size);
 
@@ -131,6 +133,14 @@ fdc_model *fdc_model_load_with_options(const char *library_path,
 /* Releases a model; NULL is ignored. Does nothing when called from a token
  * callback of this model (see Threads above). */
 void fdc_model_free(fdc_model *model);
+
+/* Whether token callbacks of this model's requests (fdc_generate,
+ * fdc_generate_batch, and fdc_engine_submit after this call) get the step's
+ * logits: 1, the default, or 0, when they get `logits` = NULL unless the
+ * request also has out_logits. A GPU step then copies back only the sampled
+ * ids of such requests, not vocab_size floats per row (what a caller that
+ * streams ids saves every step). Returns 0, or 1 for a NULL model. */
+int fdc_model_set_callback_logits(fdc_model *model, int enabled);
 
 /* Properties of a loaded model. */
 int64_t fdc_model_vocab_size(const fdc_model *model);

@@ -22,6 +22,8 @@ struct fdc_model {
   /// second call (from a token callback, or another thread) is refused
   /// instead of corrupting the KV-cache slots and step buffers.
   std::atomic<bool> busy{false};
+  /// Whether token callbacks get logits (fdc_model_set_callback_logits).
+  std::atomic<bool> callbackLogits{true};
 };
 
 namespace {
@@ -66,7 +68,8 @@ fdc_finish_reason toCReason(FinishReason reason) {
 
 /// Checks the C-level fields of a request and builds the engine request that
 /// streams its outputs into it.
-Expected<GenerationRequest> toEngineRequest(fdc_request &r, int64_t vocab) {
+Expected<GenerationRequest> toEngineRequest(fdc_request &r, int64_t vocab,
+                                            bool callbackLogits) {
   if (r.prompt_len < 0 || (r.prompt_len > 0 && !r.prompt))
     return createError("prompt is NULL or prompt_len is negative");
   if (r.max_new_tokens < 0)
@@ -81,6 +84,7 @@ Expected<GenerationRequest> toEngineRequest(fdc_request &r, int64_t vocab) {
   request.sampling.topP = r.params.top_p;
   request.sampling.seed = r.params.seed;
   request.eosId = r.params.eos_id;
+  request.wantsLogits = r.out_logits || (r.callback && callbackLogits);
   fdc_request *out = &r;
   request.onToken = [out, vocab](int32_t token, const float *logits) {
     int64_t step = out->out_len++;
@@ -97,7 +101,8 @@ Expected<GenerationRequest> toEngineRequest(fdc_request &r, int64_t vocab) {
 /// fdc_generate and fdc_generate_batch: the requests go to an AsyncEngine
 /// on the model together (tokens stream into them from its loop thread), and
 /// the call waits for each.
-int64_t generateBatch(Model &model, fdc_request *requests, int64_t count) {
+int64_t generateBatch(Model &model, fdc_request *requests, int64_t count,
+                      bool callbackLogits) {
   int64_t failures = 0;
   std::vector<fdc_request *> submitted;
   std::vector<GenerationRequest> engineRequests;
@@ -107,7 +112,8 @@ int64_t generateBatch(Model &model, fdc_request *requests, int64_t count) {
     r.finish_reason = FDC_FINISH_NONE;
     r.status = 0;
     r.error[0] = '\0';
-    Expected<GenerationRequest> request = toEngineRequest(r, model.vocabSize());
+    Expected<GenerationRequest> request =
+        toEngineRequest(r, model.vocabSize(), callbackLogits);
     if (!request) {
       setRequestError(r, FDC_FINISH_REJECTED, request.error().message());
       ++failures;
@@ -280,6 +286,16 @@ int64_t fdc_model_max_step_rows(const fdc_model *model) {
   return model ? model->model->maxStepRows() : 0;
 }
 
+int fdc_model_set_callback_logits(fdc_model *model, int enabled) {
+  if (!model) {
+    setLastError("fdc_model_set_callback_logits: model is NULL");
+    return 1;
+  }
+  model->callbackLogits.store(enabled != 0);
+  setLastError("");
+  return 0;
+}
+
 const char *fdc_model_manifest(const fdc_model *model) {
   return model ? model->model->library().manifestText() : "";
 }
@@ -306,7 +322,11 @@ int fdc_generate(fdc_model *model, const int32_t *prompt, int64_t prompt_len,
   request.out_ids = out_ids;
   request.out_logits = out_logits;
   int64_t failures = guarded(
-      [&] { return generateBatch(*model->model, &request, 1); }, int64_t(-1));
+      [&] {
+        return generateBatch(*model->model, &request, 1,
+                             model->callbackLogits.load());
+      },
+      int64_t(-1));
   if (out_len)
     *out_len = request.out_len;
   if (failures < 0)
@@ -330,9 +350,12 @@ int64_t fdc_generate_batch(fdc_model *model, fdc_request *requests,
     setLastError(concat("fdc_generate_batch: ", busyMessage(*model)));
     return -1;
   }
-  int64_t failures =
-      guarded([&] { return generateBatch(*model->model, requests, count); },
-              int64_t(-1));
+  int64_t failures = guarded(
+      [&] {
+        return generateBatch(*model->model, requests, count,
+                             model->callbackLogits.load());
+      },
+      int64_t(-1));
   if (failures == 0)
     setLastError("");
   else if (failures > 0)
@@ -411,6 +434,7 @@ int64_t fdc_engine_submit(fdc_engine *engine, const int32_t *prompt,
         request.sampling.topP = p.top_p;
         request.sampling.seed = p.seed;
         request.eosId = p.eos_id;
+        request.wantsLogits = callback && engine->model->callbackLogits.load();
         if (callback) {
           int64_t vocab = engine->model->model->vocabSize();
           auto step = std::make_shared<int64_t>(0);

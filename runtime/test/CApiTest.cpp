@@ -581,3 +581,72 @@ TEST_F(CApiTest, ACallFromAnotherThreadWhileABatchRunsIsRefused) {
 }
 
 } // namespace
+
+namespace {
+/// Records whether each callback got logits, and the ids.
+struct LogitsSeen {
+  std::vector<bool> withLogits;
+  std::vector<int32_t> ids;
+  static void record(void *user, int64_t, int32_t token, const float *logits,
+                     int64_t) {
+    auto *seen = static_cast<LogitsSeen *>(user);
+    seen->withLogits.push_back(logits != nullptr);
+    seen->ids.push_back(token);
+  }
+};
+} // namespace
+
+TEST_F(CApiTest, CallbacksWithoutLogits) {
+  load(16, 2);
+  EXPECT_EQ(fdc_model_set_callback_logits(nullptr, 0), 1);
+  EXPECT_NE(std::string(fdc_last_error()).find("model is NULL"),
+            std::string::npos);
+  int32_t prompt[] = {3, 7};
+  auto batchOf = [&](LogitsSeen &seen, float *outLogits) {
+    int32_t ids[3] = {};
+    fdc_request r = {};
+    r.prompt = prompt;
+    r.prompt_len = 2;
+    r.max_new_tokens = 3;
+    r.params = fdc_sampling_params_default();
+    r.out_ids = ids;
+    r.out_logits = outLogits;
+    r.callback = &LogitsSeen::record;
+    r.user_data = &seen;
+    EXPECT_EQ(fdc_generate_batch(model, &r, 1), 0) << fdc_last_error();
+    EXPECT_EQ(std::vector<int32_t>(ids, ids + 3),
+              (std::vector<int32_t>{8, 9, 10}));
+  };
+  // The default: callbacks see logits.
+  LogitsSeen byDefault;
+  batchOf(byDefault, nullptr);
+  EXPECT_EQ(byDefault.withLogits, (std::vector<bool>{true, true, true}));
+
+  // Off: callbacks get NULL and the same ids ...
+  ASSERT_EQ(fdc_model_set_callback_logits(model, 0), 0);
+  LogitsSeen idsOnly;
+  batchOf(idsOnly, nullptr);
+  EXPECT_EQ(idsOnly.withLogits, (std::vector<bool>{false, false, false}));
+  EXPECT_EQ(idsOnly.ids, byDefault.ids);
+  // ... unless the request asks for out_logits, which are filled.
+  LogitsSeen withOut;
+  std::vector<float> logits(3 * 32, -1.0f);
+  batchOf(withOut, logits.data());
+  EXPECT_EQ(withOut.withLogits, (std::vector<bool>{true, true, true}));
+  EXPECT_EQ(logits[0 * 32 + 8], 1.0f);
+  EXPECT_EQ(logits[2 * 32 + 10], 1.0f);
+
+  // An engine's requests submitted while it is off get NULL too.
+  fdc_engine *engine = fdc_engine_create(model, 0);
+  ASSERT_NE(engine, nullptr) << fdc_last_error();
+  LogitsSeen streamed;
+  int64_t id = fdc_engine_submit(engine, prompt, 2, 3, nullptr,
+                                 &LogitsSeen::record, &streamed);
+  ASSERT_GT(id, 0) << fdc_last_error();
+  int32_t ids[3];
+  fdc_result result = {};
+  ASSERT_EQ(fdc_engine_wait(engine, id, ids, 3, &result), 0);
+  fdc_engine_free(engine);
+  EXPECT_EQ(streamed.withLogits, (std::vector<bool>{false, false, false}));
+  EXPECT_EQ(streamed.ids, byDefault.ids);
+}
