@@ -282,13 +282,13 @@ def test_perf_page_matches_its_results():
                           env=env, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     page = (REPO / "docs" / "perf.md").read_text()
-    for name in ("linear", "attention", "int4", "sparse", "step"):
+    for name in ("linear", "attention", "int4", "sparse", "step", "serving"):
         assert f"(perf/{name}.png)" in page
         assert (REPO / "docs" / "perf" / f"{name}.png").stat().st_size > 0
     results = json.loads((REPO / "docs" / "perf" / "results.json").read_text())
     assert report.failed_checks(results) == []
     assert set(results["families"]) == {"ceilings", "linear", "attention", "int4",
-                                        "sparse", "step"}
+                                        "sparse", "step", "serving"}
 
 
 def test_tuning_table_names_each_kernel_and_its_split(tmp_path):

@@ -21,7 +21,7 @@ RESULTS = REPO / "docs" / "perf" / "results.json"
 TUNING = REPO / "docs" / "perf" / "tuning"
 MARKER = ("<!-- Generated from docs/perf/results.json by "
           "`python -m fdc.bench.docs`; edit above this line only. -->")
-PLOTS = ("linear", "attention", "int4", "sparse", "step")
+PLOTS = ("linear", "attention", "int4", "sparse", "step", "serving")
 
 
 def generated(results: dict) -> str:

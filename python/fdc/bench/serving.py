@@ -814,6 +814,9 @@ class _Serving:
         if cap <= 0:
             return self.skipped(TRANSFORMERS, "the family's time budget is spent")
         subset = self.requests[:self.plan.hf_requests]
+        # transformers' first generate in a process initialises its
+        # kernels (tens of ms a token): not part of serving.
+        _hf_generate(self.setup.hf, subset[0].prompt[:32], 8, [])
         timelines, batches = run_hf(self.setup.hf, subset, self.saturated, cap)
         self.services[TRANSFORMERS] = (timelines, batches)
         self.rows.append(_run_row(TRANSFORMERS, None, None, "live", timelines))
