@@ -821,64 +821,8 @@ TEST_F(CudaFakeDriverTest, StepGraphsAreDroppedWithTheBuffers) {
   Expected<std::unique_ptr<DeviceBackend>> created =
       createDeviceBackend(**library);
   ASSERT_TRUE(created) << created.error().message();
-  DeviceBackend &backend = **created;
-  // w[0] (the weight arena's first float) is logit 30 of every row.
-  auto upload = [&](float w0) {
-    Expected<HostBuffer> arena = HostBuffer::allocate(512, "test weights");
-    EXPECT_TRUE(arena);
-    std::memcpy(arena->data(), &w0, 4);
-    Error err = backend.uploadWeights(*arena);
-    EXPECT_FALSE(err) << err.message();
-  };
-  auto allocate = [&] {
-    Error err = backend.allocateState(3 * 2 * 16 * 4, 3, kVocab);
-    EXPECT_FALSE(err) << err.message();
-  };
-  // One step of batch size 1 (slot 0, position 0); returns logit 30.
-  auto step = [&](int32_t token) {
-    int32_t tokens[] = {token}, positions[] = {0}, slots[] = {0}, topK[] = {0};
-    float temperature[] = {0}, topP[] = {1}, uniform[] = {0};
-    float logits[kVocab] = {};
-    int32_t next = -1;
-    FdcStepArgs args = {};
-    args.batch = 1;
-    args.num_slots = 3;
-    args.max_context = 16;
-    args.tokens = tokens;
-    args.positions = positions;
-    args.slots = slots;
-    args.temperature = temperature;
-    args.top_k = topK;
-    args.top_p = topP;
-    args.uniform = uniform;
-    args.logits = logits;
-    args.next_tokens = &next;
-    Error err = backend.step(args);
-    EXPECT_FALSE(err) << err.message();
-    EXPECT_EQ(next, token + 1);
-    return logits[30];
-  };
-  auto captures = [] { return fakeStats().graphs.captures; };
-  int64_t start = captures();
-  upload(0.5f);
-  allocate();
-  EXPECT_EQ(step(1), 0.5f);
-  EXPECT_EQ(step(2), 0.5f);
-  EXPECT_EQ(captures() - start, 1);
-  EXPECT_EQ(fakeStats().graphs.liveGraphExecs, 1);
-
-  // New buffers: the graph held the old addresses.
-  allocate();
-  EXPECT_EQ(fakeStats().graphs.liveGraphExecs, 0);
-  EXPECT_EQ(step(3), 0.5f);
-  EXPECT_EQ(captures() - start, 2);
-
-  // New weights: the same.
-  upload(4.0f);
-  EXPECT_EQ(fakeStats().graphs.liveGraphExecs, 0);
-  EXPECT_EQ(step(4), 4.0f);
-  EXPECT_EQ(step(5), 4.0f);
-  EXPECT_EQ(captures() - start, 3);
+  expectStepGraphsDroppedWithTheBuffers(**created, kVocab,
+                                        [] { return fakeStats().graphs; });
   created->reset();
   expectNothingLeaked();
 }

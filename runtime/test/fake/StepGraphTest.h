@@ -10,9 +10,17 @@
 #ifndef FDC_RUNTIME_TEST_FAKE_STEPGRAPHTEST_H
 #define FDC_RUNTIME_TEST_FAKE_STEPGRAPHTEST_H
 
+#include "fdc/runtime/DeviceBackend.h"
+#include "fdc/runtime/HostBuffer.h"
 #include "fdc/runtime/Model.h"
 
+#include "fake/FakeDevice.h"
+
+#include <gtest/gtest.h>
+
 #include <cstdint>
+#include <cstring>
+#include <functional>
 #include <ostream>
 #include <vector>
 
@@ -75,6 +83,71 @@ runBatchSizes(Model &model, const std::vector<int64_t> &batches) {
     outputs.push_back(std::move(rows));
   }
   return outputs;
+}
+
+/// Steps of batch size 1 on `backend` (a test library: 3 slots of 16
+/// positions, `vocab` logits, logit 30 = the weight arena's first float)
+/// across new weights and new buffers: the graph captured before either
+/// held the old addresses, so it is dropped and captured again, and the
+/// replays see the new weights. `graphStats` reads the fake's counters.
+inline void expectStepGraphsDroppedWithTheBuffers(
+    DeviceBackend &backend, int64_t vocab,
+    std::function<FakeGraphStats()> graphStats) {
+  auto upload = [&](float w0) {
+    Expected<HostBuffer> arena = HostBuffer::allocate(512, "test weights");
+    EXPECT_TRUE(arena);
+    std::memcpy(arena->data(), &w0, 4);
+    Error err = backend.uploadWeights(*arena);
+    EXPECT_FALSE(err) << err.message();
+  };
+  auto allocate = [&] {
+    Error err = backend.allocateState(3 * 2 * 16 * 4, 3, vocab);
+    EXPECT_FALSE(err) << err.message();
+  };
+  // One step (slot 0, position 0); returns logit 30.
+  auto step = [&](int32_t token) {
+    int32_t tokens[] = {token}, positions[] = {0}, slots[] = {0}, topK[] = {0};
+    float temperature[] = {0}, topP[] = {1}, uniform[] = {0};
+    std::vector<float> logits(static_cast<size_t>(vocab));
+    int32_t next = -1;
+    FdcStepArgs args = {};
+    args.batch = 1;
+    args.num_slots = 3;
+    args.max_context = 16;
+    args.tokens = tokens;
+    args.positions = positions;
+    args.slots = slots;
+    args.temperature = temperature;
+    args.top_k = topK;
+    args.top_p = topP;
+    args.uniform = uniform;
+    args.logits = logits.data();
+    args.next_tokens = &next;
+    Error err = backend.step(args);
+    EXPECT_FALSE(err) << err.message();
+    EXPECT_EQ(next, token + 1);
+    return logits[30];
+  };
+  int64_t start = graphStats().captures;
+  upload(0.5f);
+  allocate();
+  EXPECT_EQ(step(1), 0.5f);
+  EXPECT_EQ(step(2), 0.5f);
+  EXPECT_EQ(graphStats().captures - start, 1);
+  EXPECT_EQ(graphStats().liveGraphExecs, 1);
+
+  // New buffers: the graph held the old addresses.
+  allocate();
+  EXPECT_EQ(graphStats().liveGraphExecs, 0);
+  EXPECT_EQ(step(3), 0.5f);
+  EXPECT_EQ(graphStats().captures - start, 2);
+
+  // New weights: the same.
+  upload(4.0f);
+  EXPECT_EQ(graphStats().liveGraphExecs, 0);
+  EXPECT_EQ(step(4), 4.0f);
+  EXPECT_EQ(step(5), 4.0f);
+  EXPECT_EQ(graphStats().captures - start, 3);
 }
 
 } // namespace fdc::runtime::test
