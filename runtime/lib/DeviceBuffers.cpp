@@ -10,6 +10,15 @@ uint64_t alignUp(uint64_t value, uint64_t alignment) {
 }
 } // namespace
 
+uint64_t fdc::runtime::stepInputStride(int64_t batch) {
+  return alignUp(static_cast<uint64_t>(batch) * 4, 256);
+}
+
+uint64_t fdc::runtime::stepInputBytes(int64_t batch) {
+  return (kNumStepInputs - 1) * stepInputStride(batch) +
+         static_cast<uint64_t>(batch) * 4;
+}
+
 Expected<ScratchSpec> fdc::runtime::parseScratch(const json::Value &manifest,
                                                  std::string_view origin) {
   ScratchSpec spec;
@@ -91,7 +100,7 @@ Expected<DeviceBufferSizes> fdc::runtime::computeDeviceBufferSizes(
   DeviceBufferSizes sizes;
   sizes.kvCache = kvCacheBytes;
   sizes.scratch = *scratchSize;
-  sizes.inputStride = alignUp(batch * 4, 256);
+  sizes.inputStride = stepInputStride(maxBatch);
   sizes.inputs = sizes.inputStride * kNumStepInputs;
   sizes.logits = batch * vocab * 4;
   sizes.nextTokens = batch * 4;

@@ -116,7 +116,8 @@ Error GpuBackend::allocateState(uint64_t kvCacheBytes, int64_t maxBatch,
   // Until every buffer is in place the backend holds no state: a step
   // after a failed allocation is refused by the batch check (maxBatch 0).
   this->maxBatch = 0;
-  staging.clear();
+  inputStaging.release();
+  idStaging.release();
   for (Allocation *a : {&kvCache, &scratch, &inputs, &logits, &nextTokens})
     release(*a);
   for (auto [allocation, bytes, what] :
@@ -131,8 +132,8 @@ Error GpuBackend::allocateState(uint64_t kvCacheBytes, int64_t maxBatch,
     return err;
   this->maxBatch = maxBatch;
   this->vocabSize = vocabSize;
-  inputStride = sizes->inputStride;
-  staging.assign(sizes->inputs, 0);
+  inputStaging.allocate(*device, sizes->inputs);
+  idStaging.allocate(*device, sizes->nextTokens);
   return Error::success();
 }
 
@@ -152,23 +153,22 @@ Error GpuBackend::zeroKVCacheAndScratch() {
 Error GpuBackend::stageInputs(const FdcStepArgs &args) {
   // Pack the inputs into one staging buffer: one copy to the device.
   size_t bytes = static_cast<size_t>(args.batch) * 4;
+  uint64_t stride = stepInputStride(args.batch);
   const void *sources[kNumStepInputs] = {
       args.tokens, args.positions, args.slots,  args.temperature,
       args.top_k,  args.top_p,     args.uniform};
   for (int i = 0; i < kNumStepInputs; ++i)
-    std::memcpy(staging.data() + i * inputStride, sources[i], bytes);
-  uint64_t copyBytes = (kNumStepInputs - 1) * inputStride + bytes;
-  if (DeviceStatus status =
-          device->copyToDevice(inputs.address, staging.data(), copyBytes))
+    std::memcpy(inputStaging.data() + i * stride, sources[i], bytes);
+  if (DeviceStatus status = device->copyToDevice(
+          inputs.address, inputStaging.data(), stepInputBytes(args.batch)))
     return device->fail(concat(vendor.copyToDeviceCall, "(step inputs)"),
                         status);
   return Error::success();
 }
 
 FdcStepArgs GpuBackend::deviceArgs(const FdcStepArgs &args) const {
-  auto input = [&](int i) {
-    return pointerTo(inputs.address + i * inputStride);
-  };
+  uint64_t stride = stepInputStride(args.batch);
+  auto input = [&](int i) { return pointerTo(inputs.address + i * stride); };
   FdcStepArgs a = {};
   a.batch = args.batch;
   a.num_slots = args.num_slots;
@@ -223,10 +223,11 @@ Error GpuBackend::copyOutputs(const FdcStepArgs &args,
             device->copyToHost(args.logits, logits.address, logitBytes))
       return stepFailed(concat(vendor.copyToHostCall, "(logits)"), status);
   if (DeviceStatus status =
-          device->copyToHost(args.next_tokens, nextTokens.address, batch * 4))
+          device->copyToHost(idStaging.data(), nextTokens.address, batch * 4))
     return stepFailed(concat(vendor.copyToHostCall, "(next_tokens)"), status);
   if (DeviceStatus status = device->synchronize())
     return stepFailed(vendor.synchronizeCall, status);
+  std::memcpy(args.next_tokens, idStaging.data(), batch * 4);
   return Error::success();
 }
 
@@ -239,8 +240,11 @@ Error GpuBackend::step(const FdcStepArgs &args) {
   if (Error err = stageInputs(args))
     return err;
   if (poison)
-    if (Error err = poisonOutputs())
+    if (Error err = poisonOutputs()) {
+      // The input copy may still read the staging buffer.
+      device->synchronize();
       return err;
+    }
   FdcStepArgs onDevice = deviceArgs(args);
   if (useGraphs && args.batch <= kMaxGraphBatch) {
     Expected<const StepGraph *> replayed = replayStepGraph(onDevice);

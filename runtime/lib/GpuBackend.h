@@ -2,7 +2,8 @@
 //
 // The vendor-neutral DeviceBackend of a GPU model library: the device buffers
 // (weight arena, KV cache, scratch, the per-sequence inputs, logits and
-// next_tokens), the staging of a step's inputs in one copy, the FdcStepArgs
+// next_tokens), the staging of a step's inputs in one copy and of its sampled
+// ids (in pinned host memory where the vendor has it), the FdcStepArgs
 // of device pointers, the poisoning of the outputs ($FDC_<VENDOR>_POISON) and
 // the errors of a step. The vendor opens the device and loads the kernel
 // image (cuda/CudaBackend.cpp, hip/HipBackend.cpp), then hands its GpuDevice
@@ -15,6 +16,7 @@
 
 #include "GpuDevice.h"
 #include "KernelLauncher.h"
+#include "StagingBuffer.h"
 #include "StepGraph.h"
 
 #include "fdc/runtime/DeviceBackend.h"
@@ -63,7 +65,10 @@ private:
   void release(Allocation &allocation);
   Error zeroKVCacheAndScratch();
 
+  /// Copies the step's inputs in one copy, packed at
+  /// stepInputStride(args.batch) from the start of `inputs`.
   Error stageInputs(const FdcStepArgs &args);
+  /// The step's arguments on the device; the inputs as stageInputs put them.
   FdcStepArgs deviceArgs(const FdcStepArgs &args) const;
   Error poisonOutputs();
   /// Runs the step of `onDevice.batch` rows as a graph, captured on the
@@ -90,9 +95,9 @@ private:
   Allocation weights, kvCache, scratch, inputs, logits, nextTokens;
   int64_t maxBatch = 0;
   int64_t vocabSize = 0;
-  /// Bytes between two input arrays in `inputs` (256-aligned).
-  uint64_t inputStride = 0;
-  std::vector<uint8_t> staging;
+  /// The inputs on their way to `inputs`, and the sampled ids on their way
+  /// back before they reach the caller.
+  StagingBuffer inputStaging, idStaging;
   /// Step graphs by batch size ($FDC_<VENDOR>_GRAPHS=0 turns them off).
   bool useGraphs = true;
   std::unordered_map<int64_t, std::unique_ptr<StepGraph>> graphs;

@@ -20,6 +20,11 @@ Error GpuDevice::fail(std::string_view call, DeviceStatus status) const {
   return createError(call, " failed: ", describe(status));
 }
 
+DeviceStatus GpuDevice::allocatePinned(void *&pointer, uint64_t) {
+  pointer = nullptr;
+  return kNotSupported;
+}
+void GpuDevice::freePinned(void *) {}
 DeviceStatus GpuDevice::cacheBytes(uint64_t &) { return kNotSupported; }
 DeviceStatus GpuDevice::beginCapture() { return kNotSupported; }
 DeviceStatus GpuDevice::endCapture(GraphHandle &) { return kNotSupported; }

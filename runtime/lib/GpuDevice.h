@@ -60,6 +60,8 @@ struct GpuVendor {
   const char *beginCaptureCall;
   const char *endCaptureCalls;
   const char *replayCall;
+  /// The call behind allocatePinned.
+  const char *allocatePinnedCall;
   /// Dynamic shared memory a kernel may use before it must be opted into
   /// more with setSharedLimit (CUDA: 48 KiB; HIP has no opt-in: UINT32_MAX).
   uint32_t defaultSharedLimit;
@@ -98,6 +100,13 @@ public:
   virtual DeviceStatus fill(DeviceAddress destination, uint8_t value,
                             uint64_t bytes) = 0;
   virtual DeviceStatus synchronize() = 0;
+
+  /// Page-locked host memory, which copies reach without a bounce buffer
+  /// and which copies to the host fill asynchronously (the step's inputs and
+  /// sampled ids). kNotSupported: the vendor's backend has none, and the
+  /// caller uses ordinary memory.
+  virtual DeviceStatus allocatePinned(void *&pointer, uint64_t bytes);
+  virtual void freePinned(void *pointer);
 
   /// Looks kernel `name` up in the loaded image.
   virtual DeviceStatus getKernel(const char *name, KernelHandle &kernel) = 0;

@@ -80,6 +80,23 @@ TEST(DeviceBuffersTest, ComputesEveryBuffer) {
   EXPECT_EQ(sizes->scratch, 0u);
 }
 
+TEST(DeviceBuffersTest, EachStepSizePacksItsInputsFromTheStart) {
+  // A step copies only its own arrays, at its own stride, whatever the
+  // buffer's largest step.
+  EXPECT_EQ(stepInputStride(1), 256u);
+  EXPECT_EQ(stepInputBytes(1), 6u * 256 + 4);
+  EXPECT_EQ(stepInputStride(64), 256u);
+  EXPECT_EQ(stepInputBytes(64), 6u * 256 + 256);
+  EXPECT_EQ(stepInputStride(65), 512u);
+  EXPECT_EQ(stepInputBytes(65), 6u * 512 + 260);
+  Expected<DeviceBufferSizes> sizes =
+      computeDeviceBufferSizes(0, 1024, 8, {}, "Test backend");
+  ASSERT_TRUE(sizes) << sizes.error().message();
+  EXPECT_EQ(sizes->inputStride, stepInputStride(1024));
+  // The largest step's arrays end inside the buffer.
+  EXPECT_LE(stepInputBytes(1024), sizes->inputs);
+}
+
 std::string sizeError(uint64_t kvCache, int64_t maxBatch, int64_t vocab,
                       ScratchSpec scratch = {}) {
   Expected<DeviceBufferSizes> sizes = computeDeviceBufferSizes(

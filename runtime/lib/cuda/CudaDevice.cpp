@@ -25,6 +25,7 @@ const GpuVendor fdc::runtime::cuda::kCudaVendor = {
     /*beginCaptureCall=*/"cuStreamBeginCapture_v2",
     /*endCaptureCalls=*/"cuStreamEndCapture, cuGraphInstantiateWithFlags",
     /*replayCall=*/"cuGraphLaunch",
+    /*allocatePinnedCall=*/"cuMemHostAlloc",
     /*defaultSharedLimit=*/48 * 1024,
 };
 
@@ -109,6 +110,18 @@ DeviceStatus CudaDevice::fill(DeviceAddress destination, uint8_t value,
 
 DeviceStatus CudaDevice::synchronize() {
   return api.cuStreamSynchronize(stream);
+}
+
+DeviceStatus CudaDevice::allocatePinned(void *&pointer, uint64_t bytes) {
+  pointer = nullptr;
+  if (!api.cuMemHostAlloc || !api.cuMemFreeHost)
+    return kNotSupported;
+  return api.cuMemHostAlloc(&pointer, bytes, 0);
+}
+
+void CudaDevice::freePinned(void *pointer) {
+  if (pointer && api.cuMemFreeHost)
+    api.cuMemFreeHost(pointer);
 }
 
 DeviceStatus CudaDevice::getKernel(const char *name, KernelHandle &kernel) {

@@ -47,8 +47,9 @@ namespace fdc::runtime::cuda {
   X(cuGetErrorString)
 
 // X(name): entry points of the step graphs and of fdc tune (graphs,
-// events); a driver without them still runs models (every step eagerly),
-// and the timing calls say so.
+// events), and of pinned staging; a driver without them still runs models
+// (every step eagerly, staged in pageable memory), and the timing calls say
+// so.
 #define FDC_CUDA_OPTIONAL_FUNCTIONS(X)                                         \
   X(cuStreamBeginCapture_v2)                                                   \
   X(cuStreamEndCapture)                                                        \
@@ -60,7 +61,9 @@ namespace fdc::runtime::cuda {
   X(cuEventDestroy_v2)                                                         \
   X(cuEventRecord)                                                             \
   X(cuEventSynchronize)                                                        \
-  X(cuEventElapsedTime)
+  X(cuEventElapsedTime)                                                        \
+  X(cuMemHostAlloc)                                                            \
+  X(cuMemFreeHost)
 
 /// The resolved entry points of one driver library.
 struct DriverApi {

@@ -27,6 +27,7 @@ const GpuVendor fdc::runtime::hip::kHipVendor = {
     /*beginCaptureCall=*/"hipStreamBeginCapture",
     /*endCaptureCalls=*/"hipStreamEndCapture, hipGraphInstantiateWithFlags",
     /*replayCall=*/"hipGraphLaunch",
+    /*allocatePinnedCall=*/"hipHostMalloc",
     /*defaultSharedLimit=*/UINT32_MAX,
 };
 
@@ -103,6 +104,18 @@ DeviceStatus HipDevice::fill(DeviceAddress destination, uint8_t value,
 
 DeviceStatus HipDevice::synchronize() {
   return api.hipStreamSynchronize(stream);
+}
+
+DeviceStatus HipDevice::allocatePinned(void *&pointer, uint64_t bytes) {
+  pointer = nullptr;
+  if (!api.hipHostMalloc || !api.hipHostFree)
+    return kNotSupported;
+  return api.hipHostMalloc(&pointer, bytes, /*hipHostMallocDefault=*/0);
+}
+
+void HipDevice::freePinned(void *pointer) {
+  if (pointer && api.hipHostFree)
+    (void)api.hipHostFree(pointer);
 }
 
 DeviceStatus HipDevice::getKernel(const char *name, KernelHandle &kernel) {

@@ -59,6 +59,8 @@ public:
   DeviceStatus fill(DeviceAddress destination, uint8_t value,
                     uint64_t bytes) override;
   DeviceStatus synchronize() override;
+  DeviceStatus allocatePinned(void *&pointer, uint64_t bytes) override;
+  void freePinned(void *pointer) override;
   DeviceStatus getKernel(const char *name, KernelHandle &kernel) override;
   DeviceStatus setSharedLimit(KernelHandle kernel, uint32_t bytes) override;
   DeviceStatus launch(KernelHandle kernel, const LaunchShape &shape,

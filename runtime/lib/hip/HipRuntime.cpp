@@ -99,6 +99,7 @@ void resolve(void *handle, RuntimeApi &api, std::string &error) {
 #define FDC_HIP_RESOLVE_OPTIONAL(name, ...)                                    \
   api.name = reinterpret_cast<decltype(api.name)>(::dlsym(handle, #name));
   FDC_HIP_OPTIONAL_FUNCTIONS(FDC_HIP_RESOLVE_OPTIONAL)
+  FDC_HIP_PINNED_FUNCTIONS(FDC_HIP_RESOLVE_OPTIONAL)
 #undef FDC_HIP_RESOLVE_OPTIONAL
   for (const char *name :
        {"hipGetDevicePropertiesR0600", "hipGetDeviceProperties"}) {

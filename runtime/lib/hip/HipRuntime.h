@@ -65,6 +65,13 @@ namespace fdc::runtime::hip {
   X(hipGraphExecDestroy, hipGraphExec_t)                                       \
   X(hipGraphDestroy, hipGraph_t)
 
+// X(name, parameter types): page-locked host memory for the step's staging;
+// a runtime without them stages in pageable memory
+// (HipDevice::allocatePinned returns kNotSupported).
+#define FDC_HIP_PINNED_FUNCTIONS(X)                                            \
+  X(hipHostMalloc, void **, size_t, unsigned)                                  \
+  X(hipHostFree, void *)
+
 /// hipGetDeviceProperties / hipGetDevicePropertiesR0600, layout unknown.
 using GetDevicePropertiesFn = hipError_t (*)(void *properties, int device);
 
@@ -75,6 +82,7 @@ struct RuntimeApi {
 #define FDC_HIP_DECLARE(name, ...) hipError_t (*name)(__VA_ARGS__) = nullptr;
   FDC_HIP_RUNTIME_FUNCTIONS(FDC_HIP_DECLARE)
   FDC_HIP_OPTIONAL_FUNCTIONS(FDC_HIP_DECLARE)
+  FDC_HIP_PINNED_FUNCTIONS(FDC_HIP_DECLARE)
 #undef FDC_HIP_DECLARE
   const char *(*hipGetErrorName)(hipError_t) = nullptr;
   const char *(*hipGetErrorString)(hipError_t) = nullptr;

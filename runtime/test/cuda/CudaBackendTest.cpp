@@ -23,6 +23,7 @@
 #include "GpuTestUtil.h"
 #include "TestUtil.h"
 #include "fake/FakeDevice.h"
+#include "fake/StagingTest.h"
 #include "fake/StepGraphTest.h"
 
 #include <gtest/gtest.h>
@@ -52,6 +53,8 @@ struct FakeCudaStats {
   int64_t setAttributeCalls;
   int64_t bytesToDevice;
   int64_t bytesToHost;
+  int64_t livePinnedAllocations;
+  int64_t pinnedCopies;
   char lastImageKind[8];
   FakeGraphStats graphs;
 };
@@ -492,6 +495,7 @@ protected:
   void expectNothingLeaked() {
     FakeCudaStats stats = fakeStats();
     EXPECT_EQ(stats.liveAllocations, 0);
+    EXPECT_EQ(stats.livePinnedAllocations, 0);
     EXPECT_EQ(stats.liveModules, 0);
     EXPECT_EQ(stats.liveStreams, 0);
     EXPECT_EQ(stats.contextRefs, 0);
@@ -703,7 +707,9 @@ TEST_F(CudaFakeDriverTest, SyncLaunchesNamesTheFaultingKernel) {
 TEST_F(CudaFakeDriverTest, CopiesOnlyWhatTheStepNeeds) {
   // Eager steps: each counts its launches (a replayed graph's are not).
   ScopedEnv graphSetting("FDC_CUDA_GRAPHS", "0");
-  Expected<std::unique_ptr<Model>> model = load(FDC_TEST_CUDA_PTX, 4);
+  // 100 slots: input arrays of up to 400 bytes, a stride of 512; a step of
+  // 2 packs its arrays 256 bytes apart.
+  Expected<std::unique_ptr<Model>> model = load(FDC_TEST_CUDA_PTX, 100);
   ASSERT_TRUE(model) << model.error().message();
   Engine engine(**model);
   // Logits come back only when a request's callback reads them.
@@ -730,8 +736,25 @@ TEST_F(CudaFakeDriverTest, CopiesOnlyWhatTheStepNeeds) {
     EXPECT_EQ(logitRows, readsLogits ? 2 : 0);
     // Seven input arrays, 256 bytes apart; the last one only as far as used.
     EXPECT_EQ(after.bytesToDevice - before.bytesToDevice, 6 * 256 + 2 * 4);
+    // The inputs and the ids through pinned memory; logits straight back.
+    EXPECT_EQ(after.pinnedCopies - before.pinnedCopies, 2);
     engine.takeFinished();
   }
+}
+
+TEST_F(CudaFakeDriverTest, StagesStepsInPinnedMemoryWhereItCan) {
+  expectStepsStagedInPinnedMemoryOrNot(
+      [&]() -> std::unique_ptr<Model> {
+        Expected<std::unique_ptr<Model>> model = load(FDC_TEST_CUDA_PTX);
+        EXPECT_TRUE(model) << model.error().message();
+        return model ? std::move(*model) : nullptr;
+      },
+      [] {
+        FakeCudaStats stats = fakeStats();
+        return PinnedCounters{stats.livePinnedAllocations, stats.pinnedCopies};
+      },
+      "FDC_FAKE_CUDA_FAIL", "cuMemHostAlloc");
+  expectNothingLeaked();
 }
 
 TEST_F(CudaFakeDriverTest, PoisonsTheOutputs) {
@@ -761,6 +784,8 @@ TEST_F(CudaFakeDriverTest, ReleasesEverything) {
     FakeCudaStats stats = fakeStats();
     // Weights, KV cache, scratch, inputs, logits, next_tokens.
     EXPECT_EQ(stats.liveAllocations, 6);
+    // The staging of the inputs and of the ids.
+    EXPECT_EQ(stats.livePinnedAllocations, 2);
     EXPECT_EQ(stats.liveModules, 1);
     EXPECT_EQ(stats.liveStreams, 1);
     EXPECT_EQ(stats.contextRefs, 1);

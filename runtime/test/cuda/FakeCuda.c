@@ -17,8 +17,9 @@
 |*   FDC_FAKE_CUDA_DEVICES=1        device count                              *|
 |*   FDC_FAKE_CUDA_REJECT_CUBIN=1   cubins fail with NO_BINARY_FOR_GPU        *|
 |*   FDC_FAKE_CUDA_MAX_ALLOC=N      allocations over N bytes fail (OOM)       *|
-|*   FDC_FAKE_CUDA_FAIL=call[@N]    capture or graph call `call` (exported    *|
-|*                                  name) fails: CUDA_ERROR_NOT_SUPPORTED     *|
+|*   FDC_FAKE_CUDA_FAIL=call[@N]    capture, graph or pinned-allocation call  *|
+|*                                  `call` (exported name) fails:             *|
+|*                                  CUDA_ERROR_NOT_SUPPORTED                  *|
 |*                                  (@N: cuStreamBeginCapture_v2,             *|
 |*                                  cuStreamEndCapture and cuGraphLaunch only *|
 |*                                  fail their N-th call on a stream)         *|
@@ -50,6 +51,8 @@ typedef struct FakeCudaStats {
   int64_t setAttributeCalls;
   int64_t bytesToDevice;
   int64_t bytesToHost;
+  int64_t livePinnedAllocations;
+  int64_t pinnedCopies;  /* copies whose host side is pinned memory */
   char lastImageKind[8]; /* "cubin" or "ptx" */
   FakeGraphStats graphs; /* filled in by fdc_fake_cuda_stats */
 } FakeCudaStats;
@@ -281,6 +284,8 @@ static CUresult copyToDevice(CUdeviceptr dst, const void *src, size_t bytes,
     return CUDA_ERROR_INVALID_VALUE;
   memcpy((void *)(uintptr_t)dst, src, bytes);
   COUNT(stats.bytesToDevice, (int64_t)bytes);
+  if (fakeIsPinned(src, bytes))
+    COUNT(stats.pinnedCopies, 1);
   return CUDA_SUCCESS;
 }
 
@@ -298,6 +303,28 @@ EXPORT CUresult CUDAAPI cuMemcpyDtoHAsync_v2(void *dst, CUdeviceptr src,
     return CUDA_ERROR_INVALID_VALUE;
   memcpy(dst, (void *)(uintptr_t)src, bytes);
   COUNT(stats.bytesToHost, (int64_t)bytes);
+  if (fakeIsPinned(dst, bytes))
+    COUNT(stats.pinnedCopies, 1);
+  return CUDA_SUCCESS;
+}
+
+EXPORT CUresult CUDAAPI cuMemHostAlloc(void **pointer, size_t bytes,
+                                       unsigned int flags) {
+  if (injected(__func__, 0))
+    return CUDA_ERROR_NOT_SUPPORTED;
+  if (bytes == 0 || flags != 0)
+    return CUDA_ERROR_INVALID_VALUE;
+  *pointer = fakeAllocatePinned(bytes);
+  if (!*pointer)
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  ++stats.livePinnedAllocations;
+  return CUDA_SUCCESS;
+}
+
+EXPORT CUresult CUDAAPI cuMemFreeHost(void *pointer) {
+  if (!fakeFreePinned(pointer))
+    return CUDA_ERROR_INVALID_VALUE;
+  --stats.livePinnedAllocations;
   return CUDA_SUCCESS;
 }
 

@@ -22,6 +22,7 @@ typedef struct Allocation {
 } Allocation;
 
 static Allocation *allocations;
+static Allocation *pinnedAllocations;
 static int faulted;
 
 long fakeEnvLong(const char *name, long fallback) {
@@ -29,7 +30,7 @@ long fakeEnvLong(const char *name, long fallback) {
   return value && *value ? strtol(value, NULL, 10) : fallback;
 }
 
-void *fakeAllocate(size_t bytes) {
+static void *allocateIn(Allocation **list, size_t bytes) {
   Allocation *a = (Allocation *)malloc(sizeof(Allocation));
   uint8_t *base = (uint8_t *)malloc(bytes);
   if (!a || !base) {
@@ -40,13 +41,13 @@ void *fakeAllocate(size_t bytes) {
   memset(base, 0xCD, bytes);
   a->base = base;
   a->size = bytes;
-  a->next = allocations;
-  allocations = a;
+  a->next = *list;
+  *list = a;
   return base;
 }
 
-int fakeFree(void *base) {
-  for (Allocation **a = &allocations; *a; a = &(*a)->next) {
+static int freeIn(Allocation **list, void *base) {
+  for (Allocation **a = list; *a; a = &(*a)->next) {
     if ((*a)->base == (uint8_t *)base) {
       Allocation *dead = *a;
       *a = dead->next;
@@ -58,13 +59,27 @@ int fakeFree(void *base) {
   return 0;
 }
 
-int fakeInBounds(const void *p, size_t bytes) {
+static int inBoundsOf(const Allocation *list, const void *p, size_t bytes) {
   const uint8_t *q = (const uint8_t *)p;
-  for (Allocation *a = allocations; a; a = a->next)
+  for (const Allocation *a = list; a; a = a->next)
     if (q >= a->base && q <= a->base + a->size &&
         bytes <= (size_t)(a->base + a->size - q))
       return 1;
   return 0;
+}
+
+void *fakeAllocate(size_t bytes) { return allocateIn(&allocations, bytes); }
+int fakeFree(void *base) { return freeIn(&allocations, base); }
+int fakeInBounds(const void *p, size_t bytes) {
+  return inBoundsOf(allocations, p, bytes);
+}
+
+void *fakeAllocatePinned(size_t bytes) {
+  return allocateIn(&pinnedAllocations, bytes);
+}
+int fakeFreePinned(void *base) { return freeIn(&pinnedAllocations, base); }
+int fakeIsPinned(const void *p, size_t bytes) {
+  return inBoundsOf(pinnedAllocations, p, bytes);
 }
 
 int fakeFaulted(void) { return faulted; }

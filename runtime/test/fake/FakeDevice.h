@@ -28,6 +28,14 @@ int fakeFree(void *base);
 /* Whether [p, p + bytes) lies inside one live allocation. */
 int fakeInBounds(const void *p, size_t bytes);
 
+/* `bytes` > 0 of "pinned" host memory (cuMemHostAlloc, hipHostMalloc): a
+ * list of its own, which kernels cannot reach; NULL when out of memory. */
+void *fakeAllocatePinned(size_t bytes);
+/* Frees a pinned allocation; 0 when `base` is not one. */
+int fakeFreePinned(void *base);
+/* Whether [p, p + bytes) lies inside one live pinned allocation. */
+int fakeIsPinned(const void *p, size_t bytes);
+
 /* Set by an emulated out-of-bounds access; cleared by fakeClearFault. */
 int fakeFaulted(void);
 void fakeClearFault(void);

@@ -78,6 +78,8 @@ typedef struct FakeHipStats {
   int64_t launches;
   int64_t bytesToDevice;
   int64_t bytesToHost;
+  int64_t livePinnedAllocations;
+  int64_t pinnedCopies; /* copies whose host side is pinned memory */
   int64_t currentDevice;
   char lastImageArch[16]; /* the arch of the last code object loaded */
   FakeGraphStats graphs;  /* filled in by fdc_fake_hip_stats */
@@ -290,6 +292,8 @@ EXPORT hipError_t hipMemcpyHtoDAsync(void *dst, void *src, size_t bytes,
     return hipErrorInvalidValue;
   memcpy(dst, src, bytes);
   stats.bytesToDevice += (int64_t)bytes;
+  if (fakeIsPinned(src, bytes))
+    ++stats.pinnedCopies;
   return hipSuccess;
 }
 
@@ -303,6 +307,27 @@ EXPORT hipError_t hipMemcpyDtoHAsync(void *dst, void *src, size_t bytes,
     return hipErrorInvalidValue;
   memcpy(dst, src, bytes);
   stats.bytesToHost += (int64_t)bytes;
+  if (fakeIsPinned(dst, bytes))
+    ++stats.pinnedCopies;
+  return hipSuccess;
+}
+
+EXPORT hipError_t hipHostMalloc(void **pointer, size_t bytes, unsigned flags) {
+  FAIL_IF_INJECTED();
+  if (bytes == 0 || flags != 0)
+    return hipErrorInvalidValue;
+  *pointer = fakeAllocatePinned(bytes);
+  if (!*pointer)
+    return hipErrorOutOfMemory;
+  ++stats.livePinnedAllocations;
+  return hipSuccess;
+}
+
+EXPORT hipError_t hipHostFree(void *pointer) {
+  FAIL_IF_INJECTED();
+  if (!fakeFreePinned(pointer))
+    return hipErrorInvalidValue;
+  --stats.livePinnedAllocations;
   return hipSuccess;
 }
 

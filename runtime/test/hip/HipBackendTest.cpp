@@ -20,6 +20,7 @@
 #include "GpuTestUtil.h"
 #include "TestUtil.h"
 #include "fake/FakeDevice.h"
+#include "fake/StagingTest.h"
 #include "fake/StepGraphTest.h"
 
 #include <gtest/gtest.h>
@@ -112,6 +113,8 @@ struct FakeHipStats {
   int64_t launches;
   int64_t bytesToDevice;
   int64_t bytesToHost;
+  int64_t livePinnedAllocations;
+  int64_t pinnedCopies;
   int64_t currentDevice;
   char lastImageArch[16];
   FakeGraphStats graphs;
@@ -176,6 +179,7 @@ protected:
   void expectNothingLeaked() {
     FakeHipStats stats = fakeStats();
     EXPECT_EQ(stats.liveAllocations, 0);
+    EXPECT_EQ(stats.livePinnedAllocations, 0);
     EXPECT_EQ(stats.liveModules, 0);
     EXPECT_EQ(stats.liveStreams, 0);
     EXPECT_EQ(stats.graphs.liveGraphs, 0);
@@ -526,7 +530,9 @@ TEST_F(HipBackendTest, FailedCopyBackIsNamed) {
 TEST_F(HipBackendTest, CopiesOnlyWhatTheStepNeeds) {
   // Eager steps: each counts its launches (a replayed graph's are not).
   ScopedEnv graphSetting("FDC_HIP_GRAPHS", "0");
-  std::unique_ptr<Model> model = mustLoad(FDC_TEST_HIP, 4);
+  // 100 slots: input arrays of up to 400 bytes, a stride of 512; a step of
+  // 2 packs its arrays 256 bytes apart.
+  std::unique_ptr<Model> model = mustLoad(FDC_TEST_HIP, 100);
   ASSERT_TRUE(model);
   Engine engine(*model);
   // Logits come back only when a request's callback reads them.
@@ -550,8 +556,21 @@ TEST_F(HipBackendTest, CopiesOnlyWhatTheStepNeeds) {
               (readsLogits ? 2 * kTestVocab * 4 : 0) + 2 * 4);
     // Seven input arrays, 256 bytes apart; the last one only as far as used.
     EXPECT_EQ(after.bytesToDevice - before.bytesToDevice, 6 * 256 + 2 * 4);
+    // The inputs and the ids through pinned memory; logits straight back.
+    EXPECT_EQ(after.pinnedCopies - before.pinnedCopies, 2);
     engine.takeFinished();
   }
+}
+
+TEST_F(HipBackendTest, StagesStepsInPinnedMemoryWhereItCan) {
+  expectStepsStagedInPinnedMemoryOrNot(
+      [&] { return mustLoad(); },
+      [] {
+        FakeHipStats stats = fakeStats();
+        return PinnedCounters{stats.livePinnedAllocations, stats.pinnedCopies};
+      },
+      "FDC_FAKE_HIP_FAIL", "hipHostMalloc");
+  expectNothingLeaked();
 }
 
 TEST_F(HipBackendTest, ReleasesEverything) {
@@ -561,6 +580,8 @@ TEST_F(HipBackendTest, ReleasesEverything) {
     FakeHipStats stats = fakeStats();
     // Weights, KV cache, scratch, inputs, logits, next_tokens.
     EXPECT_EQ(stats.liveAllocations, 6);
+    // The staging of the inputs and of the ids.
+    EXPECT_EQ(stats.livePinnedAllocations, 2);
     EXPECT_EQ(stats.liveModules, 1);
     EXPECT_EQ(stats.liveStreams, 1);
   }

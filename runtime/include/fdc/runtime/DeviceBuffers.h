@@ -43,6 +43,14 @@ Expected<uint64_t> scratchBytes(const ScratchSpec &spec, int64_t maxBatch);
 /// one device buffer.
 constexpr int kNumStepInputs = 7;
 
+/// Bytes between two input arrays of a step of `batch` sequences in the
+/// inputs buffer (batch * 4, 256-aligned): each step size packs its arrays
+/// from the buffer's start, so its one copy moves
+/// stepInputBytes(batch) bytes, however many sequences the buffer holds.
+uint64_t stepInputStride(int64_t batch);
+/// (kNumStepInputs - 1) * stepInputStride(batch) + batch * 4.
+uint64_t stepInputBytes(int64_t batch);
+
 /// Every device buffer is at most this large (sizes are later rounded up to
 /// 256 bytes, which must not wrap).
 constexpr uint64_t kMaxDeviceBufferBytes = uint64_t(1) << 62;
@@ -51,7 +59,7 @@ constexpr uint64_t kMaxDeviceBufferBytes = uint64_t(1) << 62;
 struct DeviceBufferSizes {
   uint64_t kvCache = 0;
   uint64_t scratch = 0;
-  /// Bytes between two input arrays in the inputs buffer (256-aligned).
+  /// stepInputStride(maxBatch): the largest step's stride.
   uint64_t inputStride = 0;
   /// kNumStepInputs * inputStride.
   uint64_t inputs = 0;
