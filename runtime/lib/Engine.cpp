@@ -172,14 +172,14 @@ bool Engine::step() {
   for (int64_t rows : rowsOf)
     batch += static_cast<size_t>(rows);
   int64_t vocab = model.vocabSize();
-  tokens.resize(batch);
-  positions.resize(batch);
-  slots.resize(batch);
-  temperature.resize(batch);
-  topK.resize(batch);
-  topP.resize(batch);
-  uniform.resize(batch);
-  nextTokens.assign(batch, -1);
+  arrays.tokens.resize(batch);
+  arrays.positions.resize(batch);
+  arrays.slots.resize(batch);
+  arrays.temperature.resize(batch);
+  arrays.topK.resize(batch);
+  arrays.topP.resize(batch);
+  arrays.uniform.resize(batch);
+  arrays.nextTokens.assign(batch, -1);
   // Logits come back to the host only when a request that produces a token
   // in this step reads them.
   bool withLogits = false;
@@ -193,17 +193,17 @@ bool Engine::step() {
     int64_t promptLength = static_cast<int64_t>(s.request.prompt.size());
     for (int64_t j = 0; j < rowsOf[i]; ++j, ++row) {
       int64_t position = s.position + j;
-      tokens[row] = position < promptLength ? s.request.prompt[position]
-                                            : s.generated.back();
-      positions[row] = static_cast<int32_t>(position);
-      slots[row] = s.slot;
-      temperature[row] = s.request.sampling.temperature;
-      topK[row] = s.request.sampling.topK;
-      topP[row] = s.request.sampling.topP;
+      arrays.tokens[row] = position < promptLength ? s.request.prompt[position]
+                                                   : s.generated.back();
+      arrays.positions[row] = static_cast<int32_t>(position);
+      arrays.slots[row] = s.slot;
+      arrays.temperature[row] = s.request.sampling.temperature;
+      arrays.topK[row] = s.request.sampling.topK;
+      arrays.topP[row] = s.request.sampling.topP;
       // Only rows that produce a token consume a draw, so a request's draws
       // do not depend on its prompt length or chunking.
       bool produces = position >= promptLength - 1;
-      uniform[row] = produces ? s.random.nextUniform() : 0.0f;
+      arrays.uniform[row] = produces ? s.random.nextUniform() : 0.0f;
       if (produces) {
         producingRow[i] = static_cast<int64_t>(row);
         withLogits |= s.request.onToken && s.request.wantsLogits;
@@ -211,19 +211,11 @@ bool Engine::step() {
     }
   }
 
-  FdcStepArgs args = {};
-  args.batch = static_cast<int64_t>(batch);
-  args.tokens = tokens.data();
-  args.positions = positions.data();
-  args.slots = slots.data();
-  args.temperature = temperature.data();
-  args.top_k = topK.data();
-  args.top_p = topP.data();
-  args.uniform = uniform.data();
   if (withLogits)
-    logits.resize(batch * static_cast<size_t>(vocab));
-  args.logits = withLogits ? logits.data() : nullptr;
-  args.next_tokens = nextTokens.data();
+    arrays.logits.resize(batch * static_cast<size_t>(vocab));
+  FdcStepArgs args = arrays.args(static_cast<int64_t>(batch));
+  if (!withLogits)
+    args.logits = nullptr;
   Error stepError = model.step(args);
   ++steps;
   if (stepError) {
@@ -246,7 +238,7 @@ bool Engine::step() {
     if (producingRow[i] < 0)
       continue;
     size_t at = static_cast<size_t>(producingRow[i]);
-    int32_t next = nextTokens[at];
+    int32_t next = arrays.nextTokens[at];
     leaving[i] = 1;
     if (next < 0 || next >= vocab) {
       finish(s, FinishReason::Error,
@@ -256,10 +248,10 @@ bool Engine::step() {
     }
     s.generated.push_back(next);
     if (s.request.onToken)
-      s.request.onToken(next,
-                        withLogits && s.request.wantsLogits
-                            ? logits.data() + at * static_cast<size_t>(vocab)
-                            : nullptr);
+      s.request.onToken(next, withLogits && s.request.wantsLogits
+                                  ? arrays.logits.data() +
+                                        at * static_cast<size_t>(vocab)
+                                  : nullptr);
     int64_t generated = static_cast<int64_t>(s.generated.size());
     if (s.request.eosId >= 0 && next == s.request.eosId)
       finish(s, FinishReason::Eos);

@@ -313,27 +313,19 @@ TEST_F(EngineTest, MaxContextDefaultsAndLimits) {
   EXPECT_NE(m.error().message().find("num_slots"), std::string::npos);
 }
 
-/// One row of step inputs for Model::step, valid for a model of 2 slots of
+/// Two rows of step inputs for Model::step, valid for a model of 2 slots of
 /// 16 tokens; tests break one field at a time.
-struct StepInputs {
-  std::vector<int32_t> tokens{3, 4}, positions{0, 0}, slots{0, 1}, topK{0, 0};
-  std::vector<float> temperature{0, 0}, topP{1, 1}, uniform{0, 0};
-  std::vector<float> logits = std::vector<float>(2 * kVocab);
-  std::vector<int32_t> next{-1, -1};
-
-  FdcStepArgs args(int64_t batch = 2) {
-    FdcStepArgs a = {};
-    a.batch = batch;
-    a.tokens = tokens.data();
-    a.positions = positions.data();
-    a.slots = slots.data();
-    a.temperature = temperature.data();
-    a.top_k = topK.data();
-    a.top_p = topP.data();
-    a.uniform = uniform.data();
-    a.logits = logits.data();
-    a.next_tokens = next.data();
-    return a;
+struct StepInputs : StepArrays {
+  StepInputs() {
+    tokens = {3, 4};
+    positions = {0, 0};
+    slots = {0, 1};
+    topK = {0, 0};
+    temperature = {0, 0};
+    topP = {1, 1};
+    uniform = {0, 0};
+    logits.assign(2 * kVocab, 0);
+    nextTokens = {-1, -1};
   }
 };
 
@@ -343,14 +335,14 @@ TEST_F(EngineTest, StepRefusesInputsOutsideTheBuffers) {
     StepInputs good;
     FdcStepArgs args = good.args();
     ASSERT_FALSE(static_cast<bool>(model->step(args)));
-    EXPECT_EQ(good.next, (std::vector<int32_t>{4, 5}));
+    EXPECT_EQ(good.nextTokens, (std::vector<int32_t>{4, 5}));
   }
   auto refusal = [&](StepInputs inputs, int64_t batch = 2) {
     FdcStepArgs args = inputs.args(batch);
     Error err = model->step(args);
     EXPECT_TRUE(static_cast<bool>(err));
     // Nothing ran.
-    EXPECT_EQ(inputs.next, (std::vector<int32_t>{-1, -1}));
+    EXPECT_EQ(inputs.nextTokens, (std::vector<int32_t>{-1, -1}));
     return err ? err.message() : std::string("(no error)");
   };
   StepInputs in;
@@ -566,30 +558,26 @@ TEST_F(EngineTest, WaitingForASlotAdmitsInOrder) {
 
 TEST_F(EngineTest, StepRefusesASlotInTwoRunsOfRows) {
   loadModel(/*numSlots=*/3, /*maxContext=*/16, /*maxStepRows=*/3);
-  std::vector<int32_t> tokens = {1, 2, 3}, positions = {0, 0, 1},
-                       slots = {0, 1, 0}, topK = {0, 0, 0}, next(3, -1);
-  std::vector<float> temperature(3, 0.0f), topP(3, 1.0f), uniform(3, 0.5f),
-      logits(3 * kVocab);
-  FdcStepArgs args = {};
-  args.batch = 3;
-  args.tokens = tokens.data();
-  args.positions = positions.data();
-  args.slots = slots.data();
-  args.temperature = temperature.data();
-  args.top_k = topK.data();
-  args.top_p = topP.data();
-  args.uniform = uniform.data();
-  args.logits = logits.data();
-  args.next_tokens = next.data();
+  StepArrays rows;
+  rows.tokens = {1, 2, 3};
+  rows.positions = {0, 0, 1};
+  rows.slots = {0, 1, 0};
+  rows.topK = {0, 0, 0};
+  rows.temperature.assign(3, 0.0f);
+  rows.topP.assign(3, 1.0f);
+  rows.uniform.assign(3, 0.5f);
+  rows.logits.assign(3 * kVocab, 0.0f);
+  rows.nextTokens.assign(3, -1);
+  FdcStepArgs args = rows.args();
   Error err = model->step(args);
   ASSERT_TRUE(static_cast<bool>(err));
   EXPECT_EQ(err.message(), "model step: row 2: slot 0 is in two runs of rows "
                            "(a slot's rows must be consecutive)");
   // One run of slot 0 at positions 0, 1 beside slot 1 is fine.
-  slots = {0, 0, 1};
-  positions = {0, 1, 0};
+  rows.slots = {0, 0, 1};
+  rows.positions = {0, 1, 0};
   EXPECT_FALSE(static_cast<bool>(model->step(args)));
-  EXPECT_EQ(next, (std::vector<int32_t>{2, 3, 4}));
+  EXPECT_EQ(rows.nextTokens, (std::vector<int32_t>{2, 3, 4}));
 }
 
 // Minimal-move compaction of the live table (Flover's memory shuffle). In
@@ -896,7 +884,7 @@ TEST_F(EngineTest, StepRunsWithoutALogitsBuffer) {
   FdcStepArgs args = in.args();
   args.logits = nullptr;
   ASSERT_FALSE(static_cast<bool>(model->step(args)));
-  EXPECT_EQ(in.next, (std::vector<int32_t>{4, 5}));
+  EXPECT_EQ(in.nextTokens, (std::vector<int32_t>{4, 5}));
 }
 
 } // namespace

@@ -92,24 +92,28 @@ GenerationResult fdc::runtime::test::generate(Model &model,
   return results.empty() ? GenerationResult() : results[0];
 }
 
+StepArrays fdc::runtime::test::greedyFirstRow(int32_t token, int64_t vocab) {
+  StepArrays row;
+  row.tokens = {token};
+  row.positions = {0};
+  row.slots = {0};
+  row.temperature = {0.0f};
+  row.topK = {0};
+  row.topP = {1.0f};
+  row.uniform = {0.0f};
+  row.logits.assign(static_cast<size_t>(vocab), 0.0f);
+  row.nextTokens = {0};
+  return row;
+}
+
 Expected<StepOutput> fdc::runtime::test::stepOnce(Model &model, int32_t token) {
-  int32_t tokens[] = {token}, positions[] = {0}, slots[] = {0}, topK[] = {0};
-  float temperature[] = {0}, topP[] = {1}, uniform[] = {0};
-  StepOutput out;
-  out.logits.assign(static_cast<size_t>(model.vocabSize()), 0.0f);
-  FdcStepArgs args = {};
-  args.batch = 1;
-  args.tokens = tokens;
-  args.positions = positions;
-  args.slots = slots;
-  args.temperature = temperature;
-  args.top_k = topK;
-  args.top_p = topP;
-  args.uniform = uniform;
-  args.logits = out.logits.data();
-  args.next_tokens = &out.nextToken;
+  StepArrays row = greedyFirstRow(token, model.vocabSize());
+  FdcStepArgs args = row.args();
   if (Error err = model.step(args))
     return err;
+  StepOutput out;
+  out.nextToken = row.nextTokens[0];
+  out.logits = std::move(row.logits);
   return out;
 }
 

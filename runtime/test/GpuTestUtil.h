@@ -10,6 +10,7 @@
 #define FDC_RUNTIME_TEST_GPUTESTUTIL_H
 
 #include "fdc/runtime/Engine.h"
+#include "fdc/runtime/StepArrays.h"
 
 #include <gtest/gtest.h>
 
@@ -71,8 +72,11 @@ struct StepOutput {
   std::vector<float> logits;
 };
 
-/// Runs one step of one sequence (`token` at position 0 in slot 0, greedy)
-/// through Model::step, with output arrays prefilled with zero bytes.
+/// The arrays of a step of one greedy row, `token` at position 0 in slot 0,
+/// with its outputs (`vocab` logits, the next token) zero.
+StepArrays greedyFirstRow(int32_t token, int64_t vocab);
+
+/// Runs one step of greedyFirstRow(token, vocab_size) through Model::step.
 Expected<StepOutput> stepOnce(Model &model, int32_t token);
 
 /// Runs `fdc-run` (the executable at `fdcRun`) with `args` under `env`

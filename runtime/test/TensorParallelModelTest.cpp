@@ -8,6 +8,7 @@
 
 #include "fdc/runtime/Engine.h"
 #include "fdc/runtime/Model.h"
+#include "fdc/runtime/StepArrays.h"
 #include "fdc/runtime/ToolCommands.h"
 
 #include "TestUtil.h"
@@ -74,29 +75,26 @@ protected:
     return Model::load(FDC_TEST_TP_MODEL, dir.path(), options);
   }
 
-  /// One step of `tokens` at `positions` in `slots`, greedy.
+  /// One step of `tokens` at `positions` in `slots`, greedy; its outputs
+  /// land in `logits` and `next`.
   Error step(Model &model, std::vector<int32_t> tokens,
              std::vector<int32_t> positions, std::vector<int32_t> slots) {
     size_t n = tokens.size();
-    temperature.assign(n, 0);
-    topK.assign(n, 0);
-    topP.assign(n, 1);
-    uniform.assign(n, 0);
-    logits.assign(n * kVocab, -1);
-    next.assign(n, -7);
-    FdcStepArgs args = {};
-    args.batch = static_cast<int64_t>(n);
-    args.tokens = tokens.data();
-    args.positions = positions.data();
-    args.slots = slots.data();
-    args.temperature = temperature.data();
-    args.top_k = topK.data();
-    args.top_p = topP.data();
-    args.uniform = uniform.data();
-    args.logits = logits.data();
-    args.next_tokens = next.data();
+    StepArrays arrays;
+    arrays.tokens = std::move(tokens);
+    arrays.positions = std::move(positions);
+    arrays.slots = std::move(slots);
+    arrays.temperature.assign(n, 0);
+    arrays.topK.assign(n, 0);
+    arrays.topP.assign(n, 1);
+    arrays.uniform.assign(n, 0);
+    arrays.logits.assign(n * kVocab, -1);
+    arrays.nextTokens.assign(n, -7);
+    FdcStepArgs args = arrays.args();
     Error err = model.step(args);
     EXPECT_EQ(args.collective, nullptr) << "the caller's args are restored";
+    logits = std::move(arrays.logits);
+    next = std::move(arrays.nextTokens);
     return err;
   }
 
@@ -105,8 +103,9 @@ protected:
                               logits.begin() + row * kVocab + end);
   }
 
-  std::vector<float> temperature, topP, uniform, logits;
-  std::vector<int32_t> topK, next;
+  /// The logits ([rows][kVocab]) and next tokens of the last step().
+  std::vector<float> logits;
+  std::vector<int32_t> next;
 };
 
 TEST_F(TensorParallelModelTest, RanksComputeTheUnshardedMath) {

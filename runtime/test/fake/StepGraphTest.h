@@ -13,7 +13,9 @@
 #include "fdc/runtime/DeviceBackend.h"
 #include "fdc/runtime/HostBuffer.h"
 #include "fdc/runtime/Model.h"
+#include "fdc/runtime/StepArrays.h"
 
+#include "GpuTestUtil.h"
 #include "fake/FakeDevice.h"
 
 #include <gtest/gtest.h>
@@ -52,34 +54,25 @@ runBatchSizes(Model &model, const std::vector<int64_t> &batches) {
   int64_t vocab = model.vocabSize();
   for (size_t s = 0; s < batches.size(); ++s) {
     int64_t batch = batches[s];
-    std::vector<int32_t> tokens, pos, slots, topK;
-    std::vector<float> temperature, topP, uniform;
+    StepArrays arrays;
     for (int32_t i = 0; i < batch; ++i) {
-      tokens.push_back(static_cast<int32_t>((7 * s + 3 * i + 1) % 32));
-      pos.push_back(positions[i]++);
-      slots.push_back(i);
-      topK.push_back(0);
-      temperature.push_back(i == 1 ? 1.0f : 0.0f);
-      topP.push_back(1.0f);
-      uniform.push_back(0.125f * static_cast<float>(s % 7 + 1));
+      arrays.tokens.push_back(static_cast<int32_t>((7 * s + 3 * i + 1) % 32));
+      arrays.positions.push_back(positions[i]++);
+      arrays.slots.push_back(i);
+      arrays.topK.push_back(0);
+      arrays.temperature.push_back(i == 1 ? 1.0f : 0.0f);
+      arrays.topP.push_back(1.0f);
+      arrays.uniform.push_back(0.125f * static_cast<float>(s % 7 + 1));
     }
-    StepRows rows;
-    rows.next.assign(static_cast<size_t>(batch), -7);
-    rows.logits.assign(static_cast<size_t>(batch * vocab), -7.0f);
-    FdcStepArgs args = {};
-    args.batch = batch;
-    args.tokens = tokens.data();
-    args.positions = pos.data();
-    args.slots = slots.data();
-    args.temperature = temperature.data();
-    args.top_k = topK.data();
-    args.top_p = topP.data();
-    args.uniform = uniform.data();
-    args.logits = rows.logits.data();
-    args.next_tokens = rows.next.data();
+    arrays.nextTokens.assign(static_cast<size_t>(batch), -7);
+    arrays.logits.assign(static_cast<size_t>(batch * vocab), -7.0f);
+    FdcStepArgs args = arrays.args(batch);
     if (Error err = model.step(args))
       return createError("step ", s, " (batch size ", batch,
                          "): ", err.message());
+    StepRows rows;
+    rows.next = std::move(arrays.nextTokens);
+    rows.logits = std::move(arrays.logits);
     outputs.push_back(std::move(rows));
   }
   return outputs;
@@ -106,27 +99,15 @@ inline void expectStepGraphsDroppedWithTheBuffers(
   };
   // One step (slot 0, position 0); returns logit 30.
   auto step = [&](int32_t token) {
-    int32_t tokens[] = {token}, positions[] = {0}, slots[] = {0}, topK[] = {0};
-    float temperature[] = {0}, topP[] = {1}, uniform[] = {0};
-    std::vector<float> logits(static_cast<size_t>(vocab));
-    int32_t next = -1;
-    FdcStepArgs args = {};
-    args.batch = 1;
+    StepArrays row = greedyFirstRow(token, vocab);
+    row.nextTokens = {-1};
+    FdcStepArgs args = row.args();
     args.num_slots = 3;
     args.max_context = 16;
-    args.tokens = tokens;
-    args.positions = positions;
-    args.slots = slots;
-    args.temperature = temperature;
-    args.top_k = topK;
-    args.top_p = topP;
-    args.uniform = uniform;
-    args.logits = logits.data();
-    args.next_tokens = &next;
     Error err = backend.step(args);
     EXPECT_FALSE(err) << err.message();
-    EXPECT_EQ(next, token + 1);
-    return logits[30];
+    EXPECT_EQ(row.nextTokens[0], token + 1);
+    return row.logits[30];
   };
   int64_t start = graphStats().captures;
   upload(0.5f);

@@ -40,6 +40,7 @@
 
 #include "fdc/runtime/Model.h"
 #include "fdc/runtime/Random.h"
+#include "fdc/runtime/StepArrays.h"
 
 #include <cstdint>
 #include <deque>
@@ -220,9 +221,8 @@ private:
   int64_t steps = 0;
   ShuffleStats shuffleLast, shuffleTotal;
 
-  // Step buffers, reused across iterations.
-  std::vector<int32_t> tokens, positions, slots, topK, nextTokens;
-  std::vector<float> temperature, topP, uniform, logits;
+  /// The step's host arrays, reused across steps.
+  StepArrays arrays;
   /// Live indices in order of arrival.
   std::vector<size_t> arrival;
   /// Per live row: it leaves the table at the next compaction.
