@@ -69,28 +69,30 @@ float halfToFloat(uint16_t bits, bool bf16) {
   return bf16 ? bf16BitsToFloat(bits) : f16BitsToFloat(bits);
 }
 
-class HostCollectiveGroup final : public CollectiveGroup {
+class HostCollectiveGroup;
+
+/// A host rank's record.
+struct HostRank : CollectiveRank<HostCollectiveGroup> {
+  /// The rank's current call, published under the mutex.
+  Call call;
+  /// The rank's result before it is copied out (all_reduce_sum).
+  std::vector<uint8_t> result;
+};
+
+class HostCollectiveGroup final
+    : public CollectiveGroupImpl<HostCollectiveGroup, HostRank> {
 public:
   explicit HostCollectiveGroup(int64_t ranks);
 
-  int64_t ranks() const override { return count; }
-  const FdcCollectiveApi *api(int64_t rank) const override {
-    return &rankStates[static_cast<size_t>(rank)].api;
-  }
   void abort(std::string reason) override;
   std::string error() const override;
 
 private:
-  struct Rank {
-    FdcCollectiveApi api = {};
-    HostCollectiveGroup *group = nullptr;
-    int64_t index = 0;
-    /// The rank's current call, published under the mutex.
-    Call call;
-    /// The rank's result before it is copied out (all_reduce_sum).
-    std::vector<uint8_t> result;
-  };
+  friend CollectiveGroupImpl;
+  using Rank = HostRank;
 
+  /// The FdcCollectiveApi entry points; `context` is the calling rank's
+  /// record. Each computes on the calling thread from every rank's input.
   static int allReduceSum(void *context, const void *input, void *output,
                           int64_t count, int64_t dtype) noexcept;
   static int allGatherColumns(void *context, const void *input, void *output,
@@ -111,9 +113,6 @@ private:
 
   void sum(Rank &rank, uint64_t elements);
 
-  int64_t count;
-  std::unique_ptr<Rank[]> rankStates;
-
   mutable std::mutex mutex;
   std::condition_variable changed;
   /// Ranks that have published the current call.
@@ -127,18 +126,7 @@ private:
 };
 
 HostCollectiveGroup::HostCollectiveGroup(int64_t ranks)
-    : count(ranks), rankStates(new Rank[static_cast<size_t>(ranks)]) {
-  for (int64_t r = 0; r < ranks; ++r) {
-    Rank &rank = rankStates[static_cast<size_t>(r)];
-    rank.group = this;
-    rank.index = r;
-    rank.api.context = &rank;
-    rank.api.rank = r;
-    rank.api.ranks = ranks;
-    rank.api.all_reduce_sum = allReduceSum;
-    rank.api.all_gather_columns = allGatherColumns;
-  }
-}
+    : CollectiveGroupImpl(this, ranks) {}
 
 void HostCollectiveGroup::abort(std::string reason) {
   {

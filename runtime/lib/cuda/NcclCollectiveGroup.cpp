@@ -48,33 +48,28 @@ uint64_t address(const void *pointer) {
   return static_cast<uint64_t>(reinterpret_cast<uintptr_t>(pointer));
 }
 
-class NcclCollectiveGroup final : public CollectiveGroup {
+class NcclCollectiveGroup;
+
+/// A CUDA rank's record.
+struct NcclRank : CollectiveRank<NcclCollectiveGroup> {
+  /// The rank's device; its stream runs the rank's collectives.
+  CudaDevice *device = nullptr;
+};
+
+class NcclCollectiveGroup final
+    : public CollectiveGroupImpl<NcclCollectiveGroup, NcclRank> {
 public:
   NcclCollectiveGroup(const NcclApi &nccl,
                       const std::vector<CudaDevice *> &devices,
                       std::vector<nccl::Comm> comms);
   ~NcclCollectiveGroup() override;
 
-  int64_t ranks() const override { return count; }
-  const FdcCollectiveApi *api(int64_t rank) const override {
-    return &rankStates[static_cast<size_t>(rank)].api;
-  }
   void abort(std::string reason) override;
   std::string error() const override;
 
 private:
-  struct Rank {
-    FdcCollectiveApi api = {};
-    NcclCollectiveGroup *group = nullptr;
-    int64_t index = 0;
-    CudaDevice *device = nullptr;
-  };
-
-  static int allReduceSum(void *context, const void *input, void *output,
-                          int64_t count, int64_t dtype) noexcept;
-  static int allGatherColumns(void *context, const void *input, void *output,
-                              void *workspace, int64_t rows, int64_t columns,
-                              int64_t dtype) noexcept;
+  friend CollectiveGroupImpl;
+  using Rank = NcclRank;
 
   /// Starts a call of rank `rank` on its communicator; false (nothing to
   /// call) once the group is aborted.
@@ -83,9 +78,15 @@ private:
   /// Records `message` (the first one wins) and aborts the group.
   void fail(std::string message) { abort(std::move(message)); }
 
+  /// The FdcCollectiveApi entry points; `context` is the calling rank's
+  /// record. Each enqueues its work on the rank's stream.
+  static int allReduceSum(void *context, const void *input, void *output,
+                          int64_t count, int64_t dtype) noexcept;
+  static int allGatherColumns(void *context, const void *input, void *output,
+                              void *workspace, int64_t rows, int64_t columns,
+                              int64_t dtype) noexcept;
+
   const NcclApi &nccl;
-  int64_t count;
-  std::unique_ptr<Rank[]> rankStates;
 
   mutable std::mutex mutex;
   std::condition_variable idle;
@@ -99,19 +100,10 @@ private:
 NcclCollectiveGroup::NcclCollectiveGroup(
     const NcclApi &nccl, const std::vector<CudaDevice *> &devices,
     std::vector<nccl::Comm> comms)
-    : nccl(nccl), count(static_cast<int64_t>(devices.size())),
-      rankStates(new Rank[devices.size()]), comms(std::move(comms)) {
-  for (int64_t r = 0; r < count; ++r) {
-    Rank &rank = rankStates[static_cast<size_t>(r)];
-    rank.group = this;
-    rank.index = r;
-    rank.device = devices[static_cast<size_t>(r)];
-    rank.api.context = &rank;
-    rank.api.rank = r;
-    rank.api.ranks = count;
-    rank.api.all_reduce_sum = allReduceSum;
-    rank.api.all_gather_columns = allGatherColumns;
-  }
+    : CollectiveGroupImpl(this, static_cast<int64_t>(devices.size())),
+      nccl(nccl), comms(std::move(comms)) {
+  for (size_t r = 0; r < devices.size(); ++r)
+    rankStates[r].device = devices[r];
 }
 
 NcclCollectiveGroup::~NcclCollectiveGroup() {

@@ -42,6 +42,53 @@ public:
   virtual std::string error() const = 0;
 };
 
+/// One rank's record in a CollectiveGroupImpl; an implementation derives its
+/// per-rank state from it.
+template <typename Group> struct CollectiveRank {
+  /// The API the rank's step calls; its context is this record.
+  FdcCollectiveApi api = {};
+  /// The group the rank belongs to.
+  Group *group = nullptr;
+  /// The rank, in [0, ranks).
+  int64_t index = 0;
+};
+
+/// What every CollectiveGroup implementation shares: one `Rank` record (a
+/// CollectiveRank<Group>) per rank, whose api() calls the static
+/// `Group::allReduceSum` and `Group::allGatherColumns` with that record as
+/// the context. `Group` derives from this class (and befriends it when the
+/// entry points are private).
+template <typename Group, typename Rank>
+class CollectiveGroupImpl : public CollectiveGroup {
+public:
+  int64_t ranks() const override { return count; }
+  const FdcCollectiveApi *api(int64_t rank) const override {
+    return &rankStates[static_cast<size_t>(rank)].api;
+  }
+
+protected:
+  /// The records of ranks 0..ranks-1 of `group`, the object being
+  /// constructed.
+  CollectiveGroupImpl(Group *group, int64_t ranks)
+      : count(ranks), rankStates(new Rank[static_cast<size_t>(ranks)]) {
+    for (int64_t r = 0; r < ranks; ++r) {
+      Rank &rank = rankStates[static_cast<size_t>(r)];
+      rank.group = group;
+      rank.index = r;
+      rank.api.context = &rank;
+      rank.api.rank = r;
+      rank.api.ranks = ranks;
+      rank.api.all_reduce_sum = Group::allReduceSum;
+      rank.api.all_gather_columns = Group::allGatherColumns;
+    }
+  }
+
+  /// The ranks in the group.
+  int64_t count;
+  /// Rank r's record at [r].
+  std::unique_ptr<Rank[]> rankStates;
+};
+
 /// The group of `ranks` host ranks of one process, each calling its api(r)
 /// from its own thread. all_reduce_sum sums the ranks' inputs in rank order
 /// 0..ranks-1 (f16 and bf16 in f32, rounded once to nearest even), so every
