@@ -15,6 +15,14 @@ using namespace fdc::runtime;
 
 DeviceBackend::~DeviceBackend() = default;
 
+Error DeviceBackend::launchStep(const FdcStepArgs &, int64_t) {
+  return createError("this device backend does not overlap steps");
+}
+
+Error DeviceBackend::finishStep(const FdcStepArgs &) {
+  return createError("this device backend does not overlap steps");
+}
+
 bool fdc::runtime::isDeviceTarget(std::string_view target) {
   return cuda::isCudaTarget(target) || hip::isHipTarget(target);
 }

@@ -3,8 +3,18 @@
 #include "fdc/runtime/Engine.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <string_view>
 
 using namespace fdc::runtime;
+
+namespace {
+/// Whether environment variable `name` is set to "0".
+bool envIsZero(const char *name) {
+  const char *value = std::getenv(name);
+  return value && std::string_view(value) == "0";
+}
+} // namespace
 
 const char *fdc::runtime::finishReasonName(FinishReason reason) {
   switch (reason) {
@@ -29,9 +39,11 @@ Engine::Engine(Model &model, EngineOptions options)
       tokenBudget(std::clamp(options.maxStepTokens == 0 ? model.maxStepRows()
                                                         : options.maxStepTokens,
                              model.numSlots(), model.maxStepRows())),
-      waitForSlot(options.waitForSlot) {}
+      waitForSlot(options.waitForSlot),
+      overlapSteps(options.overlapSteps && !envIsZero("FDC_OVERLAP_STEPS")) {}
 
 Engine::~Engine() {
+  drainAhead();
   for (Sequence &sequence : live)
     model.kvCache().releaseSlot(sequence.slot);
 }
@@ -102,6 +114,7 @@ void Engine::admitQueued() {
     }
     sequence.slot = *slot;
     live.push_back(std::move(sequence));
+    ++tableVersion;
   }
 }
 
@@ -143,6 +156,8 @@ void Engine::compactLive() {
     live[hole] = std::move(live[last]);
     ++moved;
   }
+  if (staying != live.size())
+    ++tableVersion;
   live.erase(live.begin() + static_cast<std::ptrdiff_t>(staying), live.end());
   shuffleLast.rowsMoved += moved;
   shuffleLast.bytesMoved += moved * kShuffleRowBytes;
@@ -150,28 +165,20 @@ void Engine::compactLive() {
   shuffleTotal.bytesMoved += moved * kShuffleRowBytes;
 }
 
-bool Engine::step() {
-  admitQueued();
-  if (live.empty())
-    return false;
-  stepping = true;
-  struct Done {
-    bool &flag;
-    ~Done() { flag = false; }
-  } done{stepping};
-
-  shuffleLast = {};
+void Engine::plan(PlannedStep &step, bool ahead) {
+  step.plannedAt = tableVersion;
   // Request ids increase with arrival.
   arrival.resize(live.size());
   for (size_t i = 0; i < live.size(); ++i)
     arrival[i] = i;
   std::sort(arrival.begin(), arrival.end(),
             [&](size_t a, size_t b) { return live[a].id < live[b].id; });
-  std::vector<int64_t> rowsOf = planRows(arrival);
+  std::vector<int64_t> rowsOf =
+      ahead ? std::vector<int64_t>(live.size(), 1) : planRows(arrival);
   size_t batch = 0;
   for (int64_t rows : rowsOf)
     batch += static_cast<size_t>(rows);
-  int64_t vocab = model.vocabSize();
+  StepArrays &arrays = step.arrays;
   arrays.tokens.resize(batch);
   arrays.positions.resize(batch);
   arrays.slots.resize(batch);
@@ -180,9 +187,10 @@ bool Engine::step() {
   arrays.topP.resize(batch);
   arrays.uniform.resize(batch);
   arrays.nextTokens.assign(batch, -1);
+  step.batch = static_cast<int64_t>(batch);
   // Logits come back to the host only when a request that produces a token
   // in this step reads them.
-  bool withLogits = false;
+  step.withLogits = false;
 
   // The row of each sequence whose token it keeps (its chunk's last), or -1
   // when its rows only read prompt tokens.
@@ -192,8 +200,11 @@ bool Engine::step() {
     Sequence &s = live[i];
     int64_t promptLength = static_cast<int64_t>(s.request.prompt.size());
     for (int64_t j = 0; j < rowsOf[i]; ++j, ++row) {
-      int64_t position = s.position + j;
+      int64_t position = s.position + s.launchedRows + j;
+      // Ahead, a decode row's token is the one the step in flight samples:
+      // the device copies it in over this placeholder.
       arrays.tokens[row] = position < promptLength ? s.request.prompt[position]
+                           : ahead                 ? 0
                                                    : s.generated.back();
       arrays.positions[row] = static_cast<int32_t>(position);
       arrays.slots[row] = s.slot;
@@ -206,38 +217,83 @@ bool Engine::step() {
       arrays.uniform[row] = produces ? s.random.nextUniform() : 0.0f;
       if (produces) {
         producingRow[i] = static_cast<int64_t>(row);
-        withLogits |= s.request.onToken && s.request.wantsLogits;
+        step.withLogits |= s.request.onToken && s.request.wantsLogits;
       }
     }
   }
+  step.rowsOfLive = rowsOf;
+  step.entries.clear();
+  for (size_t i : arrival)
+    step.entries.push_back({live[i].id, rowsOf[i], producingRow[i]});
+  if (step.withLogits)
+    arrays.logits.resize(batch * static_cast<size_t>(model.vocabSize()));
+}
 
-  if (withLogits)
-    arrays.logits.resize(batch * static_cast<size_t>(vocab));
-  FdcStepArgs args = arrays.args(static_cast<int64_t>(batch));
-  if (!withLogits)
+Error Engine::launch(PlannedStep &step, bool ahead) {
+  FdcStepArgs args = step.arrays.args(step.batch);
+  if (!step.withLogits)
     args.logits = nullptr;
-  Error stepError = model.step(args);
-  ++steps;
-  if (stepError) {
-    // A device failure: no sequence of this step has a valid token. Each
-    // ends with the error; later steps may still succeed (or fail alike).
-    for (Sequence &s : live)
-      finish(s, FinishReason::Error, stepError.message());
-    live.clear();
-    return true;
-  }
-  if (stepObserver)
-    stepObserver(args);
+  // Steps with logits run whole: an overlapped step returns none.
+  step.overlapped = overlapSteps && model.canOverlapSteps() && !step.withLogits;
+  Error err = step.overlapped ? model.launchStep(args, ahead ? step.batch : 0)
+                              : model.step(args);
+  if (err)
+    return err;
+  step.args = args; // as the model completed it (num_slots, max_context)
+  // Right after plan(): the live table is as it was planned.
+  for (size_t i = 0; i < live.size(); ++i)
+    live[i].launchedRows += step.rowsOfLive[i];
+  return Error::success();
+}
 
+bool Engine::canLaunchAhead(const PlannedStep &inFlight) const {
+  if (!inFlight.overlapped || !queued.empty() ||
+      inFlight.plannedAt != tableVersion ||
+      inFlight.batch != static_cast<int64_t>(live.size()))
+    return false;
+  // Every live request has one row in the step in flight (batch == live
+  // count, and each has at least one), which produces a token.
+  for (const Sequence &s : live) {
+    int64_t next = s.position + s.launchedRows; // the row ahead's position
+    if (next < static_cast<int64_t>(s.request.prompt.size()))
+      return false;
+    // It must not end by length or context at the step in flight.
+    int64_t produced = static_cast<int64_t>(s.generated.size()) + 1;
+    if (s.request.maxNewTokens >= 0 && produced >= s.request.maxNewTokens)
+      return false;
+    if (next >= model.maxContext())
+      return false;
+    if (s.request.onToken && s.request.wantsLogits)
+      return false;
+  }
+  return true;
+}
+
+void Engine::process(PlannedStep &step) {
+  int64_t vocab = model.vocabSize();
+  StepArrays &arrays = step.arrays;
   // Tokens, callbacks and finishing in order of arrival, as before any
-  // compaction; then the rows that left are compacted away.
+  // compaction; then the rows that left are compacted away. Requests that
+  // left since the step was planned (ended by the step before, or
+  // cancelled) are not live: their rows are dropped.
+  arrival.resize(live.size());
+  for (size_t i = 0; i < live.size(); ++i)
+    arrival[i] = i;
+  std::sort(arrival.begin(), arrival.end(),
+            [&](size_t a, size_t b) { return live[a].id < live[b].id; });
   leaving.assign(live.size(), 0);
+  auto entry = step.entries.begin();
   for (size_t i : arrival) {
     Sequence &s = live[i];
-    s.position += rowsOf[i];
-    if (producingRow[i] < 0)
+    while (entry != step.entries.end() && entry->id < s.id)
+      ++entry;
+    if (entry == step.entries.end() || entry->id != s.id)
+      continue; // not in this step
+    s.position += entry->rows;
+    s.launchedRows -= entry->rows;
+    if (entry->producingRow < 0)
       continue;
-    size_t at = static_cast<size_t>(producingRow[i]);
+    size_t at = static_cast<size_t>(entry->producingRow);
     int32_t next = arrays.nextTokens[at];
     leaving[i] = 1;
     if (next < 0 || next >= vocab) {
@@ -247,11 +303,11 @@ bool Engine::step() {
       continue;
     }
     s.generated.push_back(next);
+    bool logits = step.withLogits && s.request.wantsLogits;
     if (s.request.onToken)
-      s.request.onToken(next, withLogits && s.request.wantsLogits
-                                  ? arrays.logits.data() +
-                                        at * static_cast<size_t>(vocab)
-                                  : nullptr);
+      s.request.onToken(next, logits ? arrays.logits.data() +
+                                           at * static_cast<size_t>(vocab)
+                                     : nullptr);
     int64_t generated = static_cast<int64_t>(s.generated.size());
     if (s.request.eosId >= 0 && next == s.request.eosId)
       finish(s, FinishReason::Eos);
@@ -263,7 +319,82 @@ bool Engine::step() {
       leaving[i] = 0;
   }
   compactLive();
+}
+
+bool Engine::step() {
+  if (!aheadInFlight) {
+    admitQueued();
+    if (live.empty())
+      return false;
+  }
+  stepping = true;
+  struct Done {
+    bool &flag;
+    ~Done() { flag = false; }
+  } done{stepping};
+  shuffleLast = {};
+
+  PlannedStep &step = plans[current];
+  Error stepError = Error::success();
+  if (aheadInFlight) {
+    aheadInFlight = false; // it is this call's step now
+  } else {
+    plan(step, /*ahead=*/false);
+    stepError = launch(step, /*ahead=*/false);
+  }
+  // While the step runs, the next one of the same rows goes in behind it.
+  if (!stepError && canLaunchAhead(step)) {
+    PlannedStep &ahead = plans[current ^ 1];
+    std::vector<Xoshiro256> draws;
+    for (const Sequence &s : live)
+      draws.push_back(s.random);
+    plan(ahead, /*ahead=*/true);
+    if (Error err = launch(ahead, /*ahead=*/true)) {
+      // Not launched: the draws are the next step's again. (A device fault
+      // shows when this step finishes.)
+      (void)err;
+      for (size_t i = 0; i < live.size(); ++i)
+        live[i].random = draws[i];
+    } else {
+      aheadInFlight = true;
+      ++launchedAhead;
+    }
+  }
+  if (!stepError && step.overlapped)
+    stepError = model.finishStep(step.args);
+  ++steps;
+  if (stepError) {
+    // A device failure: no sequence of this step has a valid token. Each
+    // ends with the error; later steps may still succeed (or fail alike).
+    if (aheadInFlight) {
+      // Drained: its requests end here.
+      (void)model.finishStep(plans[current ^ 1].args);
+      aheadInFlight = false;
+    }
+    for (Sequence &s : live) {
+      s.launchedRows = 0;
+      finish(s, FinishReason::Error, stepError.message());
+    }
+    live.clear();
+    ++tableVersion;
+    return true;
+  }
+  if (stepObserver)
+    stepObserver(step.args);
+  process(step);
+  if (aheadInFlight)
+    current ^= 1;
+  if (live.empty())
+    drainAhead();
   return true;
+}
+
+void Engine::drainAhead() {
+  if (!aheadInFlight)
+    return;
+  // Its requests have all left: only the device's work remains.
+  (void)model.finishStep(plans[current].args);
+  aheadInFlight = false;
 }
 
 bool Engine::cancel(RequestId id) {
@@ -296,9 +427,11 @@ void Engine::failAll(const std::string &message) {
   for (Sequence &s : queued)
     finish(s, FinishReason::Error, message);
   queued.clear();
+  drainAhead();
   for (Sequence &s : live)
     finish(s, FinishReason::Error, message);
   live.clear();
+  ++tableVersion;
 }
 
 std::vector<GenerationResult> Engine::runToCompletion() {

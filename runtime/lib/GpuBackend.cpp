@@ -51,6 +51,7 @@ GpuBackend::~GpuBackend() {
   device->makeCurrent();
   device->synchronize();
   destroyStepGraphs();
+  releaseOverlap();
   for (Allocation *a :
        {&weights, &kvCache, &scratch, &inputs, &logits, &nextTokens})
     release(*a);
@@ -116,8 +117,13 @@ Error GpuBackend::allocateState(uint64_t kvCacheBytes, int64_t maxBatch,
   // Until every buffer is in place the backend holds no state: a step
   // after a failed allocation is refused by the batch check (maxBatch 0).
   this->maxBatch = 0;
-  inputStaging.release();
-  idStaging.release();
+  device->synchronize(); // no step in flight reads the old buffers
+  inFlight.clear();
+  releaseOverlap();
+  for (int i = 0; i < 2; ++i) {
+    inputStaging[i].release();
+    idStaging[i].release();
+  }
   for (Allocation *a : {&kvCache, &scratch, &inputs, &logits, &nextTokens})
     release(*a);
   for (auto [allocation, bytes, what] :
@@ -132,9 +138,34 @@ Error GpuBackend::allocateState(uint64_t kvCacheBytes, int64_t maxBatch,
     return err;
   this->maxBatch = maxBatch;
   this->vocabSize = vocabSize;
-  inputStaging.allocate(*device, sizes->inputs);
-  idStaging.allocate(*device, sizes->nextTokens);
+  for (int i = 0; i < 2; ++i) {
+    inputStaging[i].allocate(*device, sizes->inputs);
+    idStaging[i].allocate(*device, sizes->nextTokens);
+  }
+  prepareOverlap();
   return Error::success();
+}
+
+void GpuBackend::prepareOverlap() {
+  overlap = false;
+  if (poison || envFlag(vendor.syncLaunchesVariable) ||
+      !device->canOverlapSteps())
+    return;
+  for (GpuDevice::EventHandle &event : stepDone)
+    if (device->createEvent(event) != 0) {
+      releaseOverlap();
+      return;
+    }
+  overlap = true;
+}
+
+void GpuBackend::releaseOverlap() {
+  for (GpuDevice::EventHandle &event : stepDone) {
+    if (event)
+      device->destroyEvent(event);
+    event = nullptr;
+  }
+  overlap = false;
 }
 
 Error GpuBackend::zeroKVCacheAndScratch() {
@@ -150,7 +181,7 @@ Error GpuBackend::zeroKVCacheAndScratch() {
   return Error::success();
 }
 
-Error GpuBackend::stageInputs(const FdcStepArgs &args) {
+Error GpuBackend::stageInputs(const FdcStepArgs &args, StagingBuffer &staging) {
   // Pack the inputs into one staging buffer: one copy to the device.
   size_t bytes = static_cast<size_t>(args.batch) * 4;
   uint64_t stride = stepInputStride(args.batch);
@@ -158,9 +189,9 @@ Error GpuBackend::stageInputs(const FdcStepArgs &args) {
       args.tokens, args.positions, args.slots,  args.temperature,
       args.top_k,  args.top_p,     args.uniform};
   for (int i = 0; i < kNumStepInputs; ++i)
-    std::memcpy(inputStaging.data() + i * stride, sources[i], bytes);
-  if (DeviceStatus status = device->copyToDevice(
-          inputs.address, inputStaging.data(), stepInputBytes(args.batch)))
+    std::memcpy(staging.data() + i * stride, sources[i], bytes);
+  if (DeviceStatus status = device->copyToDevice(inputs.address, staging.data(),
+                                                 stepInputBytes(args.batch)))
     return device->fail(concat(vendor.copyToDeviceCall, "(step inputs)"),
                         status);
   return Error::success();
@@ -206,38 +237,63 @@ Error GpuBackend::poisonOutputs() {
   return Error::success();
 }
 
+Error GpuBackend::stepFailed(const std::string &call, DeviceStatus status,
+                             const StepGraph *replayed) const {
+  // A fault inside a kernel surfaces at a later call on the stream.
+  return createError(
+      "the model step failed: ", call, ": ", device->describe(status),
+      " (the step launched ",
+      replayed ? replayed->launchedList() : launcher.launchedList(), "; ",
+      vendor.syncLaunchesVariable, "=1 names the failing kernel)");
+}
+
 Error GpuBackend::copyOutputs(const FdcStepArgs &args,
                               const StepGraph *replayed) {
-  // A fault inside a kernel surfaces at a later call on the stream.
-  auto stepFailed = [&](const std::string &call, DeviceStatus status) {
-    return createError(
-        "the model step failed: ", call, ": ", device->describe(status),
-        " (the step launched ",
-        replayed ? replayed->launchedList() : launcher.launchedList(), "; ",
-        vendor.syncLaunchesVariable, "=1 names the failing kernel)");
-  };
   uint64_t batch = static_cast<uint64_t>(args.batch);
   uint64_t logitBytes = batch * static_cast<uint64_t>(vocabSize) * 4;
   if (args.logits) // null: the caller wants only the sampled ids
     if (DeviceStatus status =
             device->copyToHost(args.logits, logits.address, logitBytes))
-      return stepFailed(concat(vendor.copyToHostCall, "(logits)"), status);
-  if (DeviceStatus status =
-          device->copyToHost(idStaging.data(), nextTokens.address, batch * 4))
-    return stepFailed(concat(vendor.copyToHostCall, "(next_tokens)"), status);
+      return stepFailed(concat(vendor.copyToHostCall, "(logits)"), status,
+                        replayed);
+  if (DeviceStatus status = device->copyToHost(idStaging[0].data(),
+                                               nextTokens.address, batch * 4))
+    return stepFailed(concat(vendor.copyToHostCall, "(next_tokens)"), status,
+                      replayed);
   if (DeviceStatus status = device->synchronize())
-    return stepFailed(vendor.synchronizeCall, status);
-  std::memcpy(args.next_tokens, idStaging.data(), batch * 4);
+    return stepFailed(vendor.synchronizeCall, status, replayed);
+  std::memcpy(args.next_tokens, idStaging[0].data(), batch * 4);
   return Error::success();
+}
+
+Expected<const StepGraph *>
+GpuBackend::enqueueStep(const FdcStepArgs &onDevice) {
+  if (useGraphs && onDevice.batch <= kMaxGraphBatch) {
+    Expected<const StepGraph *> replayed = replayStepGraph(onDevice);
+    if (!replayed || *replayed)
+      return replayed;
+  }
+  launcher.beginStep();
+  FdcStepArgs launched = onDevice;
+  library.stepFunction()(&launched);
+  if (!launcher.launchError().empty()) {
+    // Let what was enqueued finish before the caller reuses the buffers.
+    device->synchronize();
+    return createError(launcher.launchError());
+  }
+  return nullptr;
 }
 
 Error GpuBackend::step(const FdcStepArgs &args) {
   if (args.batch < 1 || args.batch > maxBatch)
     return createError(name, ": a step of ", args.batch,
                        " sequences, the device buffers hold ", maxBatch);
+  if (!inFlight.empty())
+    return createError(name, ": a step while ", inFlight.size(),
+                       " overlapped steps are in flight");
   if (Error err = makeCurrent())
     return err;
-  if (Error err = stageInputs(args))
+  if (Error err = stageInputs(args, inputStaging[0]))
     return err;
   if (poison)
     if (Error err = poisonOutputs()) {
@@ -245,22 +301,80 @@ Error GpuBackend::step(const FdcStepArgs &args) {
       device->synchronize();
       return err;
     }
-  FdcStepArgs onDevice = deviceArgs(args);
-  if (useGraphs && args.batch <= kMaxGraphBatch) {
-    Expected<const StepGraph *> replayed = replayStepGraph(onDevice);
-    if (!replayed)
-      return replayed.takeError();
-    if (*replayed)
-      return copyOutputs(args, *replayed);
-  }
-  launcher.beginStep();
-  library.stepFunction()(&onDevice);
-  if (!launcher.launchError().empty()) {
-    // Let what was enqueued finish before the caller reuses the buffers.
+  Expected<const StepGraph *> replayed = enqueueStep(deviceArgs(args));
+  if (!replayed)
+    return replayed.takeError();
+  return copyOutputs(args, *replayed);
+}
+
+Error GpuBackend::launchStep(const FdcStepArgs &args,
+                             int64_t tokensFromLastStep) {
+  if (!overlap)
+    return createError(name, ": steps do not overlap here");
+  if (args.batch < 1 || args.batch > maxBatch)
+    return createError(name, ": a step of ", args.batch,
+                       " sequences, the device buffers hold ", maxBatch);
+  if (tokensFromLastStep < 0 || tokensFromLastStep > args.batch)
+    return createError(name, ": ", tokensFromLastStep,
+                       " rows fed from the last step of a step of ",
+                       args.batch);
+  if (inFlight.size() >= 2)
+    return createError(name, ": a third overlapped step");
+  if (Error err = makeCurrent())
+    return err;
+  // The staging pair of the step launched two steps ago, which is finished.
+  int staging = nextStaging;
+  // Anything that fails from here leaves the stream drained, so that the
+  // staging buffers are free again; the step before is still finished by
+  // finishStep.
+  auto failed = [&](Error err) {
     device->synchronize();
-    return createError(launcher.launchError());
+    return err;
+  };
+  if (Error err = stageInputs(args, inputStaging[staging]))
+    return failed(std::move(err));
+  // The tokens array is the first input array: rows [0, n) of the last
+  // step's next_tokens, which its kernels wrote before these run.
+  if (tokensFromLastStep > 0)
+    if (DeviceStatus status =
+            device->copyOnDevice(inputs.address, nextTokens.address,
+                                 static_cast<uint64_t>(tokensFromLastStep) * 4))
+      return failed(device->fail(
+          concat(vendor.copyOnDeviceCall, "(tokens of the last step)"),
+          status));
+  Expected<const StepGraph *> replayed = enqueueStep(deviceArgs(args));
+  if (!replayed)
+    return failed(replayed.takeError());
+  uint64_t idBytes = static_cast<uint64_t>(args.batch) * 4;
+  if (DeviceStatus status = device->copyToHost(idStaging[staging].data(),
+                                               nextTokens.address, idBytes))
+    return failed(stepFailed(concat(vendor.copyToHostCall, "(next_tokens)"),
+                             status, *replayed));
+  if (DeviceStatus status = device->recordEvent(stepDone[staging]))
+    return failed(stepFailed(vendor.recordEventCall, status, *replayed));
+  inFlight.push_back({staging, args.batch, *replayed});
+  nextStaging = 1 - staging;
+  return Error::success();
+}
+
+Error GpuBackend::finishStep(const FdcStepArgs &args) {
+  if (inFlight.empty())
+    return createError(name, ": no overlapped step to finish");
+  InFlight step = inFlight.front();
+  if (args.batch != step.batch)
+    return createError(name, ": finishing a step of ", step.batch,
+                       " sequences with the arguments of one of ", args.batch);
+  inFlight.erase(inFlight.begin());
+  if (Error err = makeCurrent())
+    return err;
+  if (DeviceStatus status = device->waitForEvent(stepDone[step.staging])) {
+    device->synchronize();
+    inFlight.clear();
+    return stepFailed(vendor.waitForEventCall, status, step.replayed);
   }
-  return copyOutputs(args, nullptr);
+  std::memcpy(args.next_tokens, idStaging[step.staging].data(),
+              static_cast<size_t>(step.batch) * 4);
+  return Error::success();
 }
 
 void GpuBackend::destroyStepGraphs() { graphs.clear(); }

@@ -42,6 +42,10 @@ public:
   Error allocateState(uint64_t kvCacheBytes, int64_t maxBatch,
                       int64_t vocabSize) override;
   Error step(const FdcStepArgs &args) override;
+  bool canOverlapSteps() const override { return overlap; }
+  Error launchStep(const FdcStepArgs &args,
+                   int64_t tokensFromLastStep) override;
+  Error finishStep(const FdcStepArgs &args) override;
   const std::string &deviceDescription() const override { return description; }
   const std::string &kernelImage() const override { return image; }
   uint64_t weightsAddress() const override { return weights.address; }
@@ -65,9 +69,20 @@ private:
   void release(Allocation &allocation);
   Error zeroKVCacheAndScratch();
 
-  /// Copies the step's inputs in one copy, packed at
+  /// Copies the step's inputs in one copy through `staging`, packed at
   /// stepInputStride(args.batch) from the start of `inputs`.
-  Error stageInputs(const FdcStepArgs &args);
+  Error stageInputs(const FdcStepArgs &args, StagingBuffer &staging);
+  /// Runs the step's kernels on the stream: its graph, or eagerly. Returns
+  /// the graph that ran, or null.
+  Expected<const StepGraph *> enqueueStep(const FdcStepArgs &onDevice);
+  /// The error of a step whose kernels fault: `call` (the first call to
+  /// report it) and the kernels the step launched.
+  Error stepFailed(const std::string &call, DeviceStatus status,
+                   const StepGraph *replayed) const;
+  /// Creates the events of overlapped steps once the buffers are in place;
+  /// `overlap` says whether it worked.
+  void prepareOverlap();
+  void releaseOverlap();
   /// The step's arguments on the device; the inputs as stageInputs put them.
   FdcStepArgs deviceArgs(const FdcStepArgs &args) const;
   Error poisonOutputs();
@@ -96,8 +111,21 @@ private:
   int64_t maxBatch = 0;
   int64_t vocabSize = 0;
   /// The inputs on their way to `inputs`, and the sampled ids on their way
-  /// back before they reach the caller.
-  StagingBuffer inputStaging, idStaging;
+  /// back before they reach the caller: one pair for each of the two steps
+  /// that may be in flight (overlapped steps); step() uses the first.
+  StagingBuffer inputStaging[2], idStaging[2];
+  /// Overlapped steps: whether they run (the device can, and neither
+  /// poisoning nor per-launch synchronization is on), the event recorded
+  /// after each staging pair's step, and the steps in flight, oldest first.
+  bool overlap = false;
+  GpuDevice::EventHandle stepDone[2] = {nullptr, nullptr};
+  struct InFlight {
+    int staging;
+    int64_t batch;
+    const StepGraph *replayed;
+  };
+  std::vector<InFlight> inFlight;
+  int nextStaging = 0;
   /// Step graphs by batch size ($FDC_<VENDOR>_GRAPHS=0 turns them off).
   bool useGraphs = true;
   std::unordered_map<int64_t, std::unique_ptr<StepGraph>> graphs;

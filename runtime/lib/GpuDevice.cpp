@@ -25,6 +25,11 @@ DeviceStatus GpuDevice::allocatePinned(void *&pointer, uint64_t) {
   return kNotSupported;
 }
 void GpuDevice::freePinned(void *) {}
+bool GpuDevice::canOverlapSteps() const { return false; }
+DeviceStatus GpuDevice::copyOnDevice(DeviceAddress, DeviceAddress, uint64_t) {
+  return kNotSupported;
+}
+DeviceStatus GpuDevice::waitForEvent(EventHandle) { return kNotSupported; }
 DeviceStatus GpuDevice::cacheBytes(uint64_t &) { return kNotSupported; }
 DeviceStatus GpuDevice::beginCapture() { return kNotSupported; }
 DeviceStatus GpuDevice::endCapture(GraphHandle &) { return kNotSupported; }

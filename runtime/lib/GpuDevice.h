@@ -60,8 +60,12 @@ struct GpuVendor {
   const char *beginCaptureCall;
   const char *endCaptureCalls;
   const char *replayCall;
-  /// The call behind allocatePinned.
+  /// The calls behind allocatePinned, copyOnDevice, recordEvent and
+  /// waitForEvent.
   const char *allocatePinnedCall;
+  const char *copyOnDeviceCall;
+  const char *recordEventCall;
+  const char *waitForEventCall;
   /// Dynamic shared memory a kernel may use before it must be opted into
   /// more with setSharedLimit (CUDA: 48 KiB; HIP has no opt-in: UINT32_MAX).
   uint32_t defaultSharedLimit;
@@ -79,6 +83,10 @@ struct LaunchShape {
 /// are ordered on the stream; synchronize() waits for them.
 class GpuDevice {
 public:
+  /// An executable graph of captured launches, an event on the stream.
+  using GraphHandle = void *;
+  using EventHandle = void *;
+
   virtual ~GpuDevice();
 
   virtual const GpuVendor &vendor() const = 0;
@@ -108,6 +116,18 @@ public:
   virtual DeviceStatus allocatePinned(void *&pointer, uint64_t bytes);
   virtual void freePinned(void *pointer);
 
+  // Overlapped steps (GpuBackend::launchStep): a step's token ids copied
+  // from the previous step's sampled ids on the device, and each step's end
+  // waited for by an event. A vendor that lacks one returns kNotSupported.
+
+  /// Whether copyOnDevice, createEvent, recordEvent and waitForEvent work.
+  virtual bool canOverlapSteps() const;
+  /// Copies `bytes` between device buffers, on the stream.
+  virtual DeviceStatus copyOnDevice(DeviceAddress destination,
+                                    DeviceAddress source, uint64_t bytes);
+  /// Waits until the stream has run what it held when `event` was recorded.
+  virtual DeviceStatus waitForEvent(EventHandle event);
+
   /// Looks kernel `name` up in the loaded image.
   virtual DeviceStatus getKernel(const char *name, KernelHandle &kernel) = 0;
   /// Lets `kernel` use `bytes` of dynamic shared memory (only called above
@@ -121,9 +141,6 @@ public:
 
   /// The status of a call the vendor's backend does not implement.
   static constexpr DeviceStatus kNotSupported = -1;
-  /// An executable graph of captured launches, a timing event.
-  using GraphHandle = void *;
-  using EventHandle = void *;
   /// The device's last-level (L2) cache size.
   virtual DeviceStatus cacheBytes(uint64_t &bytes);
   /// Starts recording the stream's work (launches) instead of running it.

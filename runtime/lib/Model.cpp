@@ -386,6 +386,26 @@ Error Model::step(FdcStepArgs &args) {
   return err;
 }
 
+bool Model::canOverlapSteps() const {
+  return !tp && backend && backend->canOverlapSteps();
+}
+
+Error Model::launchStep(FdcStepArgs &args, int64_t tokensFromLastStep) {
+  if (!canOverlapSteps())
+    return createError("model step: this model does not overlap steps");
+  if (Error err = checkStepInputs(args))
+    return err;
+  args.num_slots = cache.numSlots();
+  args.max_context = cache.maxContext();
+  return backend->launchStep(args, tokensFromLastStep);
+}
+
+Error Model::finishStep(FdcStepArgs &args) {
+  if (!canOverlapSteps())
+    return createError("model step: this model does not overlap steps");
+  return backend->finishStep(args);
+}
+
 Error Model::runStep(FdcStepArgs &args) {
   if (tp)
     return stepRanks(args);

@@ -21,7 +21,9 @@ REPO = Path(__file__).resolve().parents[2]
 ART = REPO / ".gpu-artifacts"
 sys.path.insert(0, str(REPO / "python"))
 os.environ.setdefault("FDC_RUNTIME_LIB", str(ART / "lib" / "libfdc_runtime.so"))
-os.environ["FDC_CUDA_POISON"] = "1"
+# Poisoned outputs unless the caller says otherwise (FDC_CUDA_POISON=0 runs
+# the step graphs and overlapped steps that poisoning turns off).
+os.environ.setdefault("FDC_CUDA_POISON", "1")
 
 from fdc.runtime import Model  # noqa: E402
 from fdc.testing.tiny_checkpoint import make_tiny_checkpoint  # noqa: E402

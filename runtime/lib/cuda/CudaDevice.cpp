@@ -26,6 +26,9 @@ const GpuVendor fdc::runtime::cuda::kCudaVendor = {
     /*endCaptureCalls=*/"cuStreamEndCapture, cuGraphInstantiateWithFlags",
     /*replayCall=*/"cuGraphLaunch",
     /*allocatePinnedCall=*/"cuMemHostAlloc",
+    /*copyOnDeviceCall=*/"cuMemcpyDtoDAsync_v2",
+    /*recordEventCall=*/"cuEventRecord",
+    /*waitForEventCall=*/"cuEventSynchronize",
     /*defaultSharedLimit=*/48 * 1024,
 };
 
@@ -122,6 +125,24 @@ DeviceStatus CudaDevice::allocatePinned(void *&pointer, uint64_t bytes) {
 void CudaDevice::freePinned(void *pointer) {
   if (pointer && api.cuMemFreeHost)
     api.cuMemFreeHost(pointer);
+}
+
+bool CudaDevice::canOverlapSteps() const {
+  return api.cuMemcpyDtoDAsync_v2 && api.cuEventCreate &&
+         api.cuEventDestroy_v2 && api.cuEventRecord && api.cuEventSynchronize;
+}
+
+DeviceStatus CudaDevice::copyOnDevice(DeviceAddress destination,
+                                      DeviceAddress source, uint64_t bytes) {
+  if (!api.cuMemcpyDtoDAsync_v2)
+    return kNotSupported;
+  return api.cuMemcpyDtoDAsync_v2(destination, source, bytes, stream);
+}
+
+DeviceStatus CudaDevice::waitForEvent(EventHandle event) {
+  if (!api.cuEventSynchronize)
+    return kNotSupported;
+  return api.cuEventSynchronize(static_cast<CUevent>(event));
 }
 
 DeviceStatus CudaDevice::getKernel(const char *name, KernelHandle &kernel) {

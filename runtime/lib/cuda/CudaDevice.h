@@ -53,6 +53,10 @@ public:
   DeviceStatus synchronize() override;
   DeviceStatus allocatePinned(void *&pointer, uint64_t bytes) override;
   void freePinned(void *pointer) override;
+  bool canOverlapSteps() const override;
+  DeviceStatus copyOnDevice(DeviceAddress destination, DeviceAddress source,
+                            uint64_t bytes) override;
+  DeviceStatus waitForEvent(EventHandle event) override;
   DeviceStatus getKernel(const char *name, KernelHandle &kernel) override;
   DeviceStatus setSharedLimit(KernelHandle kernel, uint32_t bytes) override;
   DeviceStatus launch(KernelHandle kernel, const LaunchShape &shape,

@@ -47,9 +47,9 @@ namespace fdc::runtime::cuda {
   X(cuGetErrorString)
 
 // X(name): entry points of the step graphs and of fdc tune (graphs,
-// events), and of pinned staging; a driver without them still runs models
-// (every step eagerly, staged in pageable memory), and the timing calls say
-// so.
+// events), of pinned staging and of overlapped steps; a driver without them
+// still runs models (every step eagerly, staged in pageable memory, one
+// after another), and the timing calls say so.
 #define FDC_CUDA_OPTIONAL_FUNCTIONS(X)                                         \
   X(cuStreamBeginCapture_v2)                                                   \
   X(cuStreamEndCapture)                                                        \
@@ -63,7 +63,8 @@ namespace fdc::runtime::cuda {
   X(cuEventSynchronize)                                                        \
   X(cuEventElapsedTime)                                                        \
   X(cuMemHostAlloc)                                                            \
-  X(cuMemFreeHost)
+  X(cuMemFreeHost)                                                             \
+  X(cuMemcpyDtoDAsync_v2)
 
 /// The resolved entry points of one driver library.
 struct DriverApi {

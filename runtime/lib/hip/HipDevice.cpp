@@ -28,6 +28,9 @@ const GpuVendor fdc::runtime::hip::kHipVendor = {
     /*endCaptureCalls=*/"hipStreamEndCapture, hipGraphInstantiateWithFlags",
     /*replayCall=*/"hipGraphLaunch",
     /*allocatePinnedCall=*/"hipHostMalloc",
+    /*copyOnDeviceCall=*/"hipMemcpyDtoDAsync",
+    /*recordEventCall=*/"hipEventRecord",
+    /*waitForEventCall=*/"hipEventSynchronize",
     /*defaultSharedLimit=*/UINT32_MAX,
 };
 
@@ -116,6 +119,43 @@ DeviceStatus HipDevice::allocatePinned(void *&pointer, uint64_t bytes) {
 void HipDevice::freePinned(void *pointer) {
   if (pointer && api.hipHostFree)
     (void)api.hipHostFree(pointer);
+}
+
+bool HipDevice::canOverlapSteps() const { return api.hasOverlap(); }
+
+DeviceStatus HipDevice::copyOnDevice(DeviceAddress destination,
+                                     DeviceAddress source, uint64_t bytes) {
+  if (!api.hasOverlap())
+    return kNotSupported;
+  return api.hipMemcpyDtoDAsync(devicePointer(destination),
+                                devicePointer(source), bytes, stream);
+}
+
+DeviceStatus HipDevice::createEvent(EventHandle &event) {
+  event = nullptr;
+  if (!api.hasOverlap())
+    return kNotSupported;
+  hipEvent_t created = nullptr;
+  hipError_t r = api.hipEventCreate(&created);
+  event = created;
+  return r;
+}
+
+void HipDevice::destroyEvent(EventHandle event) {
+  if (event && api.hasOverlap())
+    (void)api.hipEventDestroy(static_cast<hipEvent_t>(event));
+}
+
+DeviceStatus HipDevice::recordEvent(EventHandle event) {
+  if (!api.hasOverlap())
+    return kNotSupported;
+  return api.hipEventRecord(static_cast<hipEvent_t>(event), stream);
+}
+
+DeviceStatus HipDevice::waitForEvent(EventHandle event) {
+  if (!api.hasOverlap())
+    return kNotSupported;
+  return api.hipEventSynchronize(static_cast<hipEvent_t>(event));
 }
 
 DeviceStatus HipDevice::getKernel(const char *name, KernelHandle &kernel) {

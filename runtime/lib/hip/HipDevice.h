@@ -14,7 +14,11 @@
 // (thread-local mode), hipStreamEndCapture + hipGraphInstantiateWithFlags,
 // hipGraphLaunch and hipGraphExecDestroy, as CUDA's do onto the driver's;
 // a runtime lacking any of them gets kNotSupported (steps run eagerly).
-// Verified against the fake HIP runtime only: no AMD GPU has run them.
+// Overlapped steps: copyOnDevice, the events and waitForEvent map onto
+// hipMemcpyDtoDAsync, hipEventCreate / Record / Synchronize / Destroy (no
+// timing: elapsedMilliseconds stays kNotSupported). Pinned staging:
+// hipHostMalloc / hipHostFree. Verified against the fake HIP runtime only:
+// no AMD GPU has run them.
 //
 //===----------------------------------------------------------------------===//
 
@@ -61,6 +65,13 @@ public:
   DeviceStatus synchronize() override;
   DeviceStatus allocatePinned(void *&pointer, uint64_t bytes) override;
   void freePinned(void *pointer) override;
+  bool canOverlapSteps() const override;
+  DeviceStatus copyOnDevice(DeviceAddress destination, DeviceAddress source,
+                            uint64_t bytes) override;
+  DeviceStatus waitForEvent(EventHandle event) override;
+  DeviceStatus createEvent(EventHandle &event) override;
+  void destroyEvent(EventHandle event) override;
+  DeviceStatus recordEvent(EventHandle event) override;
   DeviceStatus getKernel(const char *name, KernelHandle &kernel) override;
   DeviceStatus setSharedLimit(KernelHandle kernel, uint32_t bytes) override;
   DeviceStatus launch(KernelHandle kernel, const LaunchShape &shape,

@@ -28,6 +28,12 @@ bool RuntimeApi::hasGraphs() const {
 #undef FDC_HIP_FOUND
 }
 
+bool RuntimeApi::hasOverlap() const {
+#define FDC_HIP_FOUND(name, ...) name &&
+  return FDC_HIP_OVERLAP_FUNCTIONS(FDC_HIP_FOUND) true;
+#undef FDC_HIP_FOUND
+}
+
 Error RuntimeApi::fail(const std::string &call, hipError_t error) const {
   return createError(call, " failed: ", describe(error));
 }
@@ -100,6 +106,7 @@ void resolve(void *handle, RuntimeApi &api, std::string &error) {
   api.name = reinterpret_cast<decltype(api.name)>(::dlsym(handle, #name));
   FDC_HIP_OPTIONAL_FUNCTIONS(FDC_HIP_RESOLVE_OPTIONAL)
   FDC_HIP_PINNED_FUNCTIONS(FDC_HIP_RESOLVE_OPTIONAL)
+  FDC_HIP_OVERLAP_FUNCTIONS(FDC_HIP_RESOLVE_OPTIONAL)
 #undef FDC_HIP_RESOLVE_OPTIONAL
   for (const char *name :
        {"hipGetDevicePropertiesR0600", "hipGetDeviceProperties"}) {

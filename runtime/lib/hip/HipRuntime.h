@@ -72,6 +72,16 @@ namespace fdc::runtime::hip {
   X(hipHostMalloc, void **, size_t, unsigned)                                  \
   X(hipHostFree, void *)
 
+// X(name, parameter types): overlapped steps (a step's token ids copied on
+// the device, each step's end waited for by an event); a runtime without
+// them runs steps one after another (HipDevice::canOverlapSteps).
+#define FDC_HIP_OVERLAP_FUNCTIONS(X)                                           \
+  X(hipMemcpyDtoDAsync, hipDeviceptr_t, hipDeviceptr_t, size_t, hipStream_t)   \
+  X(hipEventCreate, hipEvent_t *)                                              \
+  X(hipEventDestroy, hipEvent_t)                                               \
+  X(hipEventRecord, hipEvent_t, hipStream_t)                                   \
+  X(hipEventSynchronize, hipEvent_t)
+
 /// hipGetDeviceProperties / hipGetDevicePropertiesR0600, layout unknown.
 using GetDevicePropertiesFn = hipError_t (*)(void *properties, int device);
 
@@ -83,6 +93,7 @@ struct RuntimeApi {
   FDC_HIP_RUNTIME_FUNCTIONS(FDC_HIP_DECLARE)
   FDC_HIP_OPTIONAL_FUNCTIONS(FDC_HIP_DECLARE)
   FDC_HIP_PINNED_FUNCTIONS(FDC_HIP_DECLARE)
+  FDC_HIP_OVERLAP_FUNCTIONS(FDC_HIP_DECLARE)
 #undef FDC_HIP_DECLARE
   const char *(*hipGetErrorName)(hipError_t) = nullptr;
   const char *(*hipGetErrorString)(hipError_t) = nullptr;
@@ -93,6 +104,8 @@ struct RuntimeApi {
 
   /// Whether every entry point of FDC_HIP_OPTIONAL_FUNCTIONS was found.
   bool hasGraphs() const;
+  /// Whether every entry point of FDC_HIP_OVERLAP_FUNCTIONS was found.
+  bool hasOverlap() const;
 
   /// "hipErrorInvalidValue: invalid argument" (the name alone when the
   /// runtime's text is the name again).

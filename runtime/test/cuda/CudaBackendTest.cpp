@@ -23,6 +23,7 @@
 #include "GpuTestUtil.h"
 #include "TestUtil.h"
 #include "fake/FakeDevice.h"
+#include "fake/OverlapTest.h"
 #include "fake/StagingTest.h"
 #include "fake/StepGraphTest.h"
 
@@ -55,6 +56,8 @@ struct FakeCudaStats {
   int64_t bytesToHost;
   int64_t livePinnedAllocations;
   int64_t pinnedCopies;
+  int64_t bytesOnDevice;
+  int64_t liveEvents;
   char lastImageKind[8];
   FakeGraphStats graphs;
 };
@@ -496,6 +499,7 @@ protected:
     FakeCudaStats stats = fakeStats();
     EXPECT_EQ(stats.liveAllocations, 0);
     EXPECT_EQ(stats.livePinnedAllocations, 0);
+    EXPECT_EQ(stats.liveEvents, 0);
     EXPECT_EQ(stats.liveModules, 0);
     EXPECT_EQ(stats.liveStreams, 0);
     EXPECT_EQ(stats.contextRefs, 0);
@@ -757,6 +761,18 @@ TEST_F(CudaFakeDriverTest, StagesStepsInPinnedMemoryWhereItCan) {
   expectNothingLeaked();
 }
 
+TEST_F(CudaFakeDriverTest, OverlappedStepsMatchStepsOneByOne) {
+  expectOverlappedStepsMatchStepsOneByOne(
+      [&]() -> std::unique_ptr<Model> {
+        Expected<std::unique_ptr<Model>> model = load(FDC_TEST_CUDA_PTX);
+        EXPECT_TRUE(model) << model.error().message();
+        return model ? std::move(*model) : nullptr;
+      },
+      [] { return fakeStats().bytesOnDevice; }, "FDC_FAKE_CUDA_FAIL",
+      "cuMemcpyDtoDAsync_v2");
+  expectNothingLeaked();
+}
+
 TEST_F(CudaFakeDriverTest, PoisonsTheOutputs) {
   // The step writes no output; what comes back is what was there before.
   ScopedEnv mode("FDC_TEST_CUDA_STEP", "skip_next_token");
@@ -784,8 +800,11 @@ TEST_F(CudaFakeDriverTest, ReleasesEverything) {
     FakeCudaStats stats = fakeStats();
     // Weights, KV cache, scratch, inputs, logits, next_tokens.
     EXPECT_EQ(stats.liveAllocations, 6);
-    // The staging of the inputs and of the ids.
-    EXPECT_EQ(stats.livePinnedAllocations, 2);
+    // The staging of the inputs and of the ids, for each of the two steps
+    // that may be in flight.
+    EXPECT_EQ(stats.livePinnedAllocations, 4);
+    // The ends of those two steps.
+    EXPECT_EQ(stats.liveEvents, 2);
     EXPECT_EQ(stats.liveModules, 1);
     EXPECT_EQ(stats.liveStreams, 1);
     EXPECT_EQ(stats.contextRefs, 1);

@@ -17,8 +17,9 @@
 |*   FDC_FAKE_CUDA_DEVICES=1        device count                              *|
 |*   FDC_FAKE_CUDA_REJECT_CUBIN=1   cubins fail with NO_BINARY_FOR_GPU        *|
 |*   FDC_FAKE_CUDA_MAX_ALLOC=N      allocations over N bytes fail (OOM)       *|
-|*   FDC_FAKE_CUDA_FAIL=call[@N]    capture, graph or pinned-allocation call  *|
-|*                                  `call` (exported name) fails:             *|
+|*   FDC_FAKE_CUDA_FAIL=call[@N]    capture, graph, pinned-allocation, event  *|
+|*                                  or device-copy call `call` (exported      *|
+|*                                  name) fails:                              *|
 |*                                  CUDA_ERROR_NOT_SUPPORTED                  *|
 |*                                  (@N: cuStreamBeginCapture_v2,             *|
 |*                                  cuStreamEndCapture and cuGraphLaunch only *|
@@ -53,6 +54,8 @@ typedef struct FakeCudaStats {
   int64_t bytesToHost;
   int64_t livePinnedAllocations;
   int64_t pinnedCopies;  /* copies whose host side is pinned memory */
+  int64_t bytesOnDevice; /* cuMemcpyDtoDAsync_v2 */
+  int64_t liveEvents;
   char lastImageKind[8]; /* "cubin" or "ptx" */
   FakeGraphStats graphs; /* filled in by fdc_fake_cuda_stats */
 } FakeCudaStats;
@@ -305,6 +308,76 @@ EXPORT CUresult CUDAAPI cuMemcpyDtoHAsync_v2(void *dst, CUdeviceptr src,
   COUNT(stats.bytesToHost, (int64_t)bytes);
   if (fakeIsPinned(dst, bytes))
     COUNT(stats.pinnedCopies, 1);
+  return CUDA_SUCCESS;
+}
+
+EXPORT CUresult CUDAAPI cuMemcpyDtoDAsync_v2(CUdeviceptr dst, CUdeviceptr src,
+                                             size_t bytes, CUstream stream) {
+  REFUSE_WHILE_CAPTURING(stream);
+  if (injected(__func__, 0))
+    return CUDA_ERROR_NOT_SUPPORTED;
+  if (fakeFaulted())
+    return CUDA_ERROR_ILLEGAL_ADDRESS;
+  if (!fakeInBounds((void *)(uintptr_t)dst, bytes) ||
+      !fakeInBounds((void *)(uintptr_t)src, bytes))
+    return CUDA_ERROR_INVALID_VALUE;
+  memmove((void *)(uintptr_t)dst, (void *)(uintptr_t)src, bytes);
+  COUNT(stats.bytesOnDevice, (int64_t)bytes);
+  return CUDA_SUCCESS;
+}
+
+/*===--- Events: the stream is synchronous, so each is done when recorded ===*/
+
+typedef struct FakeEvent {
+  int recorded;
+} FakeEvent;
+
+EXPORT CUresult CUDAAPI cuEventCreate(CUevent *event, unsigned int flags) {
+  (void)flags;
+  if (injected(__func__, 0))
+    return CUDA_ERROR_NOT_SUPPORTED;
+  FakeEvent *created = (FakeEvent *)calloc(1, sizeof(FakeEvent));
+  if (!created)
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  ++stats.liveEvents;
+  *event = (CUevent)created;
+  return CUDA_SUCCESS;
+}
+
+EXPORT CUresult CUDAAPI cuEventDestroy_v2(CUevent event) {
+  if (!event)
+    return CUDA_ERROR_INVALID_HANDLE;
+  free(event);
+  --stats.liveEvents;
+  return CUDA_SUCCESS;
+}
+
+EXPORT CUresult CUDAAPI cuEventRecord(CUevent event, CUstream stream) {
+  REFUSE_WHILE_CAPTURING(stream);
+  if (!event)
+    return CUDA_ERROR_INVALID_HANDLE;
+  ((FakeEvent *)event)->recorded = 1;
+  return CUDA_SUCCESS;
+}
+
+/* A fault on the stream surfaces here, as at cuStreamSynchronize. */
+EXPORT CUresult CUDAAPI cuEventSynchronize(CUevent event) {
+  if (!event)
+    return CUDA_ERROR_INVALID_HANDLE;
+  if (injected(__func__, 0))
+    return CUDA_ERROR_NOT_SUPPORTED;
+  return fakeFaulted() ? CUDA_ERROR_ILLEGAL_ADDRESS : CUDA_SUCCESS;
+}
+
+/* cuda.h maps the name to cuEventElapsedTime_v2; the runtime resolves the
+ * unversioned export, as libcuda has both. */
+#undef cuEventElapsedTime
+EXPORT CUresult CUDAAPI cuEventElapsedTime(float *milliseconds, CUevent start,
+                                           CUevent end) {
+  if (!start || !end || !((FakeEvent *)start)->recorded ||
+      !((FakeEvent *)end)->recorded)
+    return CUDA_ERROR_INVALID_HANDLE;
+  *milliseconds = 0.0f;
   return CUDA_SUCCESS;
 }
 

@@ -80,6 +80,8 @@ typedef struct FakeHipStats {
   int64_t bytesToHost;
   int64_t livePinnedAllocations;
   int64_t pinnedCopies; /* copies whose host side is pinned memory */
+  int64_t bytesOnDevice; /* hipMemcpyDtoDAsync */
+  int64_t liveEvents;
   int64_t currentDevice;
   char lastImageArch[16]; /* the arch of the last code object loaded */
   FakeGraphStats graphs;  /* filled in by fdc_fake_hip_stats */
@@ -310,6 +312,55 @@ EXPORT hipError_t hipMemcpyDtoHAsync(void *dst, void *src, size_t bytes,
   if (fakeIsPinned(dst, bytes))
     ++stats.pinnedCopies;
   return hipSuccess;
+}
+
+EXPORT hipError_t hipMemcpyDtoDAsync(void *dst, void *src, size_t bytes,
+                                     void *stream) {
+  FAIL_IF_INJECTED();
+  REFUSE_WHILE_CAPTURING(stream);
+  if (fakeFaulted())
+    return hipErrorIllegalAddress;
+  if (!fakeInBounds(dst, bytes) || !fakeInBounds(src, bytes))
+    return hipErrorInvalidValue;
+  memmove(dst, src, bytes);
+  stats.bytesOnDevice += (int64_t)bytes;
+  return hipSuccess;
+}
+
+/*===--- Events: the stream is synchronous, so each is done when recorded ===*/
+
+EXPORT hipError_t hipEventCreate(void **event) {
+  FAIL_IF_INJECTED();
+  *event = calloc(1, sizeof(int));
+  if (!*event)
+    return hipErrorOutOfMemory;
+  ++stats.liveEvents;
+  return hipSuccess;
+}
+
+EXPORT hipError_t hipEventDestroy(void *event) {
+  if (!event)
+    return hipErrorInvalidHandle;
+  free(event);
+  --stats.liveEvents;
+  return hipSuccess;
+}
+
+EXPORT hipError_t hipEventRecord(void *event, void *stream) {
+  FAIL_IF_INJECTED();
+  REFUSE_WHILE_CAPTURING(stream);
+  if (!event)
+    return hipErrorInvalidHandle;
+  *(int *)event = 1;
+  return hipSuccess;
+}
+
+/* A fault on the stream surfaces here, as at hipStreamSynchronize. */
+EXPORT hipError_t hipEventSynchronize(void *event) {
+  FAIL_IF_INJECTED();
+  if (!event)
+    return hipErrorInvalidHandle;
+  return fakeFaulted() ? hipErrorIllegalAddress : hipSuccess;
 }
 
 EXPORT hipError_t hipHostMalloc(void **pointer, size_t bytes, unsigned flags) {

@@ -20,6 +20,7 @@
 #include "GpuTestUtil.h"
 #include "TestUtil.h"
 #include "fake/FakeDevice.h"
+#include "fake/OverlapTest.h"
 #include "fake/StagingTest.h"
 #include "fake/StepGraphTest.h"
 
@@ -115,6 +116,8 @@ struct FakeHipStats {
   int64_t bytesToHost;
   int64_t livePinnedAllocations;
   int64_t pinnedCopies;
+  int64_t bytesOnDevice;
+  int64_t liveEvents;
   int64_t currentDevice;
   char lastImageArch[16];
   FakeGraphStats graphs;
@@ -180,6 +183,7 @@ protected:
     FakeHipStats stats = fakeStats();
     EXPECT_EQ(stats.liveAllocations, 0);
     EXPECT_EQ(stats.livePinnedAllocations, 0);
+    EXPECT_EQ(stats.liveEvents, 0);
     EXPECT_EQ(stats.liveModules, 0);
     EXPECT_EQ(stats.liveStreams, 0);
     EXPECT_EQ(stats.graphs.liveGraphs, 0);
@@ -573,6 +577,13 @@ TEST_F(HipBackendTest, StagesStepsInPinnedMemoryWhereItCan) {
   expectNothingLeaked();
 }
 
+TEST_F(HipBackendTest, OverlappedStepsMatchStepsOneByOne) {
+  expectOverlappedStepsMatchStepsOneByOne(
+      [&] { return mustLoad(); }, [] { return fakeStats().bytesOnDevice; },
+      "FDC_FAKE_HIP_FAIL", "hipMemcpyDtoDAsync");
+  expectNothingLeaked();
+}
+
 TEST_F(HipBackendTest, ReleasesEverything) {
   {
     std::unique_ptr<Model> model = mustLoad();
@@ -580,8 +591,11 @@ TEST_F(HipBackendTest, ReleasesEverything) {
     FakeHipStats stats = fakeStats();
     // Weights, KV cache, scratch, inputs, logits, next_tokens.
     EXPECT_EQ(stats.liveAllocations, 6);
-    // The staging of the inputs and of the ids.
-    EXPECT_EQ(stats.livePinnedAllocations, 2);
+    // The staging of the inputs and of the ids, for each of the two steps
+    // that may be in flight.
+    EXPECT_EQ(stats.livePinnedAllocations, 4);
+    // The ends of those two steps.
+    EXPECT_EQ(stats.liveEvents, 2);
     EXPECT_EQ(stats.liveModules, 1);
     EXPECT_EQ(stats.liveStreams, 1);
   }

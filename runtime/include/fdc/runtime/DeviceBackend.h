@@ -48,6 +48,23 @@ public:
   /// failed launch is reported with its kernel's name.
   virtual Error step(const FdcStepArgs &args) = 0;
 
+  // Overlapped steps: the engine launches a step before it has read the
+  // sampled ids of the one before, so that the device never waits for the
+  // host between steps. At most two steps are in flight; each is finished
+  // (its ids copied back) in launch order, and step() is refused meanwhile.
+
+  /// Whether launchStep / finishStep overlap steps here (else the engine
+  /// calls step()).
+  virtual bool canOverlapSteps() const { return false; }
+  /// Starts a step like step(), without waiting for it and without logits
+  /// (`args.logits` is ignored). Rows [0, tokensFromLastStep) take as their
+  /// token the id the previous step sampled in the same row, on the device;
+  /// their args.tokens are ignored.
+  virtual Error launchStep(const FdcStepArgs &args, int64_t tokensFromLastStep);
+  /// Waits for the oldest launched step and copies its sampled ids to
+  /// `args.next_tokens` (the arguments it was launched with).
+  virtual Error finishStep(const FdcStepArgs &args);
+
   /// "NVIDIA H100 80GB HBM3 (device 0, sm_90)".
   virtual const std::string &deviceDescription() const = 0;
   /// The kernel image that was loaded: "fdc_cubin_sm_90", "fdc_ptx",

@@ -132,6 +132,16 @@ struct EngineOptions {
   /// A request that finds no free KV-cache slot waits in the queue (in
   /// order) until one frees, instead of finishing as Rejected.
   bool waitForSlot = false;
+  /// Overlapped steps, where the model can (Model::canOverlapSteps): while
+  /// step t runs, step t + 1 of the same rows is launched with its tokens
+  /// taken on the device from t's sampled ids, so the device does not wait
+  /// for the host between steps. Only when t + 1 is sure to hold exactly
+  /// t's rows: every live request decodes one row in t, none reaches its
+  /// length or context limit at t, none wants logits, none waits in the
+  /// queue. A request that ends at t by its EOS id (or is cancelled) has a
+  /// row in t + 1 whose token is dropped. Tokens and sampling draws are
+  /// those of steps run one by one. $FDC_OVERLAP_STEPS=0 turns it off.
+  bool overlapSteps = true;
 };
 
 class Engine {
@@ -180,6 +190,8 @@ public:
   size_t liveCount() const { return live.size(); }
   size_t queuedCount() const { return queued.size(); }
   int64_t stepsRun() const { return steps; }
+  /// Steps launched before the one before them was read (overlapped).
+  int64_t stepsLaunchedAhead() const { return launchedAhead; }
   /// The compaction after the last step, plus the cancels since it.
   ShuffleStats lastShuffle() const { return shuffleLast; }
   /// Every compaction of this engine.
@@ -198,7 +210,49 @@ private:
     int64_t position = 0;
     std::vector<int32_t> generated;
     Xoshiro256 random;
+    /// Rows launched in steps not yet read (overlapped steps).
+    int64_t launchedRows = 0;
   };
+
+  /// A step planned from the live table: its host arrays and, per request
+  /// in it in order of arrival (ids increase), its rows and the row whose
+  /// token it keeps (-1: its rows only read prompt tokens).
+  struct PlannedStep {
+    struct Entry {
+      RequestId id;
+      int64_t rows;
+      int64_t producingRow;
+    };
+    StepArrays arrays;
+    /// The arguments it was launched with (pointing into `arrays`).
+    FdcStepArgs args = {};
+    std::vector<Entry> entries;
+    /// The rows of each live index when planned (for launch()).
+    std::vector<int64_t> rowsOfLive;
+    int64_t batch = 0;
+    bool withLogits = false;
+    /// Launched with Model::launchStep (finished with finishStep), not run
+    /// with Model::step.
+    bool overlapped = false;
+    /// tableVersion when it was planned.
+    uint64_t plannedAt = 0;
+  };
+
+  /// Fills `step` from the live table: every request's rows within the
+  /// budget, or with `ahead` one decode row each whose token the device
+  /// takes from the step in flight.
+  void plan(PlannedStep &step, bool ahead);
+  /// Runs or launches `step`; counts its rows as launched.
+  Error launch(PlannedStep &step, bool ahead);
+  /// Whether the step after `inFlight` (launched, not read) can be
+  /// launched now: see EngineOptions::overlapSteps.
+  bool canLaunchAhead(const PlannedStep &inFlight) const;
+  /// Reads the outputs of `step` (run, or finished) into the requests still
+  /// live, in order of arrival: tokens, callbacks and finishing; then
+  /// compacts the table.
+  void process(PlannedStep &step);
+  /// Waits out a step launched ahead whose requests have all left.
+  void drainAhead();
 
   void admitQueued();
   /// The rows of each live sequence in the next step (within the budget);
@@ -212,6 +266,7 @@ private:
   Model &model;
   int64_t tokenBudget;
   bool waitForSlot;
+  bool overlapSteps;
   /// Set while step() runs: the sequences are being moved.
   bool stepping = false;
   RequestId nextId = 1;
@@ -221,8 +276,16 @@ private:
   int64_t steps = 0;
   ShuffleStats shuffleLast, shuffleTotal;
 
-  /// The step's host arrays, reused across steps.
-  StepArrays arrays;
+  /// The step being read and the one launched ahead of it (their host
+  /// arrays reused across steps); `aheadInFlight`: plans[current ^ 1] is
+  /// launched and becomes the next step() call's.
+  PlannedStep plans[2];
+  int current = 0;
+  bool aheadInFlight = false;
+  int64_t launchedAhead = 0;
+  /// Changes whenever the live table does (admission, compaction, failure):
+  /// a step planned at this version holds exactly the live requests.
+  uint64_t tableVersion = 0;
   /// Live indices in order of arrival.
   std::vector<size_t> arrival;
   /// Per live row: it leaves the table at the next compaction.

@@ -1,0 +1,131 @@
+//===- OverlapTest.h - Overlapped steps against steps one by one -*- C++
+//-*-===//
+//
+// Shared by the CUDA and HIP backend tests: an engine on a GPU backend that
+// overlaps steps (the next step launched before the last one's ids are
+// read, its tokens copied on the device) produces what steps run one by one
+// produce, with requests that end by EOS, by length, by cancellation and
+// that join mid-run; and falls back to steps one by one when the device
+// copy fails.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FDC_RUNTIME_TEST_FAKE_OVERLAPTEST_H
+#define FDC_RUNTIME_TEST_FAKE_OVERLAPTEST_H
+
+#include "GpuTestUtil.h"
+
+#include "fdc/runtime/Engine.h"
+#include "fdc/runtime/Model.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <vector>
+
+namespace fdc::runtime::test {
+
+/// What a workload of runOverlapWorkload produced.
+struct OverlapRun {
+  /// Every request's result, by id.
+  std::vector<GenerationResult> results;
+  int64_t steps = 0;
+  int64_t launchedAhead = 0;
+};
+
+/// On a test model of 3 slots and 16 positions (the fake's kernels: the
+/// next token is the fed one + 1, + a draw when sampling): a greedy request,
+/// a sampled one cancelled after three steps, one that ends at its EOS id,
+/// and one that joins after five steps.
+inline OverlapRun runOverlapWorkload(Model &model, bool overlap) {
+  EngineOptions options;
+  options.overlapSteps = overlap;
+  OverlapRun run;
+  {
+    Engine engine(model, options);
+    auto submit = [&](std::vector<int32_t> prompt, int64_t maxNew,
+                      float temperature = 0, int32_t eos = -1) {
+      GenerationRequest r;
+      r.prompt = std::move(prompt);
+      r.maxNewTokens = maxNew;
+      r.sampling.temperature = temperature;
+      r.sampling.seed = 7;
+      r.eosId = eos;
+      Expected<RequestId> id = engine.submit(std::move(r));
+      EXPECT_TRUE(id) << id.error().message();
+      return id ? *id : 0;
+    };
+    submit({1, 2}, 10);
+    RequestId sampled = submit({30}, 9, 1.0f);
+    submit({5}, 12, 0, /*eos=*/9);
+    for (int i = 0; i < 3; ++i)
+      engine.step();
+    EXPECT_TRUE(engine.cancel(sampled));
+    for (int i = 0; i < 2; ++i)
+      engine.step();
+    submit({3, 4, 5}, 4);
+    run.results = engine.runToCompletion();
+    run.steps = engine.stepsRun();
+    run.launchedAhead = engine.stepsLaunchedAhead();
+  }
+  std::sort(run.results.begin(), run.results.end(),
+            [](const GenerationResult &a, const GenerationResult &b) {
+              return a.id < b.id;
+            });
+  EXPECT_EQ(model.kvCache().freeSlots(), 3);
+  return run;
+}
+
+/// Loads a model with `load` and runs the workload with overlapped steps
+/// and without: the same tokens and reasons, the same number of steps, and
+/// only the first launches steps ahead, copying tokens on the device
+/// (`bytesOnDevice` reads the fake's counter). With `copyCall` failing
+/// through the fake's `failVariable`, no step is launched ahead and the
+/// results are again the same.
+inline void expectOverlappedStepsMatchStepsOneByOne(
+    const std::function<std::unique_ptr<Model>()> &load,
+    const std::function<int64_t()> &bytesOnDevice, const char *failVariable,
+    const char *copyCall) {
+  std::unique_ptr<Model> model = load();
+  ASSERT_TRUE(model);
+  ASSERT_TRUE(model->canOverlapSteps());
+  OverlapRun oneByOne = runOverlapWorkload(*model, false);
+  int64_t copiedBefore = bytesOnDevice();
+  OverlapRun overlapped = runOverlapWorkload(*model, true);
+  int64_t copied = bytesOnDevice() - copiedBefore;
+  EXPECT_EQ(oneByOne.launchedAhead, 0);
+  EXPECT_GT(overlapped.launchedAhead, 0);
+  EXPECT_EQ(overlapped.steps, oneByOne.steps);
+  // One int32 per row of each step launched ahead.
+  EXPECT_GE(copied, overlapped.launchedAhead * 4);
+  ASSERT_EQ(oneByOne.results.size(), 4u);
+  // Greedy: the fed token + 1; the EOS request stops at 9.
+  EXPECT_EQ(oneByOne.results[0].tokens,
+            (std::vector<int32_t>{3, 4, 5, 6, 7, 8, 9, 10, 11, 12}));
+  EXPECT_EQ(oneByOne.results[1].reason, FinishReason::Cancelled);
+  EXPECT_EQ(oneByOne.results[2].tokens, (std::vector<int32_t>{6, 7, 8, 9}));
+  EXPECT_EQ(oneByOne.results[2].reason, FinishReason::Eos);
+  EXPECT_EQ(oneByOne.results[3].tokens, (std::vector<int32_t>{6, 7, 8, 9}));
+  auto expectSame = [&](const OverlapRun &run) {
+    ASSERT_EQ(run.results.size(), oneByOne.results.size());
+    for (size_t i = 0; i < run.results.size(); ++i) {
+      SCOPED_TRACE("request " + std::to_string(run.results[i].id));
+      EXPECT_EQ(run.results[i].tokens, oneByOne.results[i].tokens);
+      EXPECT_EQ(run.results[i].reason, oneByOne.results[i].reason);
+    }
+  };
+  expectSame(overlapped);
+
+  ScopedEnv fail(failVariable, copyCall);
+  OverlapRun fallback = runOverlapWorkload(*model, true);
+  EXPECT_EQ(fallback.launchedAhead, 0);
+  expectSame(fallback);
+}
+
+} // namespace fdc::runtime::test
+
+#endif // FDC_RUNTIME_TEST_FAKE_OVERLAPTEST_H
