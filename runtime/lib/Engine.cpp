@@ -237,6 +237,14 @@ Error Engine::launch(PlannedStep &step, bool ahead) {
   step.overlapped = overlapSteps && model.canOverlapSteps() && !step.withLogits;
   Error err = step.overlapped ? model.launchStep(args, ahead ? step.batch : 0)
                               : model.step(args);
+  if (err && step.overlapped && !ahead) {
+    // Nothing else is in flight: this engine goes on one step at a time.
+    // If that fails too (a device fault), the first error says more.
+    overlapSteps = false;
+    step.overlapped = false;
+    if (!model.step(args))
+      err = Error::success();
+  }
   if (err)
     return err;
   step.args = args; // as the model completed it (num_slots, max_context)

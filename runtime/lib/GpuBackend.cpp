@@ -119,7 +119,6 @@ Error GpuBackend::allocateState(uint64_t kvCacheBytes, int64_t maxBatch,
   this->maxBatch = 0;
   device->synchronize(); // no step in flight reads the old buffers
   inFlight.clear();
-  releaseOverlap();
   for (int i = 0; i < 2; ++i) {
     inputStaging[i].release();
     idStaging[i].release();
@@ -129,42 +128,61 @@ Error GpuBackend::allocateState(uint64_t kvCacheBytes, int64_t maxBatch,
   for (auto [allocation, bytes, what] :
        {std::tuple{&kvCache, sizes->kvCache, "KV cache"},
         std::tuple{&scratch, sizes->scratch, "scratch"},
-        std::tuple{&inputs, sizes->inputs, "per-sequence inputs"},
+        // Two of each: one per step that may be in flight.
+        std::tuple{&inputs, 2 * sizes->inputs, "per-sequence inputs"},
         std::tuple{&logits, sizes->logits, "logits"},
-        std::tuple{&nextTokens, sizes->nextTokens, "next_tokens"}})
+        std::tuple{&nextTokens, 2 * alignUp(sizes->nextTokens, 256),
+                   "next_tokens"}})
     if (Error err = allocate(*allocation, bytes, what))
       return err;
   if (Error err = zeroKVCacheAndScratch())
     return err;
   this->maxBatch = maxBatch;
   this->vocabSize = vocabSize;
+  inputsBytes = sizes->inputs;
+  nextTokensBytes = alignUp(sizes->nextTokens, 256);
   for (int i = 0; i < 2; ++i) {
     inputStaging[i].allocate(*device, sizes->inputs);
     idStaging[i].allocate(*device, sizes->nextTokens);
   }
-  prepareOverlap();
   return Error::success();
+}
+
+bool GpuBackend::canOverlapSteps() {
+  if (!overlapPrepared) {
+    overlapPrepared = true;
+    // The stream and the events belong to the device's context, which the
+    // calling thread (an engine's) may not have current yet.
+    if (Error err = makeCurrent())
+      return false;
+    prepareOverlap();
+  }
+  return overlap;
 }
 
 void GpuBackend::prepareOverlap() {
   overlap = false;
   if (poison || envFlag(vendor.syncLaunchesVariable) ||
-      !device->canOverlapSteps())
+      !device->canOverlapSteps() || device->openCopyStream() != 0)
     return;
-  for (GpuDevice::EventHandle &event : stepDone)
-    if (device->createEvent(event) != 0) {
-      releaseOverlap();
-      return;
-    }
+  for (StepEvents &events : stepEvents)
+    for (GpuDevice::EventHandle *event :
+         {&events.inputsCopied, &events.computed, &events.idsCopied})
+      if (device->createEvent(*event) != 0) {
+        releaseOverlap();
+        return;
+      }
   overlap = true;
 }
 
 void GpuBackend::releaseOverlap() {
-  for (GpuDevice::EventHandle &event : stepDone) {
-    if (event)
-      device->destroyEvent(event);
-    event = nullptr;
-  }
+  for (StepEvents &events : stepEvents)
+    for (GpuDevice::EventHandle *event :
+         {&events.inputsCopied, &events.computed, &events.idsCopied}) {
+      if (*event)
+        device->destroyEvent(*event);
+      *event = nullptr;
+    }
   overlap = false;
 }
 
@@ -181,25 +199,34 @@ Error GpuBackend::zeroKVCacheAndScratch() {
   return Error::success();
 }
 
-Error GpuBackend::stageInputs(const FdcStepArgs &args, StagingBuffer &staging) {
+Error GpuBackend::stageInputs(GpuDevice::Stream stream, const FdcStepArgs &args,
+                              int staging) {
   // Pack the inputs into one staging buffer: one copy to the device.
   size_t bytes = static_cast<size_t>(args.batch) * 4;
   uint64_t stride = stepInputStride(args.batch);
   const void *sources[kNumStepInputs] = {
       args.tokens, args.positions, args.slots,  args.temperature,
       args.top_k,  args.top_p,     args.uniform};
+  uint8_t *packed = inputStaging[staging].data();
   for (int i = 0; i < kNumStepInputs; ++i)
-    std::memcpy(staging.data() + i * stride, sources[i], bytes);
-  if (DeviceStatus status = device->copyToDevice(inputs.address, staging.data(),
-                                                 stepInputBytes(args.batch)))
+    std::memcpy(packed + i * stride, sources[i], bytes);
+  DeviceAddress destination = inputs.address + staging * inputsBytes;
+  uint64_t copyBytes = stepInputBytes(args.batch);
+  DeviceStatus status =
+      stream == GpuDevice::Stream::Main
+          ? device->copyToDevice(destination, packed, copyBytes)
+          : device->copyToDeviceOn(stream, destination, packed, copyBytes);
+  if (status)
     return device->fail(concat(vendor.copyToDeviceCall, "(step inputs)"),
                         status);
   return Error::success();
 }
 
-FdcStepArgs GpuBackend::deviceArgs(const FdcStepArgs &args) const {
+FdcStepArgs GpuBackend::deviceArgs(const FdcStepArgs &args, int staging,
+                                   bool tokensFromLastStep) const {
   uint64_t stride = stepInputStride(args.batch);
-  auto input = [&](int i) { return pointerTo(inputs.address + i * stride); };
+  DeviceAddress base = inputs.address + staging * inputsBytes;
+  auto input = [&](int i) { return pointerTo(base + i * stride); };
   FdcStepArgs a = {};
   a.batch = args.batch;
   a.num_slots = args.num_slots;
@@ -214,7 +241,12 @@ FdcStepArgs GpuBackend::deviceArgs(const FdcStepArgs &args) const {
   a.top_p = static_cast<const float *>(input(5));
   a.uniform = static_cast<const float *>(input(6));
   a.logits = static_cast<float *>(pointerTo(logits.address));
-  a.next_tokens = static_cast<int32_t *>(pointerTo(nextTokens.address));
+  a.next_tokens = static_cast<int32_t *>(
+      pointerTo(nextTokens.address + staging * nextTokensBytes));
+  // The last step's sampled ids, where it left them, as this one's tokens.
+  if (tokensFromLastStep)
+    a.tokens = static_cast<const int32_t *>(
+        pointerTo(nextTokens.address + (1 - staging) * nextTokensBytes));
   a.scratch = pointerTo(scratch.address);
   a.device = launcher.deviceApi();
   // A host pointer (a tensor-parallel rank's group), passed through.
@@ -266,10 +298,10 @@ Error GpuBackend::copyOutputs(const FdcStepArgs &args,
   return Error::success();
 }
 
-Expected<const StepGraph *>
-GpuBackend::enqueueStep(const FdcStepArgs &onDevice) {
+Expected<const StepGraph *> GpuBackend::enqueueStep(const FdcStepArgs &onDevice,
+                                                    int64_t graphKey) {
   if (useGraphs && onDevice.batch <= kMaxGraphBatch) {
-    Expected<const StepGraph *> replayed = replayStepGraph(onDevice);
+    Expected<const StepGraph *> replayed = replayStepGraph(onDevice, graphKey);
     if (!replayed || *replayed)
       return replayed;
   }
@@ -293,7 +325,7 @@ Error GpuBackend::step(const FdcStepArgs &args) {
                        " overlapped steps are in flight");
   if (Error err = makeCurrent())
     return err;
-  if (Error err = stageInputs(args, inputStaging[0]))
+  if (Error err = stageInputs(GpuDevice::Stream::Main, args, 0))
     return err;
   if (poison)
     if (Error err = poisonOutputs()) {
@@ -301,7 +333,8 @@ Error GpuBackend::step(const FdcStepArgs &args) {
       device->synchronize();
       return err;
     }
-  Expected<const StepGraph *> replayed = enqueueStep(deviceArgs(args));
+  Expected<const StepGraph *> replayed =
+      enqueueStep(deviceArgs(args, 0, false), graphKey(args.batch, 0, false));
   if (!replayed)
     return replayed.takeError();
   return copyOutputs(args, *replayed);
@@ -309,48 +342,61 @@ Error GpuBackend::step(const FdcStepArgs &args) {
 
 Error GpuBackend::launchStep(const FdcStepArgs &args,
                              int64_t tokensFromLastStep) {
-  if (!overlap)
+  if (!canOverlapSteps())
     return createError(name, ": steps do not overlap here");
   if (args.batch < 1 || args.batch > maxBatch)
     return createError(name, ": a step of ", args.batch,
                        " sequences, the device buffers hold ", maxBatch);
-  if (tokensFromLastStep < 0 || tokensFromLastStep > args.batch)
-    return createError(name, ": ", tokensFromLastStep,
-                       " rows fed from the last step of a step of ",
-                       args.batch);
   if (inFlight.size() >= 2)
     return createError(name, ": a third overlapped step");
+  // Fed rows are all of them, and the last step's: its ids are where this
+  // step reads its tokens.
+  bool fed = tokensFromLastStep != 0;
+  if (fed && (tokensFromLastStep != args.batch || inFlight.empty() ||
+              inFlight.back().batch != args.batch))
+    return createError(name, ": ", tokensFromLastStep,
+                       " rows fed from the last step, a step of ", args.batch,
+                       " rows after one of ",
+                       inFlight.empty() ? 0 : inFlight.back().batch);
   if (Error err = makeCurrent())
     return err;
   // The staging pair of the step launched two steps ago, which is finished.
   int staging = nextStaging;
-  // Anything that fails from here leaves the stream drained, so that the
-  // staging buffers are free again; the step before is still finished by
+  StepEvents &events = stepEvents[staging];
+  using Stream = GpuDevice::Stream;
+  // Anything that fails from here leaves both streams drained, so that the
+  // buffers are free again; the step before is still finished by
   // finishStep.
   auto failed = [&](Error err) {
     device->synchronize();
     return err;
   };
-  if (Error err = stageInputs(args, inputStaging[staging]))
+  // The inputs go in on the copy stream, beside the step before.
+  if (Error err = stageInputs(Stream::Copies, args, staging))
     return failed(std::move(err));
-  // The tokens array is the first input array: rows [0, n) of the last
-  // step's next_tokens, which its kernels wrote before these run.
-  if (tokensFromLastStep > 0)
-    if (DeviceStatus status =
-            device->copyOnDevice(inputs.address, nextTokens.address,
-                                 static_cast<uint64_t>(tokensFromLastStep) * 4))
-      return failed(device->fail(
-          concat(vendor.copyOnDeviceCall, "(tokens of the last step)"),
-          status));
-  Expected<const StepGraph *> replayed = enqueueStep(deviceArgs(args));
+  if (DeviceStatus status =
+          device->recordEventOn(Stream::Copies, events.inputsCopied))
+    return failed(device->fail(vendor.recordEventCall, status));
+  if (DeviceStatus status = device->waitOn(Stream::Main, events.inputsCopied))
+    return failed(device->fail(vendor.waitOnCall, status));
+  Expected<const StepGraph *> replayed = enqueueStep(
+      deviceArgs(args, staging, fed), graphKey(args.batch, staging, fed));
   if (!replayed)
     return failed(replayed.takeError());
+  // The ids come back on the copy stream, beside the step after.
   uint64_t idBytes = static_cast<uint64_t>(args.batch) * 4;
-  if (DeviceStatus status = device->copyToHost(idStaging[staging].data(),
-                                               nextTokens.address, idBytes))
+  DeviceAddress ids = nextTokens.address + staging * nextTokensBytes;
+  if (DeviceStatus status =
+          device->recordEventOn(Stream::Main, events.computed))
+    return failed(stepFailed(vendor.recordEventCall, status, *replayed));
+  if (DeviceStatus status = device->waitOn(Stream::Copies, events.computed))
+    return failed(stepFailed(vendor.waitOnCall, status, *replayed));
+  if (DeviceStatus status = device->copyToHostOn(
+          Stream::Copies, idStaging[staging].data(), ids, idBytes))
     return failed(stepFailed(concat(vendor.copyToHostCall, "(next_tokens)"),
                              status, *replayed));
-  if (DeviceStatus status = device->recordEvent(stepDone[staging]))
+  if (DeviceStatus status =
+          device->recordEventOn(Stream::Copies, events.idsCopied))
     return failed(stepFailed(vendor.recordEventCall, status, *replayed));
   inFlight.push_back({staging, args.batch, *replayed});
   nextStaging = 1 - staging;
@@ -367,7 +413,8 @@ Error GpuBackend::finishStep(const FdcStepArgs &args) {
   inFlight.erase(inFlight.begin());
   if (Error err = makeCurrent())
     return err;
-  if (DeviceStatus status = device->waitForEvent(stepDone[step.staging])) {
+  if (DeviceStatus status =
+          device->waitForEvent(stepEvents[step.staging].idsCopied)) {
     device->synchronize();
     inFlight.clear();
     return stepFailed(vendor.waitForEventCall, status, step.replayed);
@@ -380,13 +427,13 @@ Error GpuBackend::finishStep(const FdcStepArgs &args) {
 void GpuBackend::destroyStepGraphs() { graphs.clear(); }
 
 Expected<const StepGraph *>
-GpuBackend::replayStepGraph(const FdcStepArgs &onDevice) {
-  std::unique_ptr<StepGraph> &graph = graphs[onDevice.batch];
+GpuBackend::replayStepGraph(const FdcStepArgs &onDevice, int64_t key) {
+  std::unique_ptr<StepGraph> &graph = graphs[key];
   if (!graph) {
     Expected<std::unique_ptr<StepGraph>> captured =
         StepGraph::capture(*device, launcher, library.stepFunction(), onDevice);
     if (!captured) {
-      graphs.erase(onDevice.batch);
+      graphs.erase(key);
       // Let what was enqueued before the capture finish before the caller
       // reuses the buffers.
       device->synchronize();
@@ -396,7 +443,7 @@ GpuBackend::replayStepGraph(const FdcStepArgs &onDevice) {
                          "=0 runs every step eagerly)");
     }
     if (!*captured) {
-      graphs.erase(onDevice.batch);
+      graphs.erase(key);
       useGraphs = false; // this vendor runs every step eagerly
       return nullptr;
     }

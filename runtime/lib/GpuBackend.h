@@ -42,7 +42,7 @@ public:
   Error allocateState(uint64_t kvCacheBytes, int64_t maxBatch,
                       int64_t vocabSize) override;
   Error step(const FdcStepArgs &args) override;
-  bool canOverlapSteps() const override { return overlap; }
+  bool canOverlapSteps() override;
   Error launchStep(const FdcStepArgs &args,
                    int64_t tokensFromLastStep) override;
   Error finishStep(const FdcStepArgs &args) override;
@@ -69,28 +69,42 @@ private:
   void release(Allocation &allocation);
   Error zeroKVCacheAndScratch();
 
-  /// Copies the step's inputs in one copy through `staging`, packed at
-  /// stepInputStride(args.batch) from the start of `inputs`.
-  Error stageInputs(const FdcStepArgs &args, StagingBuffer &staging);
-  /// Runs the step's kernels on the stream: its graph, or eagerly. Returns
-  /// the graph that ran, or null.
-  Expected<const StepGraph *> enqueueStep(const FdcStepArgs &onDevice);
+  /// Copies the step's inputs in one copy on `stream`, through the staging
+  /// pair `staging` into its half of `inputs`, packed at
+  /// stepInputStride(args.batch).
+  Error stageInputs(GpuDevice::Stream stream, const FdcStepArgs &args,
+                    int staging);
+  /// Runs the step's kernels on the main stream: its graph (under
+  /// `graphKey`), or eagerly. Returns the graph that ran, or null.
+  Expected<const StepGraph *> enqueueStep(const FdcStepArgs &onDevice,
+                                          int64_t graphKey);
+  /// A step graph's key: the batch size, the staging pair (the halves of
+  /// `inputs` and `nextTokens` it uses) and whether its tokens are the last
+  /// step's ids.
+  static int64_t graphKey(int64_t batch, int staging, bool tokensFromLastStep) {
+    return batch * 4 + staging * 2 + (tokensFromLastStep ? 1 : 0);
+  }
   /// The error of a step whose kernels fault: `call` (the first call to
   /// report it) and the kernels the step launched.
   Error stepFailed(const std::string &call, DeviceStatus status,
                    const StepGraph *replayed) const;
-  /// Creates the events of overlapped steps once the buffers are in place;
-  /// `overlap` says whether it worked.
+  /// Opens the copy stream and creates the events of overlapped steps (on
+  /// the first canOverlapSteps(): a model that never overlaps, e.g. a
+  /// tensor-parallel rank, has neither); `overlap` says whether it worked.
   void prepareOverlap();
   void releaseOverlap();
-  /// The step's arguments on the device; the inputs as stageInputs put them.
-  FdcStepArgs deviceArgs(const FdcStepArgs &args) const;
+  /// The step's arguments on the device: the inputs as stageInputs put them
+  /// in the half of `staging`, its ids to that half of `nextTokens`; with
+  /// `tokensFromLastStep`, its tokens are the other half's ids.
+  FdcStepArgs deviceArgs(const FdcStepArgs &args, int staging,
+                         bool tokensFromLastStep) const;
   Error poisonOutputs();
   /// Runs the step of `onDevice.batch` rows as a graph, captured on the
   /// first step of that batch size, and returns it; null if the vendor
   /// cannot capture (then every step runs eagerly). Errors name the batch
   /// size.
-  Expected<const StepGraph *> replayStepGraph(const FdcStepArgs &onDevice);
+  Expected<const StepGraph *> replayStepGraph(const FdcStepArgs &onDevice,
+                                              int64_t key);
   void destroyStepGraphs();
   /// `replayed`: the graph that ran the step, if one did (its kernels name
   /// the suspects of a fault).
@@ -114,11 +128,20 @@ private:
   /// back before they reach the caller: one pair for each of the two steps
   /// that may be in flight (overlapped steps); step() uses the first.
   StagingBuffer inputStaging[2], idStaging[2];
+  /// The bytes of one half of `inputs` and of `nextTokens`.
+  uint64_t inputsBytes = 0, nextTokensBytes = 0;
   /// Overlapped steps: whether they run (the device can, and neither
-  /// poisoning nor per-launch synchronization is on), the event recorded
-  /// after each staging pair's step, and the steps in flight, oldest first.
-  bool overlap = false;
-  GpuDevice::EventHandle stepDone[2] = {nullptr, nullptr};
+  /// poisoning nor per-launch synchronization is on); per staging pair the
+  /// events of its step: inputs copied (the copy stream; the main stream
+  /// waits), kernels done (the main stream; the copy stream waits before
+  /// the ids come back) and ids copied (the host waits); and the steps in
+  /// flight, oldest first.
+  bool overlap = false, overlapPrepared = false;
+  struct StepEvents {
+    GpuDevice::EventHandle inputsCopied = nullptr, computed = nullptr,
+                           idsCopied = nullptr;
+  };
+  StepEvents stepEvents[2];
   struct InFlight {
     int staging;
     int64_t batch;
@@ -126,7 +149,7 @@ private:
   };
   std::vector<InFlight> inFlight;
   int nextStaging = 0;
-  /// Step graphs by batch size ($FDC_<VENDOR>_GRAPHS=0 turns them off).
+  /// Step graphs by graphKey() ($FDC_<VENDOR>_GRAPHS=0 turns them off).
   bool useGraphs = true;
   std::unordered_map<int64_t, std::unique_ptr<StepGraph>> graphs;
   /// Larger steps launch eagerly: their kernels run long enough that the

@@ -26,9 +26,18 @@ DeviceStatus GpuDevice::allocatePinned(void *&pointer, uint64_t) {
 }
 void GpuDevice::freePinned(void *) {}
 bool GpuDevice::canOverlapSteps() const { return false; }
-DeviceStatus GpuDevice::copyOnDevice(DeviceAddress, DeviceAddress, uint64_t) {
+DeviceStatus GpuDevice::openCopyStream() { return kNotSupported; }
+DeviceStatus GpuDevice::copyToDeviceOn(Stream, DeviceAddress, const void *,
+                                       uint64_t) {
   return kNotSupported;
 }
+DeviceStatus GpuDevice::copyToHostOn(Stream, void *, DeviceAddress, uint64_t) {
+  return kNotSupported;
+}
+DeviceStatus GpuDevice::recordEventOn(Stream, EventHandle) {
+  return kNotSupported;
+}
+DeviceStatus GpuDevice::waitOn(Stream, EventHandle) { return kNotSupported; }
 DeviceStatus GpuDevice::waitForEvent(EventHandle) { return kNotSupported; }
 DeviceStatus GpuDevice::cacheBytes(uint64_t &) { return kNotSupported; }
 DeviceStatus GpuDevice::beginCapture() { return kNotSupported; }

@@ -60,11 +60,12 @@ struct GpuVendor {
   const char *beginCaptureCall;
   const char *endCaptureCalls;
   const char *replayCall;
-  /// The calls behind allocatePinned, copyOnDevice, recordEvent and
-  /// waitForEvent.
+  /// The calls behind allocatePinned, openCopyStream, recordEvent, waitOn
+  /// and waitForEvent.
   const char *allocatePinnedCall;
-  const char *copyOnDeviceCall;
+  const char *openCopyStreamCall;
   const char *recordEventCall;
+  const char *waitOnCall;
   const char *waitForEventCall;
   /// Dynamic shared memory a kernel may use before it must be opted into
   /// more with setSharedLimit (CUDA: 48 KiB; HIP has no opt-in: UINT32_MAX).
@@ -107,6 +108,7 @@ public:
                                   uint64_t bytes) = 0;
   virtual DeviceStatus fill(DeviceAddress destination, uint8_t value,
                             uint64_t bytes) = 0;
+  /// Waits for everything enqueued, on both streams.
   virtual DeviceStatus synchronize() = 0;
 
   /// Page-locked host memory, which copies reach without a bounce buffer
@@ -116,16 +118,27 @@ public:
   virtual DeviceStatus allocatePinned(void *&pointer, uint64_t bytes);
   virtual void freePinned(void *pointer);
 
-  // Overlapped steps (GpuBackend::launchStep): a step's token ids copied
-  // from the previous step's sampled ids on the device, and each step's end
-  // waited for by an event. A vendor that lacks one returns kNotSupported.
+  // Overlapped steps (GpuBackend::launchStep): the step's kernels run on
+  // the main stream, its input and output copies on a second one, each
+  // stream waiting for the other's events where it must, so that a step's
+  // copies run beside the kernels of the steps around it; the host waits
+  // for a step's end by an event. A vendor that lacks a call returns
+  // kNotSupported.
 
-  /// Whether copyOnDevice, createEvent, recordEvent and waitForEvent work.
+  /// Main: the stream of every other call; Copies: the second stream.
+  enum class Stream { Main, Copies };
+  /// Whether the calls below, createEvent and recordEvent work.
   virtual bool canOverlapSteps() const;
-  /// Copies `bytes` between device buffers, on the stream.
-  virtual DeviceStatus copyOnDevice(DeviceAddress destination,
+  /// Creates the Copies stream (once), released with the device.
+  virtual DeviceStatus openCopyStream();
+  virtual DeviceStatus copyToDeviceOn(Stream stream, DeviceAddress destination,
+                                      const void *source, uint64_t bytes);
+  virtual DeviceStatus copyToHostOn(Stream stream, void *destination,
                                     DeviceAddress source, uint64_t bytes);
-  /// Waits until the stream has run what it held when `event` was recorded.
+  virtual DeviceStatus recordEventOn(Stream stream, EventHandle event);
+  /// Work enqueued on `stream` later runs after what `event` recorded.
+  virtual DeviceStatus waitOn(Stream stream, EventHandle event);
+  /// Waits (the host) until what `event` recorded has run.
   virtual DeviceStatus waitForEvent(EventHandle event);
 
   /// Looks kernel `name` up in the loaded image.

@@ -16,6 +16,12 @@ nvidia-smi -L
 export PYTHONUNBUFFERED=1
 python3 "$repo/test/gpu/gpu_check.py"
 status=$?
+# The runtime checks again as users run them: unpoisoned, so with the step
+# graphs and overlapped steps (results in $OUT/unpoisoned/gpu_check.json).
+unpoisoned=${OUT:-$repo/.gpu-artifacts}/unpoisoned
+mkdir -p "$unpoisoned"
+OUT=$unpoisoned FDC_CUDA_POISON=0 FDC_GPU_STAGES=tiny_checks,wide_checks \
+  python3 "$repo/test/gpu/gpu_check.py" || status=1
 # fdc tune on the real kernels (tiny and 7B-wide tuning libraries).
 bash "$repo/test/gpu/tune.sh" || status=1
 exit $status

@@ -26,8 +26,9 @@ const GpuVendor fdc::runtime::cuda::kCudaVendor = {
     /*endCaptureCalls=*/"cuStreamEndCapture, cuGraphInstantiateWithFlags",
     /*replayCall=*/"cuGraphLaunch",
     /*allocatePinnedCall=*/"cuMemHostAlloc",
-    /*copyOnDeviceCall=*/"cuMemcpyDtoDAsync_v2",
+    /*openCopyStreamCall=*/"cuStreamCreate",
     /*recordEventCall=*/"cuEventRecord",
+    /*waitOnCall=*/"cuStreamWaitEvent",
     /*waitForEventCall=*/"cuEventSynchronize",
     /*defaultSharedLimit=*/48 * 1024,
 };
@@ -53,10 +54,11 @@ CudaDevice::~CudaDevice() {
   api.cuCtxSetCurrent(context);
   if (module)
     api.cuModuleUnload(module);
-  if (stream) {
-    api.cuStreamSynchronize(stream);
-    api.cuStreamDestroy_v2(stream);
-  }
+  for (CUstream s : {stream, copyStream})
+    if (s) {
+      api.cuStreamSynchronize(s);
+      api.cuStreamDestroy_v2(s);
+    }
   api.cuDevicePrimaryCtxRelease_v2(device);
 }
 
@@ -112,6 +114,9 @@ DeviceStatus CudaDevice::fill(DeviceAddress destination, uint8_t value,
 }
 
 DeviceStatus CudaDevice::synchronize() {
+  if (copyStream)
+    if (CUresult r = api.cuStreamSynchronize(copyStream))
+      return r;
   return api.cuStreamSynchronize(stream);
 }
 
@@ -128,15 +133,50 @@ void CudaDevice::freePinned(void *pointer) {
 }
 
 bool CudaDevice::canOverlapSteps() const {
-  return api.cuMemcpyDtoDAsync_v2 && api.cuEventCreate &&
-         api.cuEventDestroy_v2 && api.cuEventRecord && api.cuEventSynchronize;
+  return api.cuStreamWaitEvent && api.cuEventCreate && api.cuEventDestroy_v2 &&
+         api.cuEventRecord && api.cuEventSynchronize && api.cuEventElapsedTime;
 }
 
-DeviceStatus CudaDevice::copyOnDevice(DeviceAddress destination,
-                                      DeviceAddress source, uint64_t bytes) {
-  if (!api.cuMemcpyDtoDAsync_v2)
+DeviceStatus CudaDevice::openCopyStream() {
+  if (!canOverlapSteps())
     return kNotSupported;
-  return api.cuMemcpyDtoDAsync_v2(destination, source, bytes, stream);
+  if (copyStream)
+    return CUDA_SUCCESS;
+  CUstream created = nullptr;
+  auto r = api.cuStreamCreate(&created, CU_STREAM_NON_BLOCKING);
+  if (r == CUDA_SUCCESS)
+    copyStream = created;
+  return r;
+}
+
+CUstream CudaDevice::streamOf(Stream which) const {
+  return which == Stream::Copies ? copyStream : stream;
+}
+
+DeviceStatus CudaDevice::copyToDeviceOn(Stream which, DeviceAddress destination,
+                                        const void *source, uint64_t bytes) {
+  if (!streamOf(which))
+    return kNotSupported;
+  return api.cuMemcpyHtoDAsync_v2(destination, source, bytes, streamOf(which));
+}
+
+DeviceStatus CudaDevice::copyToHostOn(Stream which, void *destination,
+                                      DeviceAddress source, uint64_t bytes) {
+  if (!streamOf(which))
+    return kNotSupported;
+  return api.cuMemcpyDtoHAsync_v2(destination, source, bytes, streamOf(which));
+}
+
+DeviceStatus CudaDevice::recordEventOn(Stream which, EventHandle event) {
+  if (!api.cuEventRecord || !streamOf(which))
+    return kNotSupported;
+  return api.cuEventRecord(static_cast<CUevent>(event), streamOf(which));
+}
+
+DeviceStatus CudaDevice::waitOn(Stream which, EventHandle event) {
+  if (!api.cuStreamWaitEvent || !streamOf(which))
+    return kNotSupported;
+  return api.cuStreamWaitEvent(streamOf(which), static_cast<CUevent>(event), 0);
 }
 
 DeviceStatus CudaDevice::waitForEvent(EventHandle event) {

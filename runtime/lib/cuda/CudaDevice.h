@@ -54,8 +54,13 @@ public:
   DeviceStatus allocatePinned(void *&pointer, uint64_t bytes) override;
   void freePinned(void *pointer) override;
   bool canOverlapSteps() const override;
-  DeviceStatus copyOnDevice(DeviceAddress destination, DeviceAddress source,
-                            uint64_t bytes) override;
+  DeviceStatus openCopyStream() override;
+  DeviceStatus copyToDeviceOn(Stream which, DeviceAddress destination,
+                              const void *source, uint64_t bytes) override;
+  DeviceStatus copyToHostOn(Stream which, void *destination,
+                            DeviceAddress source, uint64_t bytes) override;
+  DeviceStatus recordEventOn(Stream which, EventHandle event) override;
+  DeviceStatus waitOn(Stream which, EventHandle event) override;
   DeviceStatus waitForEvent(EventHandle event) override;
   DeviceStatus getKernel(const char *name, KernelHandle &kernel) override;
   DeviceStatus setSharedLimit(KernelHandle kernel, uint32_t bytes) override;
@@ -80,6 +85,9 @@ private:
   CUdevice device;
   CUcontext context = nullptr;
   CUstream stream = nullptr;
+  /// Overlapped steps' copies (openCopyStream), or null.
+  CUstream copyStream = nullptr;
+  CUstream streamOf(Stream which) const;
   CUmodule module = nullptr;
 };
 

@@ -64,7 +64,7 @@ namespace fdc::runtime::cuda {
   X(cuEventElapsedTime)                                                        \
   X(cuMemHostAlloc)                                                            \
   X(cuMemFreeHost)                                                             \
-  X(cuMemcpyDtoDAsync_v2)
+  X(cuStreamWaitEvent)
 
 /// The resolved entry points of one driver library.
 struct DriverApi {

@@ -28,8 +28,9 @@ const GpuVendor fdc::runtime::hip::kHipVendor = {
     /*endCaptureCalls=*/"hipStreamEndCapture, hipGraphInstantiateWithFlags",
     /*replayCall=*/"hipGraphLaunch",
     /*allocatePinnedCall=*/"hipHostMalloc",
-    /*copyOnDeviceCall=*/"hipMemcpyDtoDAsync",
+    /*openCopyStreamCall=*/"hipStreamCreateWithFlags",
     /*recordEventCall=*/"hipEventRecord",
+    /*waitOnCall=*/"hipStreamWaitEvent",
     /*waitForEventCall=*/"hipEventSynchronize",
     /*defaultSharedLimit=*/UINT32_MAX,
 };
@@ -56,10 +57,11 @@ HipDevice::~HipDevice() {
   (void)api.hipSetDevice(ordinal);
   if (module)
     (void)api.hipModuleUnload(module);
-  if (stream) {
-    (void)api.hipStreamSynchronize(stream);
-    (void)api.hipStreamDestroy(stream);
-  }
+  for (hipStream_t s : {stream, copyStream})
+    if (s) {
+      (void)api.hipStreamSynchronize(s);
+      (void)api.hipStreamDestroy(s);
+    }
 }
 
 hipError_t HipDevice::loadModule(const void *image) {
@@ -106,6 +108,9 @@ DeviceStatus HipDevice::fill(DeviceAddress destination, uint8_t value,
 }
 
 DeviceStatus HipDevice::synchronize() {
+  if (copyStream)
+    if (hipError_t r = api.hipStreamSynchronize(copyStream))
+      return r;
   return api.hipStreamSynchronize(stream);
 }
 
@@ -123,12 +128,50 @@ void HipDevice::freePinned(void *pointer) {
 
 bool HipDevice::canOverlapSteps() const { return api.hasOverlap(); }
 
-DeviceStatus HipDevice::copyOnDevice(DeviceAddress destination,
-                                     DeviceAddress source, uint64_t bytes) {
+DeviceStatus HipDevice::openCopyStream() {
   if (!api.hasOverlap())
     return kNotSupported;
-  return api.hipMemcpyDtoDAsync(devicePointer(destination),
-                                devicePointer(source), bytes, stream);
+  if (copyStream)
+    return hipSuccess;
+  hipStream_t created = nullptr;
+  auto r = api.hipStreamCreateWithFlags(&created, hipStreamNonBlocking);
+  if (r == hipSuccess)
+    copyStream = created;
+  return r;
+}
+
+hipStream_t HipDevice::streamOf(Stream which) const {
+  return which == Stream::Copies ? copyStream : stream;
+}
+
+DeviceStatus HipDevice::copyToDeviceOn(Stream which, DeviceAddress destination,
+                                       const void *source, uint64_t bytes) {
+  if (!streamOf(which))
+    return kNotSupported;
+  return api.hipMemcpyHtoDAsync(devicePointer(destination),
+                                const_cast<void *>(source), bytes,
+                                streamOf(which));
+}
+
+DeviceStatus HipDevice::copyToHostOn(Stream which, void *destination,
+                                     DeviceAddress source, uint64_t bytes) {
+  if (!streamOf(which))
+    return kNotSupported;
+  return api.hipMemcpyDtoHAsync(destination, devicePointer(source), bytes,
+                                streamOf(which));
+}
+
+DeviceStatus HipDevice::recordEventOn(Stream which, EventHandle event) {
+  if (!api.hasOverlap() || !streamOf(which))
+    return kNotSupported;
+  return api.hipEventRecord(static_cast<hipEvent_t>(event), streamOf(which));
+}
+
+DeviceStatus HipDevice::waitOn(Stream which, EventHandle event) {
+  if (!api.hasOverlap() || !streamOf(which))
+    return kNotSupported;
+  return api.hipStreamWaitEvent(streamOf(which), static_cast<hipEvent_t>(event),
+                                0);
 }
 
 DeviceStatus HipDevice::createEvent(EventHandle &event) {
@@ -147,9 +190,7 @@ void HipDevice::destroyEvent(EventHandle event) {
 }
 
 DeviceStatus HipDevice::recordEvent(EventHandle event) {
-  if (!api.hasOverlap())
-    return kNotSupported;
-  return api.hipEventRecord(static_cast<hipEvent_t>(event), stream);
+  return recordEventOn(Stream::Main, event);
 }
 
 DeviceStatus HipDevice::waitForEvent(EventHandle event) {

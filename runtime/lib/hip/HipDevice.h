@@ -14,11 +14,11 @@
 // (thread-local mode), hipStreamEndCapture + hipGraphInstantiateWithFlags,
 // hipGraphLaunch and hipGraphExecDestroy, as CUDA's do onto the driver's;
 // a runtime lacking any of them gets kNotSupported (steps run eagerly).
-// Overlapped steps: copyOnDevice, the events and waitForEvent map onto
-// hipMemcpyDtoDAsync, hipEventCreate / Record / Synchronize / Destroy (no
-// timing: elapsedMilliseconds stays kNotSupported). Pinned staging:
-// hipHostMalloc / hipHostFree. Verified against the fake HIP runtime only:
-// no AMD GPU has run them.
+// Overlapped steps: a second non-blocking stream for the copies, and the
+// events onto hipEventCreate / Record / Synchronize / Destroy and
+// hipStreamWaitEvent (no timing: elapsedMilliseconds stays kNotSupported).
+// Pinned staging: hipHostMalloc / hipHostFree. Verified against the fake HIP
+// runtime only: no AMD GPU has run them.
 //
 //===----------------------------------------------------------------------===//
 
@@ -66,8 +66,13 @@ public:
   DeviceStatus allocatePinned(void *&pointer, uint64_t bytes) override;
   void freePinned(void *pointer) override;
   bool canOverlapSteps() const override;
-  DeviceStatus copyOnDevice(DeviceAddress destination, DeviceAddress source,
-                            uint64_t bytes) override;
+  DeviceStatus openCopyStream() override;
+  DeviceStatus copyToDeviceOn(Stream which, DeviceAddress destination,
+                              const void *source, uint64_t bytes) override;
+  DeviceStatus copyToHostOn(Stream which, void *destination,
+                            DeviceAddress source, uint64_t bytes) override;
+  DeviceStatus recordEventOn(Stream which, EventHandle event) override;
+  DeviceStatus waitOn(Stream which, EventHandle event) override;
   DeviceStatus waitForEvent(EventHandle event) override;
   DeviceStatus createEvent(EventHandle &event) override;
   void destroyEvent(EventHandle event) override;
@@ -87,6 +92,9 @@ private:
   const RuntimeApi &api;
   int ordinal;
   hipStream_t stream = nullptr;
+  /// Overlapped steps' copies (openCopyStream), or null.
+  hipStream_t copyStream = nullptr;
+  hipStream_t streamOf(Stream which) const;
   hipModule_t module = nullptr;
 };
 

@@ -72,11 +72,11 @@ namespace fdc::runtime::hip {
   X(hipHostMalloc, void **, size_t, unsigned)                                  \
   X(hipHostFree, void *)
 
-// X(name, parameter types): overlapped steps (a step's token ids copied on
-// the device, each step's end waited for by an event); a runtime without
-// them runs steps one after another (HipDevice::canOverlapSteps).
+// X(name, parameter types): overlapped steps (copies on a second stream,
+// ordered by events); a runtime without them runs steps one after another
+// (HipDevice::canOverlapSteps).
 #define FDC_HIP_OVERLAP_FUNCTIONS(X)                                           \
-  X(hipMemcpyDtoDAsync, hipDeviceptr_t, hipDeviceptr_t, size_t, hipStream_t)   \
+  X(hipStreamWaitEvent, hipStream_t, hipEvent_t, unsigned)                     \
   X(hipEventCreate, hipEvent_t *)                                              \
   X(hipEventDestroy, hipEvent_t)                                               \
   X(hipEventRecord, hipEvent_t, hipStream_t)                                   \

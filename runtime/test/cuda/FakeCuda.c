@@ -17,9 +17,8 @@
 |*   FDC_FAKE_CUDA_DEVICES=1        device count                              *|
 |*   FDC_FAKE_CUDA_REJECT_CUBIN=1   cubins fail with NO_BINARY_FOR_GPU        *|
 |*   FDC_FAKE_CUDA_MAX_ALLOC=N      allocations over N bytes fail (OOM)       *|
-|*   FDC_FAKE_CUDA_FAIL=call[@N]    capture, graph, pinned-allocation, event  *|
-|*                                  or device-copy call `call` (exported      *|
-|*                                  name) fails:                              *|
+|*   FDC_FAKE_CUDA_FAIL=call[@N]    capture, graph, pinned-allocation or      *|
+|*                                  event call `call` (exported name) fails:  *|
 |*                                  CUDA_ERROR_NOT_SUPPORTED                  *|
 |*                                  (@N: cuStreamBeginCapture_v2,             *|
 |*                                  cuStreamEndCapture and cuGraphLaunch only *|
@@ -54,7 +53,7 @@ typedef struct FakeCudaStats {
   int64_t bytesToHost;
   int64_t livePinnedAllocations;
   int64_t pinnedCopies;  /* copies whose host side is pinned memory */
-  int64_t bytesOnDevice; /* cuMemcpyDtoDAsync_v2 */
+  int64_t streamWaits;   /* cuStreamWaitEvent */
   int64_t liveEvents;
   char lastImageKind[8]; /* "cubin" or "ptx" */
   FakeGraphStats graphs; /* filled in by fdc_fake_cuda_stats */
@@ -311,26 +310,23 @@ EXPORT CUresult CUDAAPI cuMemcpyDtoHAsync_v2(void *dst, CUdeviceptr src,
   return CUDA_SUCCESS;
 }
 
-EXPORT CUresult CUDAAPI cuMemcpyDtoDAsync_v2(CUdeviceptr dst, CUdeviceptr src,
-                                             size_t bytes, CUstream stream) {
-  REFUSE_WHILE_CAPTURING(stream);
-  if (injected(__func__, 0))
-    return CUDA_ERROR_NOT_SUPPORTED;
-  if (fakeFaulted())
-    return CUDA_ERROR_ILLEGAL_ADDRESS;
-  if (!fakeInBounds((void *)(uintptr_t)dst, bytes) ||
-      !fakeInBounds((void *)(uintptr_t)src, bytes))
-    return CUDA_ERROR_INVALID_VALUE;
-  memmove((void *)(uintptr_t)dst, (void *)(uintptr_t)src, bytes);
-  COUNT(stats.bytesOnDevice, (int64_t)bytes);
-  return CUDA_SUCCESS;
-}
-
 /*===--- Events: the stream is synchronous, so each is done when recorded ===*/
 
 typedef struct FakeEvent {
   int recorded;
 } FakeEvent;
+
+/* Streams are synchronous: what an event recorded has run. */
+EXPORT CUresult CUDAAPI cuStreamWaitEvent(CUstream stream, CUevent event,
+                                          unsigned int flags) {
+  REFUSE_WHILE_CAPTURING(stream);
+  if (injected(__func__, 0))
+    return CUDA_ERROR_NOT_SUPPORTED;
+  if (!event || flags != 0 || !((FakeEvent *)event)->recorded)
+    return CUDA_ERROR_INVALID_HANDLE;
+  COUNT(stats.streamWaits, 1);
+  return CUDA_SUCCESS;
+}
 
 EXPORT CUresult CUDAAPI cuEventCreate(CUevent *event, unsigned int flags) {
   (void)flags;

@@ -29,6 +29,14 @@
 
 namespace fdc::runtime::test {
 
+/// A fake driver's counters of overlapped steps.
+struct OverlapCounters {
+  /// Waits of one stream for the other's event.
+  int64_t streamWaits = 0;
+  int64_t liveStreams = 0;
+  int64_t liveEvents = 0;
+};
+
 /// What a workload of runOverlapWorkload produced.
 struct OverlapRun {
   /// Every request's result, by id.
@@ -82,26 +90,32 @@ inline OverlapRun runOverlapWorkload(Model &model, bool overlap) {
 
 /// Loads a model with `load` and runs the workload with overlapped steps
 /// and without: the same tokens and reasons, the same number of steps, and
-/// only the first launches steps ahead, copying tokens on the device
-/// (`bytesOnDevice` reads the fake's counter). With `copyCall` failing
-/// through the fake's `failVariable`, no step is launched ahead and the
-/// results are again the same.
+/// only the first launches steps ahead, each step's copies on the second
+/// stream ordered by events (`counters` reads the fake's). With `waitCall`
+/// (the stream wait) failing through the fake's `failVariable`, no step is
+/// launched ahead and the results are again the same.
 inline void expectOverlappedStepsMatchStepsOneByOne(
     const std::function<std::unique_ptr<Model>()> &load,
-    const std::function<int64_t()> &bytesOnDevice, const char *failVariable,
-    const char *copyCall) {
+    const std::function<OverlapCounters()> &counters, const char *failVariable,
+    const char *waitCall) {
   std::unique_ptr<Model> model = load();
   ASSERT_TRUE(model);
-  ASSERT_TRUE(model->canOverlapSteps());
   OverlapRun oneByOne = runOverlapWorkload(*model, false);
-  int64_t copiedBefore = bytesOnDevice();
+  // A model that never overlapped has no copy stream and no events.
+  EXPECT_EQ(counters().liveEvents, 0);
+  ASSERT_TRUE(model->canOverlapSteps());
+  OverlapCounters before = counters();
   OverlapRun overlapped = runOverlapWorkload(*model, true);
-  int64_t copied = bytesOnDevice() - copiedBefore;
+  OverlapCounters after = counters();
   EXPECT_EQ(oneByOne.launchedAhead, 0);
   EXPECT_GT(overlapped.launchedAhead, 0);
   EXPECT_EQ(overlapped.steps, oneByOne.steps);
-  // One int32 per row of each step launched ahead.
-  EXPECT_GE(copied, overlapped.launchedAhead * 4);
+  // Per step: the kernels wait for the inputs' copy, the ids' copy for the
+  // kernels.
+  EXPECT_EQ(after.streamWaits - before.streamWaits, 2 * overlapped.steps);
+  // The copy stream and 3 events for each of the two steps in flight.
+  EXPECT_EQ(after.liveStreams, 2);
+  EXPECT_EQ(after.liveEvents, 6);
   ASSERT_EQ(oneByOne.results.size(), 4u);
   // Greedy: the fed token + 1; the EOS request stops at 9.
   EXPECT_EQ(oneByOne.results[0].tokens,
@@ -120,7 +134,7 @@ inline void expectOverlappedStepsMatchStepsOneByOne(
   };
   expectSame(overlapped);
 
-  ScopedEnv fail(failVariable, copyCall);
+  ScopedEnv fail(failVariable, waitCall);
   OverlapRun fallback = runOverlapWorkload(*model, true);
   EXPECT_EQ(fallback.launchedAhead, 0);
   expectSame(fallback);

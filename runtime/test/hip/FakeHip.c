@@ -80,7 +80,7 @@ typedef struct FakeHipStats {
   int64_t bytesToHost;
   int64_t livePinnedAllocations;
   int64_t pinnedCopies; /* copies whose host side is pinned memory */
-  int64_t bytesOnDevice; /* hipMemcpyDtoDAsync */
+  int64_t streamWaits;  /* hipStreamWaitEvent */
   int64_t liveEvents;
   int64_t currentDevice;
   char lastImageArch[16]; /* the arch of the last code object loaded */
@@ -314,19 +314,6 @@ EXPORT hipError_t hipMemcpyDtoHAsync(void *dst, void *src, size_t bytes,
   return hipSuccess;
 }
 
-EXPORT hipError_t hipMemcpyDtoDAsync(void *dst, void *src, size_t bytes,
-                                     void *stream) {
-  FAIL_IF_INJECTED();
-  REFUSE_WHILE_CAPTURING(stream);
-  if (fakeFaulted())
-    return hipErrorIllegalAddress;
-  if (!fakeInBounds(dst, bytes) || !fakeInBounds(src, bytes))
-    return hipErrorInvalidValue;
-  memmove(dst, src, bytes);
-  stats.bytesOnDevice += (int64_t)bytes;
-  return hipSuccess;
-}
-
 /*===--- Events: the stream is synchronous, so each is done when recorded ===*/
 
 EXPORT hipError_t hipEventCreate(void **event) {
@@ -352,6 +339,17 @@ EXPORT hipError_t hipEventRecord(void *event, void *stream) {
   if (!event)
     return hipErrorInvalidHandle;
   *(int *)event = 1;
+  return hipSuccess;
+}
+
+/* Streams are synchronous: what an event recorded has run. */
+EXPORT hipError_t hipStreamWaitEvent(void *stream, void *event,
+                                     unsigned flags) {
+  FAIL_IF_INJECTED();
+  REFUSE_WHILE_CAPTURING(stream);
+  if (!event || flags != 0 || !*(int *)event)
+    return hipErrorInvalidHandle;
+  ++stats.streamWaits;
   return hipSuccess;
 }
 

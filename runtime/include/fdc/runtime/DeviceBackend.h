@@ -54,8 +54,8 @@ public:
   // (its ids copied back) in launch order, and step() is refused meanwhile.
 
   /// Whether launchStep / finishStep overlap steps here (else the engine
-  /// calls step()).
-  virtual bool canOverlapSteps() const { return false; }
+  /// calls step()); the first call may set up what they need.
+  virtual bool canOverlapSteps() { return false; }
   /// Starts a step like step(), without waiting for it and without logits
   /// (`args.logits` is ignored). Rows [0, tokensFromLastStep) take as their
   /// token the id the previous step sampled in the same row, on the device;

@@ -140,7 +140,8 @@ struct EngineOptions {
   /// length or context limit at t, none wants logits, none waits in the
   /// queue. A request that ends at t by its EOS id (or is cancelled) has a
   /// row in t + 1 whose token is dropped. Tokens and sampling draws are
-  /// those of steps run one by one. $FDC_OVERLAP_STEPS=0 turns it off.
+  /// those of steps run one by one. A launch that fails makes the engine go
+  /// on one step at a time. $FDC_OVERLAP_STEPS=0 turns it off.
   bool overlapSteps = true;
 };
 
