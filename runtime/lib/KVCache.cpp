@@ -48,6 +48,7 @@ Expected<KVCache> KVCache::create(const KVCacheSpec &spec, int64_t numSlots,
 }
 
 std::optional<int32_t> KVCache::acquireSlot() {
+  std::lock_guard<std::mutex> lock(*slotsMutex);
   for (size_t i = 0; i < inUse.size(); ++i) {
     if (!inUse[i]) {
       inUse[i] = true;
@@ -58,6 +59,7 @@ std::optional<int32_t> KVCache::acquireSlot() {
 }
 
 void KVCache::releaseSlot(int32_t slot) {
+  std::lock_guard<std::mutex> lock(*slotsMutex);
   assert(slot >= 0 && static_cast<size_t>(slot) < inUse.size() && inUse[slot] &&
          "releasing a slot that is not in use");
   if (slot >= 0 && static_cast<size_t>(slot) < inUse.size())
@@ -65,5 +67,6 @@ void KVCache::releaseSlot(int32_t slot) {
 }
 
 int64_t KVCache::freeSlots() const {
+  std::lock_guard<std::mutex> lock(*slotsMutex);
   return std::count(inUse.begin(), inUse.end(), false);
 }

@@ -13,6 +13,8 @@
 #include "fdc/runtime/HostBuffer.h"
 #include "fdc/runtime/Manifest.h"
 
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <vector>
 
@@ -39,6 +41,9 @@ public:
   /// Bytes one slot occupies.
   uint64_t slotBytes() const { return byteSize / slotCount; }
 
+  // The slots' bookkeeping is thread-safe: a slot may be held and returned
+  // by another thread while an engine's loop admits requests.
+
   /// Hands out the lowest free slot, or nullopt when all are in use.
   std::optional<int32_t> acquireSlot();
   /// Returns a slot acquired before.
@@ -51,6 +56,8 @@ private:
   int64_t slotCount = 0;
   int64_t contextLength = 0;
   std::vector<bool> inUse;
+  /// Guards `inUse` (behind a pointer: the cache is movable).
+  std::unique_ptr<std::mutex> slotsMutex = std::make_unique<std::mutex>();
 };
 
 } // namespace fdc::runtime
