@@ -202,7 +202,7 @@ void Engine::plan(PlannedStep &step, bool ahead) {
     for (int64_t j = 0; j < rowsOf[i]; ++j, ++row) {
       int64_t position = s.position + s.launchedRows + j;
       // Ahead, a decode row's token is the one the step in flight samples:
-      // the device copies it in over this placeholder.
+      // the step reads it on the device (this placeholder is not used).
       arrays.tokens[row] = position < promptLength ? s.request.prompt[position]
                            : ahead                 ? 0
                                                    : s.generated.back();

@@ -1,12 +1,11 @@
-//===- OverlapTest.h - Overlapped steps against steps one by one -*- C++
-//-*-===//
+//===- OverlapTest.h - Overlapped steps and steps one by one ----*- C++ -*-===//
 //
 // Shared by the CUDA and HIP backend tests: an engine on a GPU backend that
 // overlaps steps (the next step launched before the last one's ids are
-// read, its tokens copied on the device) produces what steps run one by one
+// read, its tokens read on the device) produces what steps run one by one
 // produce, with requests that end by EOS, by length, by cancellation and
-// that join mid-run; and falls back to steps one by one when the device
-// copy fails.
+// that join mid-run; and falls back to steps one by one when a launch
+// fails.
 //
 //===----------------------------------------------------------------------===//
 

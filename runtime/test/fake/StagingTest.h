@@ -1,5 +1,4 @@
-//===- StagingTest.h - Steps staged in pinned or pageable memory -*- C++
-//-*-===//
+//===- StagingTest.h - Steps staged in pinned or pageable memory *- C++ -*-===//
 //
 // Shared by the CUDA and HIP backend tests: a GPU backend stages a step's
 // inputs and sampled ids in pinned host memory when the driver allocates
