@@ -163,12 +163,12 @@ bool GpuBackend::canOverlapSteps() {
 void GpuBackend::prepareOverlap() {
   overlap = false;
   if (poison || envFlag(vendor.syncLaunchesVariable) ||
-      !device->canOverlapSteps() || device->openCopyStream() != 0)
+      !device->canOverlapSteps() || device->openCopyStreams() != 0)
     return;
   for (StepEvents &events : stepEvents)
     for (GpuDevice::EventHandle *event :
          {&events.inputsCopied, &events.computed, &events.idsCopied})
-      if (device->createEvent(*event) != 0) {
+      if (device->createEvent(*event, GpuDevice::EventUse::Ordering) != 0) {
         releaseOverlap();
         return;
       }
@@ -360,22 +360,25 @@ Error GpuBackend::launchStep(const FdcStepArgs &args,
                        inFlight.empty() ? 0 : inFlight.back().batch);
   if (Error err = makeCurrent())
     return err;
-  // The staging pair of the step launched two steps ago, which is finished.
+  // The staging pair of the step launched two steps ago, which is finished:
+  // finishStep waited for its ids to reach the host, after its kernels. So
+  // the halves of `inputs` and `nextTokens` it used are free, and this
+  // step's copies and kernels need not wait for anything of it.
   int staging = nextStaging;
   StepEvents &events = stepEvents[staging];
   using Stream = GpuDevice::Stream;
-  // Anything that fails from here leaves both streams drained, so that the
+  // Anything that fails from here leaves every stream drained, so that the
   // buffers are free again; the step before is still finished by
   // finishStep.
   auto failed = [&](Error err) {
     device->synchronize();
     return err;
   };
-  // The inputs go in on the copy stream, beside the step before.
-  if (Error err = stageInputs(Stream::Copies, args, staging))
+  // The inputs go in on their copy stream, beside the step before.
+  if (Error err = stageInputs(Stream::CopiesIn, args, staging))
     return failed(std::move(err));
   if (DeviceStatus status =
-          device->recordEventOn(Stream::Copies, events.inputsCopied))
+          device->recordEventOn(Stream::CopiesIn, events.inputsCopied))
     return failed(device->fail(vendor.recordEventCall, status));
   if (DeviceStatus status = device->waitOn(Stream::Main, events.inputsCopied))
     return failed(device->fail(vendor.waitOnCall, status));
@@ -383,20 +386,20 @@ Error GpuBackend::launchStep(const FdcStepArgs &args,
       deviceArgs(args, staging, fed), graphKey(args.batch, staging, fed));
   if (!replayed)
     return failed(replayed.takeError());
-  // The ids come back on the copy stream, beside the step after.
+  // The ids come back on the other copy stream, beside the step after.
   uint64_t idBytes = static_cast<uint64_t>(args.batch) * 4;
   DeviceAddress ids = nextTokens.address + staging * nextTokensBytes;
   if (DeviceStatus status =
           device->recordEventOn(Stream::Main, events.computed))
     return failed(stepFailed(vendor.recordEventCall, status, *replayed));
-  if (DeviceStatus status = device->waitOn(Stream::Copies, events.computed))
+  if (DeviceStatus status = device->waitOn(Stream::CopiesOut, events.computed))
     return failed(stepFailed(vendor.waitOnCall, status, *replayed));
   if (DeviceStatus status = device->copyToHostOn(
-          Stream::Copies, idStaging[staging].data(), ids, idBytes))
+          Stream::CopiesOut, idStaging[staging].data(), ids, idBytes))
     return failed(stepFailed(concat(vendor.copyToHostCall, "(next_tokens)"),
                              status, *replayed));
   if (DeviceStatus status =
-          device->recordEventOn(Stream::Copies, events.idsCopied))
+          device->recordEventOn(Stream::CopiesOut, events.idsCopied))
     return failed(stepFailed(vendor.recordEventCall, status, *replayed));
   inFlight.push_back({staging, args.batch, *replayed});
   nextStaging = 1 - staging;

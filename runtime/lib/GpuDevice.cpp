@@ -26,7 +26,7 @@ DeviceStatus GpuDevice::allocatePinned(void *&pointer, uint64_t) {
 }
 void GpuDevice::freePinned(void *) {}
 bool GpuDevice::canOverlapSteps() const { return false; }
-DeviceStatus GpuDevice::openCopyStream() { return kNotSupported; }
+DeviceStatus GpuDevice::openCopyStreams() { return kNotSupported; }
 DeviceStatus GpuDevice::copyToDeviceOn(Stream, DeviceAddress, const void *,
                                        uint64_t) {
   return kNotSupported;
@@ -44,7 +44,9 @@ DeviceStatus GpuDevice::beginCapture() { return kNotSupported; }
 DeviceStatus GpuDevice::endCapture(GraphHandle &) { return kNotSupported; }
 DeviceStatus GpuDevice::replay(GraphHandle) { return kNotSupported; }
 void GpuDevice::destroyGraph(GraphHandle) {}
-DeviceStatus GpuDevice::createEvent(EventHandle &) { return kNotSupported; }
+DeviceStatus GpuDevice::createEvent(EventHandle &, EventUse) {
+  return kNotSupported;
+}
 void GpuDevice::destroyEvent(EventHandle) {}
 DeviceStatus GpuDevice::recordEvent(EventHandle) { return kNotSupported; }
 DeviceStatus GpuDevice::elapsedMilliseconds(EventHandle, EventHandle, float &) {

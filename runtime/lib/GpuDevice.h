@@ -60,10 +60,10 @@ struct GpuVendor {
   const char *beginCaptureCall;
   const char *endCaptureCalls;
   const char *replayCall;
-  /// The calls behind allocatePinned, openCopyStream, recordEvent, waitOn
+  /// The calls behind allocatePinned, openCopyStreams, recordEvent, waitOn
   /// and waitForEvent.
   const char *allocatePinnedCall;
-  const char *openCopyStreamCall;
+  const char *openCopyStreamsCall;
   const char *recordEventCall;
   const char *waitOnCall;
   const char *waitForEventCall;
@@ -119,18 +119,23 @@ public:
   virtual void freePinned(void *pointer);
 
   // Overlapped steps (GpuBackend::launchStep): the step's kernels run on
-  // the main stream, its input and output copies on a second one, each
+  // the main stream, its input and output copies on two others, each
   // stream waiting for the other's events where it must, so that a step's
   // copies run beside the kernels of the steps around it; the host waits
   // for a step's end by an event. A vendor that lacks a call returns
   // kNotSupported.
 
-  /// Main: the stream of every other call; Copies: the second stream.
-  enum class Stream { Main, Copies };
+  /// Main: the stream of every other call; CopiesIn, CopiesOut: the
+  /// streams of the inputs' copies and of the outputs' (apart, so that a
+  /// step's inputs never wait behind the last step's outputs).
+  enum class Stream { Main, CopiesIn, CopiesOut };
+  /// The vendors keep the copy streams in an array indexed by `which - 1`.
+  static constexpr int kCopyStreams = 2;
+  static_assert(static_cast<int>(Stream::CopiesOut) == kCopyStreams);
   /// Whether the calls below, createEvent and recordEvent work.
   virtual bool canOverlapSteps() const;
-  /// Creates the Copies stream (once), released with the device.
-  virtual DeviceStatus openCopyStream();
+  /// Creates the two copy streams (once), released with the device.
+  virtual DeviceStatus openCopyStreams();
   virtual DeviceStatus copyToDeviceOn(Stream stream, DeviceAddress destination,
                                       const void *source, uint64_t bytes);
   virtual DeviceStatus copyToHostOn(Stream stream, void *destination,
@@ -164,7 +169,10 @@ public:
   /// Runs the recorded work on the stream.
   virtual DeviceStatus replay(GraphHandle graph);
   virtual void destroyGraph(GraphHandle graph);
-  virtual DeviceStatus createEvent(EventHandle &event);
+  /// What an event is for: timing (elapsedMilliseconds) or only ordering
+  /// streams and the host (waitOn, waitForEvent), which is cheaper.
+  enum class EventUse { Timing, Ordering };
+  virtual DeviceStatus createEvent(EventHandle &event, EventUse use);
   virtual void destroyEvent(EventHandle event);
   /// Records `event` on the stream.
   virtual DeviceStatus recordEvent(EventHandle event);

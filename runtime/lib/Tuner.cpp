@@ -90,9 +90,9 @@ public:
       return err;
     if (DeviceStatus s = device.cacheBytes(l2Bytes))
       return device.fail("querying the L2 cache size", s);
-    if (DeviceStatus s = device.createEvent(start))
+    if (DeviceStatus s = device.createEvent(start, GpuDevice::EventUse::Timing))
       return device.fail("creating a timing event", s);
-    if (DeviceStatus s = device.createEvent(end))
+    if (DeviceStatus s = device.createEvent(end, GpuDevice::EventUse::Timing))
       return device.fail("creating a timing event", s);
     return Error::success();
   }

@@ -55,6 +55,9 @@ def check_requests(name, model, reference, requests, tolerance, rng):
     results = model.generate_batch(requests)
     seconds = time.time() - start
     worst, mismatched, steps, errors = 0.0, 0, 0, []
+    # Each greedy mismatch: (step, its top-2 margin in units of the noise),
+    # so a failure tells a near-threshold flip from a wrong token.
+    flips = []
     for spec, result in zip(requests, results):
         if result["error"]:
             errors.append(result["error"])
@@ -78,12 +81,15 @@ def check_requests(name, model, reference, requests, tolerance, rng):
             top2 = np.sort(ref[step])[-2:]
             noise = err * np.sqrt(np.mean(ref[step] ** 2))
             clear = top2[1] - top2[0] > 4 * noise
-            mismatched += int(clear and token != int(np.argmax(ref[step])))
+            if clear and token != int(np.argmax(ref[step])):
+                mismatched += 1
+                flips.append((step, round(float((top2[1] - top2[0]) / noise), 1)))
     longest = max(len(r["prompt_ids"]) + r["max_new_tokens"] for r in requests)
     ok = not errors and worst < tolerance and mismatched == 0
     record(name, ok, batch=len(requests), max_context=longest,
            rel_err=f"{worst:.2e}", token_mismatches=mismatched, steps=steps,
-           seconds=round(seconds, 2), errors=errors[:2])
+           seconds=round(seconds, 2), errors=errors[:2],
+           **({"mismatch_margins": flips[:4]} if flips else {}))
 
 
 def tiny_checks(work, rng):
@@ -359,6 +365,9 @@ def linear_checks(work, rng):
             # tile or word moves whole rows by percents. NaN fails too.
             if not err <= 1e-3:
                 failures.append(f"M={m}: rel_err={err:.2e}")
+            # The argmax of the logits the step wrote (first index on ties).
+            if not torch.equal(next_tokens.long(), torch.argmax(logits, 1)):
+                failures.append(f"M={m}: next_tokens are not the logits' argmax")
             worst = max(worst, err) if err == err else float("nan")
         # sm_90a's default tables must have run group GEMMs (wgmma).
         if v.arch == "sm_90a" and not v.kernel and "group_gemm" not in \
@@ -367,8 +376,47 @@ def linear_checks(work, rng):
         record(f"{v.name} vs float64, M = 1..128", not failures,
                worst_rel_err=f"{worst:.2e}", kernels=len(kernels),
                errors="; ".join(failures[:4]))
+        if v is linear_models.VARIANTS[0]:
+            argmax_check(launcher, library, data, cache)
         del launcher, data, weights
         torch.cuda.empty_cache()
+
+
+def argmax_check(launcher, library, weights, cache):
+    """The greedy head alone (the library's argmax or sample kernel) on
+    logits written by hand: ties keep the first index, NaN never wins, a row
+    of -inf gives 0, the maximum in the last column is found."""
+    from fdc.bench.launcher import step_args
+    from fdc.testing import linear_models
+
+    head = next(k for k in library.kernels
+                if k.startswith(("argmax_", "sample_")))
+    vocab, m = linear_models.HEAD_ROWS, 8
+    cuda = dict(device="cuda")
+    logits = torch.randn(m, vocab, **cuda)
+    logits[0] = 0.0                                   # all equal: 0
+    logits[1, 5] = logits[1, 77] = 9.0                # tie: 5
+    logits[2] = float("-inf")                         # nothing finite: 0
+    logits[3, 3], logits[3, 100] = float("nan"), 9.0  # NaN ignored: 100
+    logits[4, vocab - 1] = 9.0                        # the last column
+    want = [0, 5, 0, 100, vocab - 1] + torch.argmax(logits[5:], 1).tolist()
+    next_tokens = torch.full((m,), -1, dtype=torch.int32, **cuda)
+    zeros = torch.zeros(m, dtype=torch.int32, **cuda)
+    scratch = torch.zeros(max(library.scratch_bytes(m), 1), dtype=torch.uint8,
+                          **cuda)
+    inputs = dict(positions=zeros, slots=zeros, temperature=torch.zeros(m, **cuda),
+                  top_k=zeros, top_p=torch.ones(m, **cuda),
+                  uniform=torch.full((m,), 0.5, **cuda))
+    launcher.step(step_args(
+        batch=m, num_slots=1, max_context=1, weights=weights.data_ptr(),
+        kv_cache=cache.data_ptr(), tokens=zeros.data_ptr(),
+        logits=logits.data_ptr(), next_tokens=next_tokens.data_ptr(),
+        scratch=scratch.data_ptr(),
+        **{k: t.data_ptr() for k, t in inputs.items()}), only={head})
+    torch.cuda.synchronize()
+    got = next_tokens.tolist()
+    record(f"greedy head ({head}) on written logits: ties, NaN, -inf",
+           got == want, got=got[:5], want=want[:5])
 
 
 def attention_checks(work, rng):

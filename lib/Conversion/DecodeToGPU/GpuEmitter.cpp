@@ -122,17 +122,52 @@ void GpuEmitter::blockArgmax(int64_t threads, Value logits, Value out, Value i,
   ImplicitLocOpBuilder &b = e.builder();
   int64_t vocab = cast<MemRefType>(logits.getType()).getDimSize(1);
   int64_t warps = threads / subgroupSize();
+  // 16-byte loads where every row starts 16-byte aligned, and
+  // kLoadsInFlight of them per thread per iteration, issued before any is
+  // compared: the row is read in a few memory round trips, not one per
+  // element a thread holds.
+  constexpr int64_t kLoadsInFlight = 8;
+  int64_t lanes = vocab % 4 == 0 ? 4 : 1;
+  int64_t vectors = vocab / lanes;
+  int64_t perIteration = threads * kLoadsInFlight;
+  int64_t iterations = (vectors + perIteration - 1) / perIteration;
+  // (One builder call per statement: the IR's order must not depend on
+  // the order a compiler evaluates arguments in.)
   Value thread = e.threadId();
-  Value vocabEnd = e.index(vocab);
-  Value step = e.index(threads);
-  SmallVector<Value> best =
-      e.reduce(thread, vocabEnd, step, {e.f32(-INFINITY), e.index(0)},
-               [&](Value j, ValueRange carried) {
-                 Value x = e.load(logits, {i, j});
-                 Value greater = e.cmpf(CmpFPredicate::OGT, x, carried[0]);
-                 return SmallVector<Value>{e.select(greater, x, carried[0]),
-                                           e.select(greater, j, carried[1])};
-               });
+  Value vectorsEnd = e.index(vectors);
+  Value negInfinity = e.f32(-INFINITY);
+  Value indexZero = e.index(0);
+  Value end = e.index(iterations * perIteration);
+  Value step = e.index(perIteration);
+  Value lanesIndex = e.index(lanes);
+  SmallVector<Value> best = e.reduce(
+      indexZero, end, step, {negInfinity, indexZero},
+      [&](Value base, ValueRange carried) {
+        SmallVector<Value> vectorIndex, valid, loaded;
+        Value threadBase = arith::AddIOp::create(b, base, thread);
+        for (int64_t u = 0; u < kLoadsInFlight; ++u) {
+          Value w = arith::AddIOp::create(b, threadBase, e.index(u * threads));
+          Value inRow = e.cmpi(CmpIPredicate::ult, w, vectorsEnd);
+          Value safe = e.select(inRow, w, indexZero);
+          Value column = arith::MulIOp::create(b, safe, lanesIndex);
+          vectorIndex.push_back(w);
+          valid.push_back(inRow);
+          loaded.push_back(e.loadVector(logits, {i, column}, lanes));
+        }
+        // Each thread sees its indices in increasing order, so a strict
+        // comparison keeps the first of equal values (NaN never wins).
+        Value value = carried[0], index = carried[1];
+        for (int64_t u = 0; u < kLoadsInFlight; ++u)
+          for (int64_t c = 0; c < lanes; ++c) {
+            Value x = e.select(valid[u], e.extract(loaded[u], c), negInfinity);
+            Value first = arith::MulIOp::create(b, vectorIndex[u], lanesIndex);
+            Value j = arith::AddIOp::create(b, first, e.index(c));
+            Value greater = e.cmpf(CmpFPredicate::OGT, x, value);
+            value = e.select(greater, x, value);
+            index = e.select(greater, j, index);
+          }
+        return SmallVector<Value>{value, index};
+      });
   Value maximum = e.blockMax(best[0], shared, warps);
   // The smallest index holding the maximum: indices < 2^24 are exact in f32.
   Value isMaximum = e.cmpf(CmpFPredicate::OEQ, best[0], maximum);

@@ -57,7 +57,7 @@ LogicalResult KernelFamily::checkVectorBytes(Operation *op,
 
 DictionaryAttr BlockSizeFamily::getDefaultConfig(Operation *op,
                                                  const GpuPrimitives &) const {
-  return makeConfig(op->getContext(), {{"threads", 256}});
+  return makeConfig(op->getContext(), {{"threads", defaultThreads}});
 }
 
 LogicalResult BlockSizeFamily::verifyConfig(Operation *op,

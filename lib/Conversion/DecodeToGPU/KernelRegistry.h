@@ -111,16 +111,23 @@ protected:
              llvm::ArrayRef<std::pair<llvm::StringRef, int64_t>> entries);
 };
 
-/// A family whose one config entry is its block size, `threads` (default
-/// 256), one thread block per row or per tile of elements.
+/// A family whose one config entry is its block size, `threads` (by default
+/// 256, or the family's own), one thread block per row or per tile of
+/// elements.
 class BlockSizeFamily : public KernelFamily {
 public:
+  /// `defaultThreads`: the block size when the op names none.
+  explicit BlockSizeFamily(int64_t defaultThreads = 256)
+      : defaultThreads(defaultThreads) {}
   mlir::DictionaryAttr
   getDefaultConfig(mlir::Operation *op,
                    const GpuPrimitives &target) const override;
   mlir::LogicalResult verifyConfig(mlir::Operation *op,
                                    const KernelConfig &config,
                                    const GpuPrimitives &target) const override;
+
+private:
+  int64_t defaultThreads;
 };
 
 class KernelRegistry {

@@ -29,9 +29,13 @@ Value negInf(Emitter &e) {
 
 void fdc::host::emitEmbedding(Emitter &e, Value table, Value tokens,
                               Value out) {
+  int64_t vocab = staticDim(table, 0);
   int64_t hidden = staticDim(table, 1);
   e.loop(dim(e, tokens, 0), [&](Value i) {
-    Value token = e.loadIndex(tokens, i);
+    // The runtime checks every token it is given; one it is not (a step
+    // launched ahead reads the last step's sampled ids on the device) still
+    // never reads outside the table.
+    Value token = e.clampIndex(e.loadIndex(tokens, i), vocab);
     e.loop(hidden,
            [&](Value j) { e.store(e.load(table, {token, j}), out, {i, j}); });
   });

@@ -84,6 +84,11 @@ Value Emitter::loadIndex(Value memref, ValueRange indices) {
   return arith::IndexCastOp::create(b, b.getIndexType(), value);
 }
 
+Value Emitter::clampIndex(Value value, int64_t size) {
+  Value atLeastZero = arith::MaxSIOp::create(b, value, index(0));
+  return arith::MinSIOp::create(b, atLeastZero, index(size - 1));
+}
+
 void Emitter::store(Value value, Value memref, ValueRange indices) {
   Type element = cast<MemRefType>(memref.getType()).getElementType();
   if (value.getType() != element) {

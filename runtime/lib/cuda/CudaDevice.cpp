@@ -26,7 +26,7 @@ const GpuVendor fdc::runtime::cuda::kCudaVendor = {
     /*endCaptureCalls=*/"cuStreamEndCapture, cuGraphInstantiateWithFlags",
     /*replayCall=*/"cuGraphLaunch",
     /*allocatePinnedCall=*/"cuMemHostAlloc",
-    /*openCopyStreamCall=*/"cuStreamCreate",
+    /*openCopyStreamsCall=*/"cuStreamCreate",
     /*recordEventCall=*/"cuEventRecord",
     /*waitOnCall=*/"cuStreamWaitEvent",
     /*waitForEventCall=*/"cuEventSynchronize",
@@ -54,7 +54,7 @@ CudaDevice::~CudaDevice() {
   api.cuCtxSetCurrent(context);
   if (module)
     api.cuModuleUnload(module);
-  for (CUstream s : {stream, copyStream})
+  for (CUstream s : {stream, copyStreams[0], copyStreams[1]})
     if (s) {
       api.cuStreamSynchronize(s);
       api.cuStreamDestroy_v2(s);
@@ -114,9 +114,10 @@ DeviceStatus CudaDevice::fill(DeviceAddress destination, uint8_t value,
 }
 
 DeviceStatus CudaDevice::synchronize() {
-  if (copyStream)
-    if (CUresult r = api.cuStreamSynchronize(copyStream))
-      return r;
+  for (CUstream s : copyStreams)
+    if (s)
+      if (CUresult r = api.cuStreamSynchronize(s))
+        return r;
   return api.cuStreamSynchronize(stream);
 }
 
@@ -137,20 +138,22 @@ bool CudaDevice::canOverlapSteps() const {
          api.cuEventRecord && api.cuEventSynchronize && api.cuEventElapsedTime;
 }
 
-DeviceStatus CudaDevice::openCopyStream() {
+DeviceStatus CudaDevice::openCopyStreams() {
   if (!canOverlapSteps())
     return kNotSupported;
-  if (copyStream)
-    return CUDA_SUCCESS;
-  CUstream created = nullptr;
-  auto r = api.cuStreamCreate(&created, CU_STREAM_NON_BLOCKING);
-  if (r == CUDA_SUCCESS)
-    copyStream = created;
-  return r;
+  for (CUstream &copies : copyStreams)
+    if (!copies) {
+      CUstream created = nullptr;
+      if (auto r = api.cuStreamCreate(&created, CU_STREAM_NON_BLOCKING))
+        return r;
+      copies = created;
+    }
+  return CUDA_SUCCESS;
 }
 
 CUstream CudaDevice::streamOf(Stream which) const {
-  return which == Stream::Copies ? copyStream : stream;
+  return which == Stream::Main ? stream
+                               : copyStreams[static_cast<int>(which) - 1];
 }
 
 DeviceStatus CudaDevice::copyToDeviceOn(Stream which, DeviceAddress destination,
@@ -251,13 +254,15 @@ void CudaDevice::destroyGraph(GraphHandle graph) {
     api.cuGraphExecDestroy(static_cast<CUgraphExec>(graph));
 }
 
-DeviceStatus CudaDevice::createEvent(EventHandle &event) {
+DeviceStatus CudaDevice::createEvent(EventHandle &event, EventUse use) {
   event = nullptr;
   if (!api.cuEventCreate || !api.cuEventDestroy_v2 || !api.cuEventRecord ||
       !api.cuEventSynchronize || !api.cuEventElapsedTime)
     return kNotSupported;
   CUevent created = nullptr;
-  CUresult r = api.cuEventCreate(&created, CU_EVENT_DEFAULT);
+  CUresult r = api.cuEventCreate(&created, use == EventUse::Timing
+                                               ? CU_EVENT_DEFAULT
+                                               : CU_EVENT_DISABLE_TIMING);
   event = created;
   return r;
 }

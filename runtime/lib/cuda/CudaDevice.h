@@ -54,7 +54,7 @@ public:
   DeviceStatus allocatePinned(void *&pointer, uint64_t bytes) override;
   void freePinned(void *pointer) override;
   bool canOverlapSteps() const override;
-  DeviceStatus openCopyStream() override;
+  DeviceStatus openCopyStreams() override;
   DeviceStatus copyToDeviceOn(Stream which, DeviceAddress destination,
                               const void *source, uint64_t bytes) override;
   DeviceStatus copyToHostOn(Stream which, void *destination,
@@ -71,7 +71,7 @@ public:
   DeviceStatus endCapture(GraphHandle &graph) override;
   DeviceStatus replay(GraphHandle graph) override;
   void destroyGraph(GraphHandle graph) override;
-  DeviceStatus createEvent(EventHandle &event) override;
+  DeviceStatus createEvent(EventHandle &event, EventUse use) override;
   void destroyEvent(EventHandle event) override;
   DeviceStatus recordEvent(EventHandle event) override;
   DeviceStatus elapsedMilliseconds(EventHandle start, EventHandle end,
@@ -85,8 +85,8 @@ private:
   CUdevice device;
   CUcontext context = nullptr;
   CUstream stream = nullptr;
-  /// Overlapped steps' copies (openCopyStream), or null.
-  CUstream copyStream = nullptr;
+  /// Overlapped steps' copies in and out (openCopyStreams), or null.
+  CUstream copyStreams[kCopyStreams] = {};
   CUstream streamOf(Stream which) const;
   CUmodule module = nullptr;
 };

@@ -28,7 +28,7 @@ const GpuVendor fdc::runtime::hip::kHipVendor = {
     /*endCaptureCalls=*/"hipStreamEndCapture, hipGraphInstantiateWithFlags",
     /*replayCall=*/"hipGraphLaunch",
     /*allocatePinnedCall=*/"hipHostMalloc",
-    /*openCopyStreamCall=*/"hipStreamCreateWithFlags",
+    /*openCopyStreamsCall=*/"hipStreamCreateWithFlags",
     /*recordEventCall=*/"hipEventRecord",
     /*waitOnCall=*/"hipStreamWaitEvent",
     /*waitForEventCall=*/"hipEventSynchronize",
@@ -57,7 +57,7 @@ HipDevice::~HipDevice() {
   (void)api.hipSetDevice(ordinal);
   if (module)
     (void)api.hipModuleUnload(module);
-  for (hipStream_t s : {stream, copyStream})
+  for (hipStream_t s : {stream, copyStreams[0], copyStreams[1]})
     if (s) {
       (void)api.hipStreamSynchronize(s);
       (void)api.hipStreamDestroy(s);
@@ -108,9 +108,10 @@ DeviceStatus HipDevice::fill(DeviceAddress destination, uint8_t value,
 }
 
 DeviceStatus HipDevice::synchronize() {
-  if (copyStream)
-    if (hipError_t r = api.hipStreamSynchronize(copyStream))
-      return r;
+  for (hipStream_t s : copyStreams)
+    if (s)
+      if (hipError_t r = api.hipStreamSynchronize(s))
+        return r;
   return api.hipStreamSynchronize(stream);
 }
 
@@ -128,20 +129,22 @@ void HipDevice::freePinned(void *pointer) {
 
 bool HipDevice::canOverlapSteps() const { return api.hasOverlap(); }
 
-DeviceStatus HipDevice::openCopyStream() {
+DeviceStatus HipDevice::openCopyStreams() {
   if (!api.hasOverlap())
     return kNotSupported;
-  if (copyStream)
-    return hipSuccess;
-  hipStream_t created = nullptr;
-  auto r = api.hipStreamCreateWithFlags(&created, hipStreamNonBlocking);
-  if (r == hipSuccess)
-    copyStream = created;
-  return r;
+  for (hipStream_t &copies : copyStreams)
+    if (!copies) {
+      hipStream_t created = nullptr;
+      if (auto r = api.hipStreamCreateWithFlags(&created, hipStreamNonBlocking))
+        return r;
+      copies = created;
+    }
+  return hipSuccess;
 }
 
 hipStream_t HipDevice::streamOf(Stream which) const {
-  return which == Stream::Copies ? copyStream : stream;
+  return which == Stream::Main ? stream
+                               : copyStreams[static_cast<int>(which) - 1];
 }
 
 DeviceStatus HipDevice::copyToDeviceOn(Stream which, DeviceAddress destination,
@@ -174,12 +177,14 @@ DeviceStatus HipDevice::waitOn(Stream which, EventHandle event) {
                                 0);
 }
 
-DeviceStatus HipDevice::createEvent(EventHandle &event) {
+DeviceStatus HipDevice::createEvent(EventHandle &event, EventUse use) {
   event = nullptr;
   if (!api.hasOverlap())
     return kNotSupported;
   hipEvent_t created = nullptr;
-  hipError_t r = api.hipEventCreate(&created);
+  hipError_t r = api.hipEventCreateWithFlags(
+      &created,
+      use == EventUse::Timing ? hipEventDefault : hipEventDisableTiming);
   event = created;
   return r;
 }

@@ -14,11 +14,11 @@
 // (thread-local mode), hipStreamEndCapture + hipGraphInstantiateWithFlags,
 // hipGraphLaunch and hipGraphExecDestroy, as CUDA's do onto the driver's;
 // a runtime lacking any of them gets kNotSupported (steps run eagerly).
-// Overlapped steps: a second non-blocking stream for the copies, and the
-// events onto hipEventCreate / Record / Synchronize / Destroy and
-// hipStreamWaitEvent (no timing: elapsedMilliseconds stays kNotSupported).
-// Pinned staging: hipHostMalloc / hipHostFree. Verified against the fake HIP
-// runtime only: no AMD GPU has run them.
+// Overlapped steps: two non-blocking streams for the copies in and out, and
+// the events onto hipEventCreateWithFlags / Record / Synchronize / Destroy
+// and hipStreamWaitEvent (no timing: elapsedMilliseconds stays
+// kNotSupported). Pinned staging: hipHostMalloc / hipHostFree. Verified against
+// the fake HIP runtime only: no AMD GPU has run them.
 //
 //===----------------------------------------------------------------------===//
 
@@ -66,7 +66,7 @@ public:
   DeviceStatus allocatePinned(void *&pointer, uint64_t bytes) override;
   void freePinned(void *pointer) override;
   bool canOverlapSteps() const override;
-  DeviceStatus openCopyStream() override;
+  DeviceStatus openCopyStreams() override;
   DeviceStatus copyToDeviceOn(Stream which, DeviceAddress destination,
                               const void *source, uint64_t bytes) override;
   DeviceStatus copyToHostOn(Stream which, void *destination,
@@ -74,7 +74,7 @@ public:
   DeviceStatus recordEventOn(Stream which, EventHandle event) override;
   DeviceStatus waitOn(Stream which, EventHandle event) override;
   DeviceStatus waitForEvent(EventHandle event) override;
-  DeviceStatus createEvent(EventHandle &event) override;
+  DeviceStatus createEvent(EventHandle &event, EventUse use) override;
   void destroyEvent(EventHandle event) override;
   DeviceStatus recordEvent(EventHandle event) override;
   DeviceStatus getKernel(const char *name, KernelHandle &kernel) override;
@@ -92,8 +92,8 @@ private:
   const RuntimeApi &api;
   int ordinal;
   hipStream_t stream = nullptr;
-  /// Overlapped steps' copies (openCopyStream), or null.
-  hipStream_t copyStream = nullptr;
+  /// Overlapped steps' copies in and out (openCopyStreams), or null.
+  hipStream_t copyStreams[kCopyStreams] = {};
   hipStream_t streamOf(Stream which) const;
   hipModule_t module = nullptr;
 };

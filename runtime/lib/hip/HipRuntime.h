@@ -77,7 +77,7 @@ namespace fdc::runtime::hip {
 // (HipDevice::canOverlapSteps).
 #define FDC_HIP_OVERLAP_FUNCTIONS(X)                                           \
   X(hipStreamWaitEvent, hipStream_t, hipEvent_t, unsigned)                     \
-  X(hipEventCreate, hipEvent_t *)                                              \
+  X(hipEventCreateWithFlags, hipEvent_t *, unsigned)                           \
   X(hipEventDestroy, hipEvent_t)                                               \
   X(hipEventRecord, hipEvent_t, hipStream_t)                                   \
   X(hipEventSynchronize, hipEvent_t)

@@ -58,6 +58,7 @@ struct FakeCudaStats {
   int64_t pinnedCopies;
   int64_t streamWaits;
   int64_t liveEvents;
+  int64_t liveUntimedEvents;
   char lastImageKind[8];
   FakeGraphStats graphs;
 };
@@ -770,7 +771,7 @@ TEST_F(CudaFakeDriverTest, OverlappedStepsMatchStepsOneByOne) {
       [] {
         auto stats = fakeStats();
         return OverlapCounters{stats.streamWaits, stats.liveStreams,
-                               stats.liveEvents};
+                               stats.liveEvents, stats.liveUntimedEvents};
       },
       "FDC_FAKE_CUDA_FAIL", "cuStreamWaitEvent");
   expectNothingLeaked();

@@ -55,6 +55,7 @@ typedef struct FakeCudaStats {
   int64_t pinnedCopies;  /* copies whose host side is pinned memory */
   int64_t streamWaits;   /* cuStreamWaitEvent */
   int64_t liveEvents;
+  int64_t liveUntimedEvents; /* CU_EVENT_DISABLE_TIMING */
   char lastImageKind[8]; /* "cubin" or "ptx" */
   FakeGraphStats graphs; /* filled in by fdc_fake_cuda_stats */
 } FakeCudaStats;
@@ -314,6 +315,7 @@ EXPORT CUresult CUDAAPI cuMemcpyDtoHAsync_v2(void *dst, CUdeviceptr src,
 
 typedef struct FakeEvent {
   int recorded;
+  unsigned int flags;
 } FakeEvent;
 
 /* Streams are synchronous: what an event recorded has run. */
@@ -329,13 +331,17 @@ EXPORT CUresult CUDAAPI cuStreamWaitEvent(CUstream stream, CUevent event,
 }
 
 EXPORT CUresult CUDAAPI cuEventCreate(CUevent *event, unsigned int flags) {
-  (void)flags;
   if (injected(__func__, 0))
     return CUDA_ERROR_NOT_SUPPORTED;
+  if (flags & ~(unsigned int)CU_EVENT_DISABLE_TIMING)
+    return CUDA_ERROR_INVALID_VALUE;
   FakeEvent *created = (FakeEvent *)calloc(1, sizeof(FakeEvent));
   if (!created)
     return CUDA_ERROR_OUT_OF_MEMORY;
+  created->flags = flags;
   ++stats.liveEvents;
+  if (flags & CU_EVENT_DISABLE_TIMING)
+    ++stats.liveUntimedEvents;
   *event = (CUevent)created;
   return CUDA_SUCCESS;
 }
@@ -343,6 +349,8 @@ EXPORT CUresult CUDAAPI cuEventCreate(CUevent *event, unsigned int flags) {
 EXPORT CUresult CUDAAPI cuEventDestroy_v2(CUevent event) {
   if (!event)
     return CUDA_ERROR_INVALID_HANDLE;
+  if (((FakeEvent *)event)->flags & CU_EVENT_DISABLE_TIMING)
+    --stats.liveUntimedEvents;
   free(event);
   --stats.liveEvents;
   return CUDA_SUCCESS;
@@ -372,6 +380,10 @@ EXPORT CUresult CUDAAPI cuEventElapsedTime(float *milliseconds, CUevent start,
                                            CUevent end) {
   if (!start || !end || !((FakeEvent *)start)->recorded ||
       !((FakeEvent *)end)->recorded)
+    return CUDA_ERROR_INVALID_HANDLE;
+  /* As the driver: an event without timing has no time. */
+  if ((((FakeEvent *)start)->flags | ((FakeEvent *)end)->flags) &
+      CU_EVENT_DISABLE_TIMING)
     return CUDA_ERROR_INVALID_HANDLE;
   *milliseconds = 0.0f;
   return CUDA_SUCCESS;

@@ -34,6 +34,8 @@ struct OverlapCounters {
   int64_t streamWaits = 0;
   int64_t liveStreams = 0;
   int64_t liveEvents = 0;
+  /// Events created without timing (cheaper to wait for).
+  int64_t liveUntimedEvents = 0;
 };
 
 /// What a workload of runOverlapWorkload produced.
@@ -112,9 +114,11 @@ inline void expectOverlappedStepsMatchStepsOneByOne(
   // Per step: the kernels wait for the inputs' copy, the ids' copy for the
   // kernels.
   EXPECT_EQ(after.streamWaits - before.streamWaits, 2 * overlapped.steps);
-  // The copy stream and 3 events for each of the two steps in flight.
-  EXPECT_EQ(after.liveStreams, 2);
+  // The two copy streams (inputs, ids) beside the main one, and 3 events
+  // without timing for each of the two steps in flight.
+  EXPECT_EQ(after.liveStreams, 3);
   EXPECT_EQ(after.liveEvents, 6);
+  EXPECT_EQ(after.liveUntimedEvents, 6);
   ASSERT_EQ(oneByOne.results.size(), 4u);
   // Greedy: the fed token + 1; the EOS request stops at 9.
   EXPECT_EQ(oneByOne.results[0].tokens,
@@ -129,6 +133,7 @@ inline void expectOverlappedStepsMatchStepsOneByOne(
       SCOPED_TRACE("request " + std::to_string(run.results[i].id));
       EXPECT_EQ(run.results[i].tokens, oneByOne.results[i].tokens);
       EXPECT_EQ(run.results[i].reason, oneByOne.results[i].reason);
+      EXPECT_EQ(run.results[i].error, oneByOne.results[i].error);
     }
   };
   expectSame(overlapped);

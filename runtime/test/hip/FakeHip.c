@@ -82,6 +82,7 @@ typedef struct FakeHipStats {
   int64_t pinnedCopies; /* copies whose host side is pinned memory */
   int64_t streamWaits;  /* hipStreamWaitEvent */
   int64_t liveEvents;
+  int64_t liveUntimedEvents; /* hipEventDisableTiming */
   int64_t currentDevice;
   char lastImageArch[16]; /* the arch of the last code object loaded */
   FakeGraphStats graphs;  /* filled in by fdc_fake_hip_stats */
@@ -316,18 +317,33 @@ EXPORT hipError_t hipMemcpyDtoHAsync(void *dst, void *src, size_t bytes,
 
 /*===--- Events: the stream is synchronous, so each is done when recorded ===*/
 
-EXPORT hipError_t hipEventCreate(void **event) {
+typedef struct FakeEvent {
+  int recorded;
+  unsigned flags;
+} FakeEvent;
+
+enum { kEventDisableTiming = 0x2 }; /* hipEventDisableTiming */
+
+EXPORT hipError_t hipEventCreateWithFlags(void **event, unsigned flags) {
   FAIL_IF_INJECTED();
-  *event = calloc(1, sizeof(int));
-  if (!*event)
+  if (flags & ~(unsigned)kEventDisableTiming)
+    return hipErrorInvalidValue;
+  FakeEvent *created = (FakeEvent *)calloc(1, sizeof(FakeEvent));
+  if (!created)
     return hipErrorOutOfMemory;
+  created->flags = flags;
   ++stats.liveEvents;
+  if (flags & kEventDisableTiming)
+    ++stats.liveUntimedEvents;
+  *event = created;
   return hipSuccess;
 }
 
 EXPORT hipError_t hipEventDestroy(void *event) {
   if (!event)
     return hipErrorInvalidHandle;
+  if (((FakeEvent *)event)->flags & kEventDisableTiming)
+    --stats.liveUntimedEvents;
   free(event);
   --stats.liveEvents;
   return hipSuccess;
@@ -338,7 +354,7 @@ EXPORT hipError_t hipEventRecord(void *event, void *stream) {
   REFUSE_WHILE_CAPTURING(stream);
   if (!event)
     return hipErrorInvalidHandle;
-  *(int *)event = 1;
+  ((FakeEvent *)event)->recorded = 1;
   return hipSuccess;
 }
 

@@ -118,6 +118,7 @@ struct FakeHipStats {
   int64_t pinnedCopies;
   int64_t streamWaits;
   int64_t liveEvents;
+  int64_t liveUntimedEvents;
   int64_t currentDevice;
   char lastImageArch[16];
   FakeGraphStats graphs;
@@ -583,7 +584,7 @@ TEST_F(HipBackendTest, OverlappedStepsMatchStepsOneByOne) {
       [] {
         auto stats = fakeStats();
         return OverlapCounters{stats.streamWaits, stats.liveStreams,
-                               stats.liveEvents};
+                               stats.liveEvents, stats.liveUntimedEvents};
       },
       "FDC_FAKE_HIP_FAIL", "hipStreamWaitEvent");
   expectNothingLeaked();

@@ -13,7 +13,11 @@
 // CHECK-LABEL: gpu.module @fdc_kernels
 // Every parameter is 8 bytes: device pointers, then batch, slots, context.
 // CHECK: gpu.func @embedding_{{[0-9]+}}(%{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64) kernel attributes {known_block_size = array<i32: 256, 1, 1>}
-// CHECK:   vector.load %{{.*}} {alignment = 16 : i64} : memref<1000x512xbf16>, vector<8xbf16>
+// The token id is clamped into the table's 1000 rows before it addresses one.
+// CHECK:   %[[TOKEN_LO:.*]] = arith.maxsi
+// CHECK:   %[[LAST_ROW:.*]] = arith.constant 999 : index
+// CHECK:   %[[TOKEN:.*]] = arith.minsi %[[TOKEN_LO]], %[[LAST_ROW]] : index
+// CHECK:   vector.load %{{.*}}[%[[TOKEN]], %{{.*}}] {alignment = 16 : i64} : memref<1000x512xbf16>, vector<8xbf16>
 // CHECK:   vector.store %{{.*}} {alignment = 16 : i64} : memref<?x512xbf16>, vector<8xbf16>
 
 // One block per row; the mean square is a block reduction through shared
@@ -60,7 +64,13 @@
 // CHECK: gpu.func @linear_{{[0-9]+}}({{.*}}) kernel
 // The silu_gate_up epilogue: two dot products per output.
 // CHECK:   arith.addi %{{.*}}, %c1024
+// Greedy rows: 1024 threads, each with eight 16-byte loads of the row in
+// flight before it compares any.
 // CHECK: gpu.func @[[SAMPLE:sample_[0-9]+]](
+// CHECK-SAME: known_block_size = array<i32: 1024, 1, 1>
+// CHECK-COUNT-8: vector.load %{{.*}} {alignment = 16 : i64} : memref<?x1000xf32>, vector<4xf32>
+// CHECK-NOT: gpu.func
+// CHECK: arith.cmpf ogt
 
 // The host step: one launch per kernel, grid sizes from the batch size.
 // CHECK-LABEL: func.func @fdc_model_step(%arg0: !llvm.ptr)

@@ -11,7 +11,7 @@
 // SM90: decode.rope {{.*}}decode.kernel = #decode.kernel<"rope", {threads = 256 : i64}>
 // SM90: decode.kv_append {{.*}}{decode.kernel = #decode.kernel<"kv_append", {}>
 // SM90: decode.attention {{.*}}decode.kernel = #decode.kernel<"gqa_attention", {f32_operands = 1 : i64, heads_as_b = 1 : i64, max_splits = 64 : i64, min_split_length = 64 : i64, prefetch = 1 : i64, subgroups = 4 : i64, waves_per_unit = 2 : i64}>
-// SM90: decode.sample {{.*}}{decode.kernel = #decode.kernel<"sample", {threads = 256 : i64}>}
+// SM90: decode.sample {{.*}}{decode.kernel = #decode.kernel<"sample", {threads = 1024 : i64}>}
 // GFX90A: decode.linear {{.*}}{decode.kernel = #decode.dispatch<max_batch = [1, 16, 32, 64], kernels = [#decode.kernel<"gemv", {{.*}}>, #decode.kernel<"flat_gemm", {batch_tiles = 1 : i64, {{.*}}}>, #decode.kernel<"flat_gemm", {batch_tiles = 2 : i64, {{.*}}}>, #decode.kernel<"tiled_gemm", {batch_tiles = 1 : i64, k_tile = 128 : i64, row_tiles = 1 : i64, split_k = 1 : i64, stages = 4 : i64, warps_m = 2 : i64, warps_n = 2 : i64}>, #decode.kernel<"tiled_gemm", {batch_tiles = 2 : i64, k_tile = 64 : i64, row_tiles = 4 : i64, split_k = 4 : i64, stages = 2 : i64, warps_m = 2 : i64, warps_n = 2 : i64}>]>}
 
 // N = 4096 leaves H100 units idle with 64-row tiles (64 blocks for 132 SMs):

@@ -34,7 +34,11 @@
 // CHECK:         %[[NTOK:.*]] = memref.dim %[[TOKENS]], %{{.*}} : memref<?xi32>
 // CHECK:         scf.for %[[I:[^ ]+]] = %{{.*}} to %[[NTOK]] step %{{.*}} {
 // CHECK:           %[[TOK_I32:.*]] = memref.load %[[TOKENS]][%[[I]]] : memref<?xi32>
-// CHECK:           %[[TOK:.*]] = arith.index_cast %[[TOK_I32]] : i32 to index
+// CHECK:           %[[TOK_IDX:.*]] = arith.index_cast %[[TOK_I32]] : i32 to index
+// The id is clamped into the table's 16 rows.
+// CHECK:           %[[TOK_LO:.*]] = arith.maxsi %[[TOK_IDX]], %{{.*}} : index
+// CHECK:           %[[C15:.*]] = arith.constant 15 : index
+// CHECK:           %[[TOK:.*]] = arith.minsi %[[TOK_LO]], %[[C15]] : index
 // CHECK:           scf.for %[[J:[^ ]+]] = %{{.*}} to %{{.*}} step %{{.*}} {
 // CHECK:             %[[X:.*]] = memref.load %[[TABLE]][%[[TOK]], %[[J]]] : memref<16x8xf32>
 // CHECK:             memref.store %[[X]], %[[H]][%[[I]], %[[J]]] : memref<?x8xf32>

@@ -67,6 +67,9 @@ public:
   mlir::Value load(mlir::Value memref, mlir::ValueRange indices);
   /// Loads an i32 element as an index.
   mlir::Value loadIndex(mlir::Value memref, mlir::ValueRange indices);
+  /// `value` (an index) clamped into [0, size): what an index read from a
+  /// step input becomes before it addresses a buffer of `size` rows.
+  mlir::Value clampIndex(mlir::Value value, int64_t size);
   /// Stores an f32 (or integer) value, narrowing to the element type.
   void store(mlir::Value value, mlir::Value memref, mlir::ValueRange indices);
   /// Rounds an f32 value to `storage` precision and widens it back.

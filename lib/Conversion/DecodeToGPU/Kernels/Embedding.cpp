@@ -1,7 +1,8 @@
 //===- Embedding.cpp - kernel family "embedding" --------------------------===//
 //
 // decode.embedding: a thread per vector of `vector_bytes` of the hidden row
-// (blockIdx.y is the sequence), copying the token's table row.
+// (blockIdx.y is the sequence), copying the token's table row (the id
+// clamped into the vocabulary).
 //
 //===----------------------------------------------------------------------===//
 
@@ -37,7 +38,11 @@ void buildEmbedding(KernelContext &ctx, int64_t threads, int64_t vectorBytes,
         Value j = arith::MulIOp::create(b, vectorIndex, e.index(lanes));
         e.ifThenElse(
             e.cmpi(arith::CmpIPredicate::ult, j, e.index(hidden)), [&] {
-              Value token = e.loadIndex(v[1], i);
+              // The runtime checks every token it is given; one it is not
+              // (a step launched ahead reads the last step's sampled ids on
+              // the device) still never reads outside the table.
+              Value token =
+                  e.clampIndex(e.loadIndex(v[1], i), table.type.getDimSize(0));
               auto type = VectorType::get({lanes}, table.type.getElementType());
               // Rows are a multiple of the vector long, so
               // a full vector is 16-byte aligned.

@@ -137,9 +137,11 @@ def Decode_EmbeddingOp : Decode_Op<"embedding", [Pure]> {
   let description = [{
     `result[i, :] = table[tokens[i], :]` for every sequence i. The table is
     [V, H]; the result is [M, H] of the table's element type. Token ids are
-    validated by the runtime before the step runs; inside a model, `tokens`
-    must be the step's `tokens` argument and V at least the vocabulary size
-    (checked by `decode.model`).
+    validated by the runtime before the step runs, except the ids a step
+    launched ahead reads from the step before it on the device; the
+    lowerings clamp every id into [0, V), so none reads outside the table.
+    Inside a model, `tokens` must be the step's `tokens` argument and V at
+    least the vocabulary size (checked by `decode.model`).
   }];
   let arguments = (ins Decode_FloatTensor:$table, TensorOf<[I32]>:$tokens);
   let results = (outs Decode_FloatTensor:$result);
