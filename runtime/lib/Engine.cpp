@@ -85,8 +85,13 @@ Expected<RequestId> Engine::submit(GenerationRequest request) {
     return id;
   }
   uint64_t seed = request.sampling.seed;
-  queued.push_back(
-      Sequence{id, std::move(request), -1, 0, {}, Xoshiro256(seed)});
+  std::shared_ptr<const TokenCallback> onToken;
+  if (request.onToken)
+    onToken = std::make_shared<const TokenCallback>(std::move(request.onToken));
+  request.onToken = nullptr;
+  Sequence sequence{id, std::move(request), -1, 0, {}, Xoshiro256(seed)};
+  sequence.onToken = std::move(onToken);
+  queued.push_back(std::move(sequence));
   return id;
 }
 
@@ -217,7 +222,7 @@ void Engine::plan(PlannedStep &step, bool ahead) {
       arrays.uniform[row] = produces ? s.random.nextUniform() : 0.0f;
       if (produces) {
         producingRow[i] = static_cast<int64_t>(row);
-        step.withLogits |= s.request.onToken && s.request.wantsLogits;
+        step.withLogits |= s.onToken && s.request.wantsLogits;
       }
     }
   }
@@ -271,7 +276,7 @@ bool Engine::canLaunchAhead(const PlannedStep &inFlight) const {
       return false;
     if (next >= model.maxContext())
       return false;
-    if (s.request.onToken && s.request.wantsLogits)
+    if (s.onToken && s.request.wantsLogits)
       return false;
   }
   return true;
@@ -312,10 +317,11 @@ void Engine::process(PlannedStep &step) {
     }
     s.generated.push_back(next);
     bool logits = step.withLogits && s.request.wantsLogits;
-    if (s.request.onToken)
-      s.request.onToken(next, logits ? arrays.logits.data() +
-                                           at * static_cast<size_t>(vocab)
-                                     : nullptr);
+    if (s.onToken)
+      deliveries.push_back(
+          {s.onToken, next,
+           logits ? arrays.logits.data() + at * static_cast<size_t>(vocab)
+                  : nullptr});
     int64_t generated = static_cast<int64_t>(s.generated.size());
     if (s.request.eosId >= 0 && next == s.request.eosId)
       finish(s, FinishReason::Eos);
@@ -392,9 +398,50 @@ bool Engine::step() {
   process(step);
   if (aheadInFlight)
     current ^= 1;
+  else
+    launchNext();
+  deliver();
   if (live.empty())
     drainAhead();
   return true;
+}
+
+void Engine::launchNext() {
+  if (!overlapSteps || !model.canOverlapSteps())
+    return;
+  admitQueued();
+  if (live.empty())
+    return;
+  for (const Sequence &s : live)
+    if (s.onToken && s.request.wantsLogits)
+      return;
+  // Planned into the other step's arrays: the deliveries point into this
+  // one's logits.
+  PlannedStep &next = plans[current ^ 1];
+  std::vector<Xoshiro256> draws;
+  for (const Sequence &s : live)
+    draws.push_back(s.random);
+  plan(next, /*ahead=*/false);
+  if (Error err = launch(next, /*ahead=*/false)) {
+    // Not launched: the next step() plans it again and reports the error.
+    (void)err;
+    for (size_t i = 0; i < live.size(); ++i)
+      live[i].random = draws[i];
+    return;
+  }
+  aheadInFlight = true;
+  if (next.overlapped)
+    ++launchedAhead;
+  current ^= 1;
+}
+
+void Engine::deliver() {
+  struct Clear {
+    std::vector<Delivery> &list;
+    ~Clear() { list.clear(); } // also when a callback throws
+  } clear{deliveries};
+  for (const Delivery &delivery : deliveries)
+    (*delivery.onToken)(delivery.token, delivery.logits);
 }
 
 void Engine::drainAhead() {

@@ -777,6 +777,13 @@ TEST_F(CudaFakeDriverTest, OverlappedStepsMatchStepsOneByOne) {
   expectNothingLeaked();
 }
 
+TEST_F(CudaFakeDriverTest, CallbacksRunWhileTheNextStepRuns) {
+  expectCallbacksRunWhileTheNextStepRuns(
+      [&] { return mustLoadPtx(); },
+      [] { return OverlapCounters{fakeStats().streamWaits}; });
+  expectNothingLeaked();
+}
+
 TEST_F(CudaFakeDriverTest, PoisonsTheOutputs) {
   // The step writes no output; what comes back is what was there before.
   ScopedEnv mode("FDC_TEST_CUDA_STEP", "skip_next_token");

@@ -4,8 +4,8 @@
 // overlaps steps (the next step launched before the last one's ids are
 // read, its tokens read on the device) produces what steps run one by one
 // produce, with requests that end by EOS, by length, by cancellation and
-// that join mid-run; and falls back to steps one by one when a launch
-// fails.
+// that join mid-run; falls back to steps one by one when a launch fails;
+// and calls onToken while the next step runs.
 //
 //===----------------------------------------------------------------------===//
 
@@ -142,6 +142,60 @@ inline void expectOverlappedStepsMatchStepsOneByOne(
   OverlapRun fallback = runOverlapWorkload(*model, true);
   EXPECT_EQ(fallback.launchedAhead, 0);
   expectSame(fallback);
+}
+
+/// Steps whose rows change (prompt chunks beside a decode row) cannot be
+/// launched ahead; the engine launches each before it calls onToken for
+/// the tokens of the step before. Through `counters`' stream waits (two per
+/// launched step): each callback of step k, but the last step's, sees step
+/// k + 1 launched. The tokens are those of steps one by one.
+inline void expectCallbacksRunWhileTheNextStepRuns(
+    const std::function<std::unique_ptr<Model>()> &load,
+    const std::function<OverlapCounters()> &counters) {
+  std::unique_ptr<Model> model = load();
+  ASSERT_TRUE(model);
+  struct Seen {
+    int64_t step;
+    int64_t waits;
+  };
+  auto run = [&](bool overlap, std::vector<Seen> &seen) {
+    EngineOptions options;
+    options.overlapSteps = overlap;
+    options.maxStepTokens = 3; // the fewest: one chunk row beside each
+    Engine engine(*model, options);
+    int64_t waitsBefore = counters().streamWaits;
+    for (std::vector<int32_t> prompt :
+         {std::vector<int32_t>{1, 2, 3, 4, 5, 6}, std::vector<int32_t>{9}}) {
+      GenerationRequest r;
+      r.prompt = std::move(prompt);
+      r.maxNewTokens = 4;
+      r.wantsLogits = false;
+      r.onToken = [&, waitsBefore](int32_t, const float *) {
+        seen.push_back(
+            {engine.stepsRun(), counters().streamWaits - waitsBefore});
+      };
+      EXPECT_TRUE(engine.submit(std::move(r)));
+    }
+    std::vector<GenerationResult> results = engine.runToCompletion();
+    std::sort(results.begin(), results.end(),
+              [](const GenerationResult &a, const GenerationResult &b) {
+                return a.id < b.id;
+              });
+    return std::pair{results, engine.stepsRun()};
+  };
+  std::vector<Seen> oneByOne, overlapped;
+  auto [expected, steps] = run(false, oneByOne);
+  auto [got, overlappedSteps] = run(true, overlapped);
+  ASSERT_EQ(got.size(), expected.size());
+  for (size_t i = 0; i < got.size(); ++i)
+    EXPECT_EQ(got[i].tokens, expected[i].tokens);
+  EXPECT_EQ(overlappedSteps, steps);
+  ASSERT_EQ(overlapped.size(), 8u);
+  for (const Seen &callback : overlapped) {
+    SCOPED_TRACE("a token of step " + std::to_string(callback.step));
+    if (callback.step < overlappedSteps)
+      EXPECT_GE(callback.waits, 2 * (callback.step + 1));
+  }
 }
 
 } // namespace fdc::runtime::test

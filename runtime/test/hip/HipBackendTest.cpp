@@ -590,6 +590,13 @@ TEST_F(HipBackendTest, OverlappedStepsMatchStepsOneByOne) {
   expectNothingLeaked();
 }
 
+TEST_F(HipBackendTest, CallbacksRunWhileTheNextStepRuns) {
+  expectCallbacksRunWhileTheNextStepRuns(
+      [&] { return mustLoad(); },
+      [] { return OverlapCounters{fakeStats().streamWaits}; });
+  expectNothingLeaked();
+}
+
 TEST_F(HipBackendTest, ReleasesEverything) {
   {
     std::unique_ptr<Model> model = mustLoad();

@@ -45,6 +45,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -140,8 +141,13 @@ struct EngineOptions {
   /// length or context limit at t, none wants logits, none waits in the
   /// queue. A request that ends at t by its EOS id (or is cancelled) has a
   /// row in t + 1 whose token is dropped. Tokens and sampling draws are
-  /// those of steps run one by one. A launch that fails makes the engine go
-  /// on one step at a time. $FDC_OVERLAP_STEPS=0 turns it off.
+  /// those of steps run one by one. Every other step (its rows change:
+  /// prompt chunks, joins, leaves) is launched as soon as the step before
+  /// it is read, before that step's tokens reach onToken, so the callbacks
+  /// run while it does (not when a live request wants logits: that step
+  /// runs whole); a request submitted meanwhile joins the step after. A
+  /// launch that fails makes the engine go on one step at a time.
+  /// $FDC_OVERLAP_STEPS=0 turns it off.
   bool overlapSteps = true;
 };
 
@@ -203,8 +209,11 @@ public:
   std::function<void(const FdcStepArgs &)> stepObserver;
 
 private:
+  using TokenCallback = std::function<void(int32_t token, const float *logits)>;
+
   struct Sequence {
     RequestId id;
+    /// Its onToken is moved to `onToken` below.
     GenerationRequest request;
     int32_t slot = -1;
     /// Position of the token fed next.
@@ -213,6 +222,18 @@ private:
     Xoshiro256 random;
     /// Rows launched in steps not yet read (overlapped steps).
     int64_t launchedRows = 0;
+    /// The request's onToken (null: none), shared with the tokens of the
+    /// last step not yet delivered, which outlive a sequence that finished.
+    std::shared_ptr<const TokenCallback> onToken;
+  };
+
+  /// A token of the step just read, for its request's onToken.
+  struct Delivery {
+    std::shared_ptr<const TokenCallback> onToken;
+    int32_t token;
+    /// Into the step's logits (which stay until the step after next is
+    /// planned), or null.
+    const float *logits;
   };
 
   /// A step planned from the live table: its host arrays and, per request
@@ -249,9 +270,17 @@ private:
   /// launched now: see EngineOptions::overlapSteps.
   bool canLaunchAhead(const PlannedStep &inFlight) const;
   /// Reads the outputs of `step` (run, or finished) into the requests still
-  /// live, in order of arrival: tokens, callbacks and finishing; then
-  /// compacts the table.
+  /// live, in order of arrival: tokens, finishing and the callbacks' tokens
+  /// (`deliveries`); then compacts the table.
   void process(PlannedStep &step);
+  /// With overlapped steps and no step launched ahead: admits, plans and
+  /// launches the next step before the last one's tokens are delivered, so
+  /// that the device runs it while the callbacks do (what a step launched
+  /// ahead does for steps of unchanged rows, for every other step). Not
+  /// when a live request wants logits (that step runs whole).
+  void launchNext();
+  /// Calls onToken for every token of `deliveries`, in order.
+  void deliver();
   /// Waits out a step launched ahead whose requests have all left.
   void drainAhead();
 
@@ -289,6 +318,8 @@ private:
   uint64_t tableVersion = 0;
   /// Live indices in order of arrival.
   std::vector<size_t> arrival;
+  /// The last step's tokens, for their callbacks (process, then deliver).
+  std::vector<Delivery> deliveries;
   /// Per live row: it leaves the table at the next compaction.
   std::vector<char> leaving;
 };
