@@ -493,3 +493,29 @@ def test_metrics_of_a_synthetic_run_agree_with_numpy():
     span = max(t.tokens[-1] for t in timelines) - min(t.arrival for t in timelines)
     assert m["throughput"] == pytest.approx(sum(len(t.tokens) for t in timelines) / span)
     assert not math.isnan(m["ttft_ms"]["p50"])
+
+
+def test_timed_runs_pause_the_garbage_collector():
+    import gc
+
+    seen = []
+
+    @serving.collector_paused()
+    def timed():
+        seen.append(gc.isenabled())
+
+    assert gc.isenabled()
+    timed()
+    timed()
+    assert seen == [False, False]
+    assert gc.isenabled()  # restored after each run
+    gc.disable()
+    try:
+        timed()
+        assert not gc.isenabled()  # a collector already off stays off
+    finally:
+        gc.enable()
+    # Every timed mode and the step its tail is compared with run paused.
+    for fn in (serving.run_fused, serving.run_batched, serving.run_hf,
+               serving.decode_step_s, serving.ttft_comparison):
+        assert hasattr(fn, "__wrapped__"), fn.__name__

@@ -419,7 +419,8 @@ SPARSE_NOTE = (
 SERVING_NOTE = (
     "7B-wide Llama (2 layers, bf16), greedy, no EOS, every token stamped on "
     "the host as it streams to Python (fdc: on_token; transformers: a "
-    "streamer). Poisson arrivals at fractions of the fused capacity "
+    "streamer), Python's cyclic garbage collector paused during each timed "
+    "run. Poisson arrivals at fractions of the fused capacity "
     "(the requests per second it serves when all arrive at t = 0). fdc "
     "fused: one engine, each request submitted at its arrival. One at a "
     "time and static batches (a batch starts when its last member arrived "

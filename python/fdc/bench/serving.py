@@ -47,6 +47,7 @@ on any fdc model: the tests run it on a tiny host-target library.
 from __future__ import annotations
 
 import collections
+import contextlib
 import dataclasses
 import gc
 import math
@@ -74,6 +75,23 @@ def static_mode(batch: int) -> str:
 NEAR_TIE_RMS = 0.12
 # How often the main thread looks whether an engine's requests are done.
 POLL_S = 0.005
+
+
+@contextlib.contextmanager
+def collector_paused():
+    """Pauses Python's cyclic garbage collector (collecting first) while a
+    timed run goes on, as timeit does. In the suite's process, which holds
+    torch and transformers, one collection takes milliseconds on whichever
+    thread triggers it; on the engine's thread (the on_token stamps) those
+    pauses were most of every mode's inter-token tail."""
+    enabled = gc.isenabled()
+    gc.collect()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 @dataclass(frozen=True)
@@ -282,6 +300,7 @@ def _relative(times: list[float], start: float) -> list[float]:
     return [t - start for t in times]
 
 
+@collector_paused()
 def run_fused(model, requests: list[Request], arrivals, step_tokens: int,
               cap_s: float = math.inf) -> list[Timeline]:
     """Every request through one engine (`step_tokens` rows a step),
@@ -310,6 +329,7 @@ def run_fused(model, requests: list[Request], arrivals, step_tokens: int,
             for r, a, s, res in zip(requests, arrivals, stamps, results)]
 
 
+@collector_paused()
 def run_batched(model, requests: list[Request], arrivals, batch: int,
                 cap_s: float = math.inf) -> tuple[list[Timeline], list[Batch]]:
     """FIFO batches of `batch` requests through generate_batch: a batch
@@ -368,6 +388,7 @@ def _hf_generate(hf, prompt: np.ndarray, new_tokens: int, times: list[float]):
     return out[0, ids.shape[1]:].tolist()
 
 
+@collector_paused()
 def run_hf(hf, requests: list[Request], arrivals,
            cap_s: float = math.inf) -> tuple[list[Timeline], list[Batch]]:
     """transformers one request at a time, FIFO (as run_batched of 1)."""
@@ -447,6 +468,7 @@ def warm_step_graphs(model, rows: int) -> None:
         model.generate(np.ones(k, dtype=np.int32), 1)
 
 
+@collector_paused()
 def decode_step_s(model, vocab: int, context: int, tokens: int,
                   seed: int) -> float:
     """The fused step at a full batch, at contexts from `context` on:
@@ -498,6 +520,7 @@ def _median_of(measure: Callable[[], float], repeats: int) -> float:
     return float(np.median([measure() for _ in range(repeats)]))
 
 
+@collector_paused()
 def ttft_comparison(model, open_model, hf, plan: Plan, vocab: int) -> dict:
     """The time to first token of one prompt of plan.ttft_prompt tokens:
     read in chunks of up to max_step_rows (the model's largest), one token
