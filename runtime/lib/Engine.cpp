@@ -89,8 +89,14 @@ Expected<RequestId> Engine::submit(GenerationRequest request) {
   if (request.onToken)
     onToken = std::make_shared<const TokenCallback>(std::move(request.onToken));
   request.onToken = nullptr;
-  Sequence sequence{id, std::move(request), -1, 0, {}, Xoshiro256(seed)};
-  sequence.onToken = std::move(onToken);
+  Sequence sequence{/*id=*/id,
+                    /*request=*/std::move(request),
+                    /*slot=*/-1,
+                    /*position=*/0,
+                    /*generated=*/{},
+                    /*random=*/Xoshiro256(seed),
+                    /*launchedRows=*/0,
+                    /*onToken=*/std::move(onToken)};
   queued.push_back(std::move(sequence));
   return id;
 }
@@ -357,23 +363,10 @@ bool Engine::step() {
     stepError = launch(step, /*ahead=*/false);
   }
   // While the step runs, the next one of the same rows goes in behind it.
-  if (!stepError && canLaunchAhead(step)) {
-    PlannedStep &ahead = plans[current ^ 1];
-    std::vector<Xoshiro256> draws;
-    for (const Sequence &s : live)
-      draws.push_back(s.random);
-    plan(ahead, /*ahead=*/true);
-    if (Error err = launch(ahead, /*ahead=*/true)) {
-      // Not launched: the draws are the next step's again. (A device fault
-      // shows when this step finishes.)
-      (void)err;
-      for (size_t i = 0; i < live.size(); ++i)
-        live[i].random = draws[i];
-    } else {
-      aheadInFlight = true;
-      ++launchedAhead;
-    }
-  }
+  // (A device fault of a step not launched ahead shows when this one
+  // finishes.)
+  if (!stepError && canLaunchAhead(step) && planAndLaunchNext(/*ahead=*/true))
+    ++launchedAhead;
   if (!stepError && step.overlapped)
     stepError = model.finishStep(step.args);
   ++steps;
@@ -415,24 +408,31 @@ void Engine::launchNext() {
   for (const Sequence &s : live)
     if (s.onToken && s.request.wantsLogits)
       return;
-  // Planned into the other step's arrays: the deliveries point into this
-  // one's logits.
+  // Not launched: the next step() plans it again and reports the error.
+  if (!planAndLaunchNext(/*ahead=*/false))
+    return;
+  if (plans[current ^ 1].overlapped)
+    ++launchedAhead;
+  current ^= 1;
+}
+
+bool Engine::planAndLaunchNext(bool ahead) {
+  // Planned into the other step's arrays: the step being read keeps its
+  // outputs (the deliveries point into its logits).
   PlannedStep &next = plans[current ^ 1];
   std::vector<Xoshiro256> draws;
   for (const Sequence &s : live)
     draws.push_back(s.random);
-  plan(next, /*ahead=*/false);
-  if (Error err = launch(next, /*ahead=*/false)) {
-    // Not launched: the next step() plans it again and reports the error.
+  plan(next, ahead);
+  if (Error err = launch(next, ahead)) {
+    // Not launched: the draws are the next step's again.
     (void)err;
     for (size_t i = 0; i < live.size(); ++i)
       live[i].random = draws[i];
-    return;
+    return false;
   }
   aheadInFlight = true;
-  if (next.overlapped)
-    ++launchedAhead;
-  current ^= 1;
+  return true;
 }
 
 void Engine::deliver() {

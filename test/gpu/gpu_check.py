@@ -312,7 +312,7 @@ def linear_checks(work, rng):
     own step runs through the benchmark launcher: the logits start NaN and
     the scratch (which holds the linear's output) 0xFF bytes, so anything
     left unwritten fails."""
-    from fdc.bench.launcher import CudaLauncher, ModelLibrary, step_args
+    from fdc.bench.launcher import CudaLauncher, ModelLibrary
     from fdc.testing import linear_models
 
     gen = torch.Generator(device="cuda")
@@ -344,17 +344,8 @@ def linear_checks(work, rng):
             next_tokens = torch.full((m,), -1, dtype=torch.int32, **cuda)
             scratch = torch.full((max(library.scratch_bytes(m), 1),), 0xFF,
                                  dtype=torch.uint8, **cuda)
-            zeros = torch.zeros(m, dtype=torch.int32, **cuda)
-            inputs = dict(
-                positions=zeros, slots=torch.zeros(m, dtype=torch.int32, **cuda),
-                temperature=torch.zeros(m, **cuda), top_k=zeros,
-                top_p=torch.ones(m, **cuda), uniform=torch.full((m,), 0.5, **cuda))
-            launcher.step(step_args(
-                batch=m, num_slots=1, max_context=1, weights=data.data_ptr(),
-                kv_cache=cache.data_ptr(), tokens=tokens.data_ptr(),
-                logits=logits.data_ptr(), next_tokens=next_tokens.data_ptr(),
-                scratch=scratch.data_ptr(),
-                **{k: t.data_ptr() for k, t in inputs.items()}))
+            launch_greedy_step(launcher, m, data, cache, tokens, logits,
+                               next_tokens, scratch)
             torch.cuda.synchronize()
             kernels.add(next(k for k in launcher.launched
                              if k.startswith("linear_")))
@@ -382,11 +373,30 @@ def linear_checks(work, rng):
         torch.cuda.empty_cache()
 
 
+def launch_greedy_step(launcher, m, weights, cache, tokens, logits,
+                       next_tokens, scratch, only=None):
+    """One step of `m` greedy rows at position 0 of slot 0 (max_context 1)
+    through the benchmark launcher; `only`: the kernels to run."""
+    from fdc.bench.launcher import step_args
+
+    cuda = dict(device="cuda")
+    zeros = torch.zeros(m, dtype=torch.int32, **cuda)
+    inputs = dict(positions=zeros, slots=zeros,
+                  temperature=torch.zeros(m, **cuda), top_k=zeros,
+                  top_p=torch.ones(m, **cuda),
+                  uniform=torch.full((m,), 0.5, **cuda))
+    launcher.step(step_args(
+        batch=m, num_slots=1, max_context=1, weights=weights.data_ptr(),
+        kv_cache=cache.data_ptr(), tokens=tokens.data_ptr(),
+        logits=logits.data_ptr(), next_tokens=next_tokens.data_ptr(),
+        scratch=scratch.data_ptr(),
+        **{k: t.data_ptr() for k, t in inputs.items()}), only=only)
+
+
 def argmax_check(launcher, library, weights, cache):
     """The greedy head alone (the library's argmax or sample kernel) on
     logits written by hand: ties keep the first index, NaN never wins, a row
     of -inf gives 0, the maximum in the last column is found."""
-    from fdc.bench.launcher import step_args
     from fdc.testing import linear_models
 
     head = next(k for k in library.kernels
@@ -401,18 +411,11 @@ def argmax_check(launcher, library, weights, cache):
     logits[4, vocab - 1] = 9.0                        # the last column
     want = [0, 5, 0, 100, vocab - 1] + torch.argmax(logits[5:], 1).tolist()
     next_tokens = torch.full((m,), -1, dtype=torch.int32, **cuda)
-    zeros = torch.zeros(m, dtype=torch.int32, **cuda)
     scratch = torch.zeros(max(library.scratch_bytes(m), 1), dtype=torch.uint8,
                           **cuda)
-    inputs = dict(positions=zeros, slots=zeros, temperature=torch.zeros(m, **cuda),
-                  top_k=zeros, top_p=torch.ones(m, **cuda),
-                  uniform=torch.full((m,), 0.5, **cuda))
-    launcher.step(step_args(
-        batch=m, num_slots=1, max_context=1, weights=weights.data_ptr(),
-        kv_cache=cache.data_ptr(), tokens=zeros.data_ptr(),
-        logits=logits.data_ptr(), next_tokens=next_tokens.data_ptr(),
-        scratch=scratch.data_ptr(),
-        **{k: t.data_ptr() for k, t in inputs.items()}), only={head})
+    launch_greedy_step(launcher, m, weights, cache,
+                       torch.zeros(m, dtype=torch.int32, **cuda), logits,
+                       next_tokens, scratch, only={head})
     torch.cuda.synchronize()
     got = next_tokens.tolist()
     record(f"greedy head ({head}) on written logits: ties, NaN, -inf",

@@ -2,6 +2,7 @@
 
 #include "GpuEmitter.h"
 
+#include <algorithm>
 #include <numeric>
 
 using namespace mlir;
@@ -122,12 +123,13 @@ void GpuEmitter::blockArgmax(int64_t threads, Value logits, Value out, Value i,
   ImplicitLocOpBuilder &b = e.builder();
   int64_t vocab = cast<MemRefType>(logits.getType()).getDimSize(1);
   int64_t warps = threads / subgroupSize();
-  // 16-byte loads where every row starts 16-byte aligned, and
-  // kLoadsInFlight of them per thread per iteration, issued before any is
-  // compared: the row is read in a few memory round trips, not one per
-  // element a thread holds.
+  // The target's widest loads (vectorBytes) where every row starts that
+  // aligned, and kLoadsInFlight of them per thread per iteration, issued
+  // before any is compared: the row is read in a few memory round trips,
+  // not one per element a thread holds.
   constexpr int64_t kLoadsInFlight = 8;
-  int64_t lanes = vocab % 4 == 0 ? 4 : 1;
+  int64_t widest = std::max<int64_t>(primitives.vectorBytes() / 4, 1);
+  int64_t lanes = vocab % widest == 0 ? widest : 1;
   int64_t vectors = vocab / lanes;
   int64_t perIteration = threads * kLoadsInFlight;
   int64_t iterations = (vectors + perIteration - 1) / perIteration;

@@ -55,9 +55,13 @@ LogicalResult KernelFamily::checkVectorBytes(Operation *op,
   return success();
 }
 
-DictionaryAttr BlockSizeFamily::getDefaultConfig(Operation *op,
-                                                 const GpuPrimitives &) const {
-  return makeConfig(op->getContext(), {{"threads", defaultThreads}});
+DictionaryAttr
+BlockSizeFamily::getDefaultConfig(Operation *op,
+                                  const GpuPrimitives &target) const {
+  int64_t threads = defaultThreads == kMaxWorkgroup
+                        ? target.target().getMaxWorkgroupSize()
+                        : defaultThreads;
+  return makeConfig(op->getContext(), {{"threads", threads}});
 }
 
 LogicalResult BlockSizeFamily::verifyConfig(Operation *op,

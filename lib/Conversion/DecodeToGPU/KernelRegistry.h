@@ -116,6 +116,8 @@ protected:
 /// elements.
 class BlockSizeFamily : public KernelFamily {
 public:
+  /// As defaultThreads: the target's max_workgroup_size.
+  static constexpr int64_t kMaxWorkgroup = 0;
   /// `defaultThreads`: the block size when the op names none.
   explicit BlockSizeFamily(int64_t defaultThreads = 256)
       : defaultThreads(defaultThreads) {}

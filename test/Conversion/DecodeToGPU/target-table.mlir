@@ -21,6 +21,11 @@
 // The first arch sizes the grids; shared memory is what every arch has.
 // FAT: #decode.gpu_target<vendor = nvidia, arch = "sm_90", subgroup = 32, units = 132, shared_memory = 166912,
 // GFX90A: #decode.gpu_target<vendor = amd, arch = "gfx90a", subgroup = 64, units = 110, shared_memory = 65536, vector_bytes = 16, max_workgroup_size = 1024, mma = [#decode.mma<m = 32, n = 32, k = 8, a = f16, acc = f32>, #decode.mma<m = 16, n = 16, k = 16, a = f16, acc = f32>, #decode.mma<m = 32, n = 32, k = 8, a = bf16, acc = f32>, #decode.mma<m = 16, n = 16, k = 16, a = bf16, acc = f32>]>
+// The greedy head takes its load width from the table's vector_bytes (16:
+// four f32 a load, eight in flight per thread) and a block of the most
+// threads a workgroup may have (max_workgroup_size), on AMD as on NVIDIA.
+// GFX90A: gpu.func @{{sample_[0-9]+}}({{.*}}known_block_size = array<i32: 1024, 1, 1>
+// GFX90A-COUNT-8: vector.load %{{.*}} : memref<?x1000xf32>, vector<4xf32>
 // GFX942: #decode.gpu_target<vendor = amd, arch = "gfx942", subgroup = 64, units = 304,
 // RDNA3 alone runs wave32; beside CDNA the library's kernels are wave64.
 // GFX1100: #decode.gpu_target<vendor = amd, arch = "gfx1100", subgroup = 32, units = 96,

@@ -25,9 +25,9 @@ void buildArgmax(KernelContext &ctx, int64_t threads, Buffer logits,
 
 class ArgmaxFamily : public BlockSizeFamily {
 public:
-  // One block reads a whole row of logits: the most threads, so that the
-  // row is read in one round of loads per thread (blockArgmax).
-  ArgmaxFamily() : BlockSizeFamily(1024) {}
+  // One block reads a whole row of logits: the most threads the target
+  // allows, so that the row is read in few rounds of loads (blockArgmax).
+  ArgmaxFamily() : BlockSizeFamily(kMaxWorkgroup) {}
   StringRef getName() const override { return "argmax"; }
   bool canLower(Operation *op) const override {
     return isa<decode::ArgmaxOp>(op);

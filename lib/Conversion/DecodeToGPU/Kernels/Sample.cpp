@@ -47,9 +47,9 @@ void buildSample(KernelContext &ctx, int64_t threads, Buffer logits,
 
 class SampleFamily : public BlockSizeFamily {
 public:
-  // One block reads a whole row of logits: the most threads, so that the
-  // row is read in one round of loads per thread (blockArgmax).
-  SampleFamily() : BlockSizeFamily(1024) {}
+  // One block reads a whole row of logits: the most threads the target
+  // allows, so that the row is read in few rounds of loads (blockArgmax).
+  SampleFamily() : BlockSizeFamily(kMaxWorkgroup) {}
   StringRef getName() const override { return "sample"; }
   bool canLower(Operation *op) const override {
     return isa<decode::SampleOp>(op);

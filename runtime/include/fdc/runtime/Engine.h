@@ -279,6 +279,10 @@ private:
   /// ahead does for steps of unchanged rows, for every other step). Not
   /// when a live request wants logits (that step runs whole).
   void launchNext();
+  /// Plans the next step into plans[current ^ 1] (with `ahead`, as for
+  /// plan()) and launches it; on success it is in flight (aheadInFlight),
+  /// on failure the live requests' draws are as before and false returns.
+  bool planAndLaunchNext(bool ahead);
   /// Calls onToken for every token of `deliveries`, in order.
   void deliver();
   /// Waits out a step launched ahead whose requests have all left.
