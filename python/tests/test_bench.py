@@ -6,6 +6,7 @@ script, and the report. The timing itself runs only on a GPU
 
 from __future__ import annotations
 
+import ctypes
 import json
 import math
 import os
@@ -17,8 +18,10 @@ import numpy as np
 import pytest
 
 from fdc.bench import models, report
-from fdc.bench.launcher import (LaunchRecorder, LibraryError, ModelLibrary,
-                                step_args)
+from fdc.bench.launcher import (LaunchAttribute, LaunchConfig, LaunchRecorder,
+                                LibraryError, ModelLibrary,
+                                dependent_launch_config, step_args,
+                                wants_dependent_launch)
 from fdc.reference.llama import attention
 from fdc.safetensors import bf16_bits_to_f32, f32_to_bf16_bits
 
@@ -175,6 +178,38 @@ def test_recorder_sees_the_manifest_kernels_in_order(tmp_path):
     splits, kv_heads, batch = launches["gqa_attention_partial"].grid
     assert (kv_heads, batch) == (8, 4) and splits >= 1
     assert launches["attention_reduce"].grid[:2] == (32, 4)
+
+
+@needs_fdc
+@needs_cuda
+def test_dependent_launch_where_the_target_has_it(tmp_path, monkeypatch):
+    # sm_90 kernels wait for the kernel before them (griddepcontrol), and
+    # the manifest asks for dependent launches; sm_80 has neither.
+    model = models.linear_model(64, 64)
+    (tmp_path / "sm90").mkdir()
+    (tmp_path / "sm80").mkdir()
+    sm90 = ModelLibrary(compile_model(model, tmp_path / "sm90", "cuda:sm_90"))
+    sm80 = ModelLibrary(compile_model(model, tmp_path / "sm80", "cuda:sm_80"))
+    assert sm90.manifest["dependent_launch"] is True
+    assert sm80.manifest["dependent_launch"] is False
+    assert b"griddepcontrol.wait" in sm90.ptx()
+    assert b"griddepcontrol" not in sm80.ptx()
+    monkeypatch.delenv("FDC_DEPENDENT_LAUNCH", raising=False)
+    assert wants_dependent_launch(sm90) and not wants_dependent_launch(sm80)
+    monkeypatch.setenv("FDC_DEPENDENT_LAUNCH", "0")
+    assert not wants_dependent_launch(sm90)
+
+
+def test_launch_config_has_cuda_h_layout():
+    # CUlaunchAttribute and CUlaunchConfig of cuda.h (CUDA 12 and 13).
+    assert ctypes.sizeof(LaunchAttribute) == 72
+    assert LaunchAttribute.value.offset == 8
+    assert ctypes.sizeof(LaunchConfig) == 56
+    assert (LaunchConfig.stream.offset, LaunchConfig.attrs.offset,
+            LaunchConfig.num_attrs.offset) == (32, 40, 48)
+    config, attribute = dependent_launch_config()
+    assert (config.num_attrs, config.attrs.contents.id,
+            config.attrs.contents.value) == (1, 6, 1)
 
 
 @needs_fdc

@@ -26,6 +26,7 @@ DeviceStatus GpuDevice::allocatePinned(void *&pointer, uint64_t) {
 }
 void GpuDevice::freePinned(void *) {}
 bool GpuDevice::canOverlapSteps() const { return false; }
+DeviceStatus GpuDevice::enableDependentLaunch() { return kNotSupported; }
 DeviceStatus GpuDevice::openCopyStreams() { return kNotSupported; }
 DeviceStatus GpuDevice::copyToDeviceOn(Stream, DeviceAddress, const void *,
                                        uint64_t) {

@@ -154,6 +154,15 @@ public:
   /// `params` as for cuLaunchKernel: one pointer per kernel parameter.
   virtual DeviceStatus launch(KernelHandle kernel, const LaunchShape &shape,
                               void **params) = 0;
+  /// Makes every later launch a dependent launch, whose launch overlaps the
+  /// end of the kernel before it on the stream (for a library whose kernels
+  /// wait for that one at their start: manifest "dependent_launch").
+  /// kNotSupported: the vendor's backend, its driver or the device has no
+  /// such launch, and launches stay ordinary (which is also correct).
+  virtual DeviceStatus enableDependentLaunch();
+  /// The call behind launch, as errors name it (vendor().launchCall unless
+  /// launches are dependent).
+  virtual const char *launchCall() const { return vendor().launchCall; }
 
   // Timing (fdc tune). A vendor that lacks one returns kNotSupported.
 

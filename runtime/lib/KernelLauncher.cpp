@@ -5,6 +5,8 @@
 #include "fdc/runtime/ModelLibrary.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <string_view>
 
 using namespace fdc::runtime;
 
@@ -44,6 +46,13 @@ Error KernelLauncher::resolveKernels(const ModelLibrary &library,
     kernels.emplace(names.back(),
                     Kernel{handle, device.vendor().defaultSharedLimit});
   }
+  // Kernels that wait for the one before them at their start may launch
+  // before it ends (unless FDC_DEPENDENT_LAUNCH=0); a device that cannot
+  // launches them one after another, which is also right.
+  const char *setting = std::getenv("FDC_DEPENDENT_LAUNCH");
+  if (manifest.dependentLaunch &&
+      !(setting && std::string_view(setting) == "0"))
+    device.enableDependentLaunch(); // kNotSupported: ordinary launches
   return Error::success();
 }
 
@@ -68,7 +77,7 @@ std::string KernelLauncher::launchedList() const {
 std::string KernelLauncher::launchFailure(const char *name,
                                           const LaunchShape &shape,
                                           DeviceStatus status) const {
-  return concat(device.vendor().launchCall, "(", name,
+  return concat(device.launchCall(), "(", name,
                 ") failed: ", device.describe(status), " (grid ", shape.grid[0],
                 "x", shape.grid[1], "x", shape.grid[2], ", block ",
                 shape.block[0], "x", shape.block[1], "x", shape.block[2], ", ",

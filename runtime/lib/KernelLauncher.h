@@ -36,7 +36,8 @@ public:
   KernelLauncher &operator=(const KernelLauncher &) = delete;
 
   /// Resolves every kernel of `library`'s manifest in the loaded image,
-  /// named `image` in errors.
+  /// named `image` in errors, and launches them as the manifest says
+  /// ("dependent_launch", unless $FDC_DEPENDENT_LAUNCH is 0).
   Error resolveKernels(const ModelLibrary &library, const std::string &image);
 
   /// What the library's step gets as FdcStepArgs::device.

@@ -464,5 +464,11 @@ Expected<Manifest> Manifest::parse(std::string_view text,
       manifest.kernels.push_back(std::move(spec));
     }
   }
+  if (const json::Value *dependent = root->get("dependent_launch")) {
+    std::optional<bool> flag = dependent->getBool();
+    if (!flag)
+      return reader.fail("field 'dependent_launch' is not a boolean");
+    manifest.dependentLaunch = *flag;
+  }
   return manifest;
 }

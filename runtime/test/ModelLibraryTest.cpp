@@ -351,6 +351,18 @@ TEST(ManifestTest, TensorParallel) {
   EXPECT_TRUE(m->weights[0].slices.empty());
 }
 
+TEST(ManifestTest, DependentLaunch) {
+  // tpManifest's first argument is spliced in before "kv_cache".
+  Expected<Manifest> m = Manifest::parse(tpManifest("", ""), "test");
+  ASSERT_TRUE(m) << m.error().message();
+  EXPECT_FALSE(m->dependentLaunch);
+  m = Manifest::parse(tpManifest(R"("dependent_launch": true, )", ""), "test");
+  ASSERT_TRUE(m) << m.error().message();
+  EXPECT_TRUE(m->dependentLaunch);
+  EXPECT_EQ(manifestError(tpManifest(R"("dependent_launch": 1, )", "")),
+            "manifest of test: field 'dependent_launch' is not a boolean");
+}
+
 TEST(ManifestTest, TensorParallelErrors) {
   auto tp2 = [](const std::string &weight) {
     return manifestError(tpManifest(R"("tensor_parallel": 2, )", weight));

@@ -86,6 +86,23 @@ Value GpuEmitter::loadVector(Value memref, ValueRange indices, int64_t lanes) {
   return vector;
 }
 
+void GpuEmitter::storeVector(ArrayRef<Value> values, Value memref,
+                             ValueRange indices) {
+  ImplicitLocOpBuilder &b = builder();
+  Type element = cast<MemRefType>(memref.getType()).getElementType();
+  int64_t lanes = static_cast<int64_t>(values.size());
+  int64_t bytes = lanes * element.getIntOrFloatBitWidth() / 8;
+  llvm::MaybeAlign alignment =
+      bytes % 16 == 0 ? llvm::MaybeAlign(16) : llvm::MaybeAlign();
+  Value vector = vector::FromElementsOp::create(
+      b, VectorType::get({lanes}, b.getF32Type()), values);
+  if (!element.isF32())
+    vector =
+        arith::TruncFOp::create(b, VectorType::get({lanes}, element), vector);
+  vector::StoreOp::create(b, vector, memref, indices, /*nontemporal=*/false,
+                          alignment);
+}
+
 Value GpuEmitter::extract(Value vector, int64_t i) {
   return vector::ExtractOp::create(builder(), vector, ArrayRef<int64_t>{i});
 }

@@ -58,6 +58,10 @@ public:
   /// widened to f32.
   mlir::Value loadVector(mlir::Value memref, mlir::ValueRange indices,
                          int64_t lanes);
+  /// Stores the f32 `values` as one vector of `memref`'s element type at
+  /// `indices` (aligned as for loadVector).
+  void storeVector(llvm::ArrayRef<mlir::Value> values, mlir::Value memref,
+                   mlir::ValueRange indices);
   /// Element `i` of a vector.
   mlir::Value extract(mlir::Value vector, int64_t i);
   /// The 1-D vectors `parts` (one element type) concatenated in order.

@@ -47,6 +47,8 @@ public:
 
   /// Lanes of a subgroup on the target.
   int64_t subgroupSize() const { return primitives.subgroupSize(); }
+  /// The target's widest global load or store, in bytes.
+  int64_t vectorBytes() const { return primitives.vectorBytes(); }
 
   /// Body of a kernel: the emitter inside it and its arguments, buffers
   /// already viewed as memrefs, scalars as i64, in the order given.

@@ -78,6 +78,11 @@ FailureOr<std::string> target::addGpuManifestFields(StringRef manifest,
       kernels.push_back(
           llvm::json::Object{{"name", cast<StringAttr>(name).str()}});
   object["kernels"] = std::move(kernels);
+  // Kernels that wait for the one before them at their start may be
+  // launched before it ends (#decode.gpu_target's dependent_launch).
+  auto gpuTarget = module->getAttrOfType<decode::GpuTargetAttr>(
+      decode::GpuTargetAttr::getModuleAttrName());
+  object["dependent_launch"] = gpuTarget && gpuTarget.hasDependentLaunch();
   auto attr = [&](StringRef name) -> int64_t {
     auto value = module->getAttrOfType<IntegerAttr>(name);
     return value ? value.getInt() : 0;

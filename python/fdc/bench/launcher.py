@@ -7,7 +7,10 @@ library's host code; for a GPU library it launches kernels through the
 callback is Python: ``LaunchRecorder`` records the launches (no GPU needed),
 ``CudaLauncher`` issues them with cuLaunchKernel on torch's current stream,
 so that torch can capture them in a CUDA graph, and can run a chosen subset
-of the kernels (the one being measured).
+of the kernels (the one being measured). A library whose manifest says
+``dependent_launch`` (its kernels wait for the kernel before them at their
+start) is launched as the runtime launches it: cuLaunchKernelEx with
+programmatic stream serialization, unless ``FDC_DEPENDENT_LAUNCH=0``.
 """
 
 from __future__ import annotations
@@ -171,6 +174,41 @@ class CudaError(RuntimeError):
     pass
 
 
+# CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION (cuda.h).
+_PROGRAMMATIC_STREAM_SERIALIZATION = 6
+
+
+class LaunchAttribute(ctypes.Structure):
+    """CUlaunchAttribute: an id, padding to 8 bytes, a 64-byte value union
+    (programmaticStreamSerializationAllowed is its first int)."""
+    _fields_ = [("id", ctypes.c_int), ("pad", ctypes.c_char * 4),
+                ("value", ctypes.c_int), ("value_rest", ctypes.c_char * 60)]
+
+
+class LaunchConfig(ctypes.Structure):
+    """CUlaunchConfig."""
+    _fields_ = [("grid", ctypes.c_uint * 3), ("block", ctypes.c_uint * 3),
+                ("shared", ctypes.c_uint), ("stream", ctypes.c_void_p),
+                ("attrs", ctypes.POINTER(LaunchAttribute)),
+                ("num_attrs", ctypes.c_uint)]
+
+
+def dependent_launch_config() -> tuple[LaunchConfig, LaunchAttribute]:
+    """A launch config with programmatic stream serialization allowed; the
+    caller fills in the grid, block, shared bytes and stream (and keeps the
+    attribute alive with the config)."""
+    attribute = LaunchAttribute(id=_PROGRAMMATIC_STREAM_SERIALIZATION, value=1)
+    config = LaunchConfig(attrs=ctypes.pointer(attribute), num_attrs=1)
+    return config, attribute
+
+
+def wants_dependent_launch(library: "ModelLibrary") -> bool:
+    """Whether `library`'s kernels are to be launched as dependent launches:
+    its manifest says so and FDC_DEPENDENT_LAUNCH is not 0."""
+    return (bool(library.manifest.get("dependent_launch"))
+            and os.environ.get("FDC_DEPENDENT_LAUNCH") != "0")
+
+
 class _Driver:
     """The few CUDA driver calls the launcher needs, through ctypes."""
 
@@ -182,6 +220,9 @@ class _Driver:
                                                  ctypes.c_char_p]
         self.lib.cuLaunchKernel.argtypes = [p, u, u, u, u, u, u, u, p,
                                             ctypes.POINTER(p), ctypes.POINTER(p)]
+        self.lib.cuLaunchKernelEx.argtypes = [ctypes.POINTER(LaunchConfig), p,
+                                              ctypes.POINTER(p),
+                                              ctypes.POINTER(p)]
         self.lib.cuGetErrorName.argtypes = [ctypes.c_int,
                                             ctypes.POINTER(ctypes.c_char_p)]
         self.lib.cuDeviceGetAttribute.argtypes = [ctypes.POINTER(ctypes.c_int),
@@ -235,6 +276,10 @@ class CudaLauncher(_DeviceCallback):
                 f"cuModuleGetFunction({name})")
             self.functions[name] = function
         self.library = library
+        # As the runtime launches them (sm_90 and later have the launch).
+        self.dependent = (wants_dependent_launch(library)
+                          and int(arch[3:].rstrip("a")) >= 90)
+        self._config, self._attribute = dependent_launch_config()
         # Dynamic shared memory each kernel is opted in to (above 48 KiB a
         # kernel must be, as the runtime's CUDA backend does).
         self.shared_limit: dict[str, int] = {}
@@ -255,9 +300,19 @@ class CudaLauncher(_DeviceCallback):
                 f"cuFuncSetAttribute({name}, {shared} bytes of shared memory)")
             self.shared_limit[name] = shared
         stream = ctypes.c_void_p(self._torch.cuda.current_stream().cuda_stream)
-        self.driver.check(self.driver.lib.cuLaunchKernel(
-            function, *grid, *block, shared, stream, params, None),
-            f"cuLaunchKernel({name})")
+        if self.dependent:
+            config = self._config
+            config.grid[:] = grid
+            config.block[:] = block
+            config.shared = shared
+            config.stream = stream
+            self.driver.check(self.driver.lib.cuLaunchKernelEx(
+                ctypes.byref(config), function, params, None),
+                f"cuLaunchKernelEx({name})")
+        else:
+            self.driver.check(self.driver.lib.cuLaunchKernel(
+                function, *grid, *block, shared, stream, params, None),
+                f"cuLaunchKernel({name})")
         self.launched.append(name)
         return 0
 

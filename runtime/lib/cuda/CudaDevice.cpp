@@ -201,8 +201,40 @@ DeviceStatus CudaDevice::setSharedLimit(KernelHandle kernel, uint32_t bytes) {
                                 static_cast<int>(bytes));
 }
 
+DeviceStatus CudaDevice::enableDependentLaunch() {
+  // Programmatic dependent launch: compute capability 9.0 and later.
+  int major = 0;
+  if (!api.cuLaunchKernelEx)
+    return kNotSupported;
+  if (CUresult r = api.cuDeviceGetAttribute(
+          &major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device))
+    return r;
+  if (major < 9)
+    return kNotSupported;
+  dependentLaunch = true;
+  return CUDA_SUCCESS;
+}
+
 DeviceStatus CudaDevice::launch(KernelHandle kernel, const LaunchShape &shape,
                                 void **params) {
+  if (dependentLaunch) {
+    CUlaunchAttribute attribute = {};
+    attribute.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+    attribute.value.programmaticStreamSerializationAllowed = 1;
+    CUlaunchConfig config = {};
+    config.gridDimX = shape.grid[0];
+    config.gridDimY = shape.grid[1];
+    config.gridDimZ = shape.grid[2];
+    config.blockDimX = shape.block[0];
+    config.blockDimY = shape.block[1];
+    config.blockDimZ = shape.block[2];
+    config.sharedMemBytes = shape.sharedBytes;
+    config.hStream = stream;
+    config.attrs = &attribute;
+    config.numAttrs = 1;
+    return api.cuLaunchKernelEx(&config, static_cast<CUfunction>(kernel),
+                                params, nullptr);
+  }
   return api.cuLaunchKernel(static_cast<CUfunction>(kernel), shape.grid[0],
                             shape.grid[1], shape.grid[2], shape.block[0],
                             shape.block[1], shape.block[2], shape.sharedBytes,

@@ -66,6 +66,10 @@ public:
   DeviceStatus setSharedLimit(KernelHandle kernel, uint32_t bytes) override;
   DeviceStatus launch(KernelHandle kernel, const LaunchShape &shape,
                       void **params) override;
+  DeviceStatus enableDependentLaunch() override;
+  const char *launchCall() const override {
+    return dependentLaunch ? "cuLaunchKernelEx" : "cuLaunchKernel";
+  }
   DeviceStatus cacheBytes(uint64_t &bytes) override;
   DeviceStatus beginCapture() override;
   DeviceStatus endCapture(GraphHandle &graph) override;
@@ -89,6 +93,9 @@ private:
   CUstream copyStreams[kCopyStreams] = {};
   CUstream streamOf(Stream which) const;
   CUmodule module = nullptr;
+  /// Launches through cuLaunchKernelEx with programmatic stream
+  /// serialization (enableDependentLaunch).
+  bool dependentLaunch = false;
 };
 
 } // namespace fdc::runtime::cuda

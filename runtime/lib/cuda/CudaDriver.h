@@ -47,9 +47,10 @@ namespace fdc::runtime::cuda {
   X(cuGetErrorString)
 
 // X(name): entry points of the step graphs and of fdc tune (graphs,
-// events), of pinned staging and of overlapped steps; a driver without them
-// still runs models (every step eagerly, staged in pageable memory, one
-// after another), and the timing calls say so.
+// events), of pinned staging, of overlapped steps and of dependent launches;
+// a driver without them still runs models (every step eagerly, staged in
+// pageable memory, one after another, each kernel after the one before it),
+// and the timing calls say so.
 #define FDC_CUDA_OPTIONAL_FUNCTIONS(X)                                         \
   X(cuStreamBeginCapture_v2)                                                   \
   X(cuStreamEndCapture)                                                        \
@@ -64,7 +65,8 @@ namespace fdc::runtime::cuda {
   X(cuEventElapsedTime)                                                        \
   X(cuMemHostAlloc)                                                            \
   X(cuMemFreeHost)                                                             \
-  X(cuStreamWaitEvent)
+  X(cuStreamWaitEvent)                                                         \
+  X(cuLaunchKernelEx)
 
 /// The resolved entry points of one driver library.
 struct DriverApi {

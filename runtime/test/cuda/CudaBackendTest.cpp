@@ -59,6 +59,7 @@ struct FakeCudaStats {
   int64_t streamWaits;
   int64_t liveEvents;
   int64_t liveUntimedEvents;
+  int64_t dependentLaunches;
   char lastImageKind[8];
   FakeGraphStats graphs;
 };
@@ -781,6 +782,44 @@ TEST_F(CudaFakeDriverTest, CallbacksRunWhileTheNextStepRuns) {
   expectCallbacksRunWhileTheNextStepRuns(
       [&] { return mustLoadPtx(); },
       [] { return OverlapCounters{fakeStats().streamWaits}; });
+  expectNothingLeaked();
+}
+
+TEST_F(CudaFakeDriverTest, DependentLaunchWhereTheManifestAsksForIt) {
+  // The same steps, eager and replayed from graphs, launched one after
+  // another (the plain library, FDC_DEPENDENT_LAUNCH=0, a device before
+  // compute capability 9.0) or as dependent launches (cuLaunchKernelEx with
+  // programmatic stream serialization).
+  struct Case {
+    const char *name;
+    const char *library;
+    const char *setting;
+    const char *cc;
+    bool dependent;
+  };
+  const Case cases[] = {
+      {"plain library", FDC_TEST_CUDA_PTX, nullptr, nullptr, false},
+      {"dependent_launch", FDC_TEST_CUDA_DEPENDENT, nullptr, nullptr, true},
+      {"FDC_DEPENDENT_LAUNCH=0", FDC_TEST_CUDA_DEPENDENT, "0", nullptr, false},
+      {"sm_80 device", FDC_TEST_CUDA_DEPENDENT, nullptr, "80", false},
+  };
+  std::vector<StepRows> reference;
+  for (const Case &c : cases)
+    for (bool graphs : {false, true}) {
+      SCOPED_TRACE(std::string(c.name) + (graphs ? ", graphs" : ", eager"));
+      ScopedEnv setting("FDC_DEPENDENT_LAUNCH", c.setting);
+      ScopedEnv cc("FDC_FAKE_CUDA_CC", c.cc);
+      BatchSizesRun run = runBatchSizesOn(c.library, graphs);
+      int64_t launches = run.after.launches - run.before.launches;
+      int64_t dependent =
+          run.after.dependentLaunches - run.before.dependentLaunches;
+      EXPECT_GT(launches, 0);
+      EXPECT_EQ(dependent, c.dependent ? launches : 0);
+      if (reference.empty())
+        reference = run.outputs;
+      else
+        EXPECT_EQ(run.outputs, reference);
+    }
   expectNothingLeaked();
 }
 

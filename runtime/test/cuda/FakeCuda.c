@@ -56,6 +56,8 @@ typedef struct FakeCudaStats {
   int64_t streamWaits;   /* cuStreamWaitEvent */
   int64_t liveEvents;
   int64_t liveUntimedEvents; /* CU_EVENT_DISABLE_TIMING */
+  int64_t dependentLaunches; /* cuLaunchKernelEx with programmatic stream
+                                serialization */
   char lastImageKind[8]; /* "cubin" or "ptx" */
   FakeGraphStats graphs; /* filled in by fdc_fake_cuda_stats */
 } FakeCudaStats;
@@ -659,4 +661,29 @@ EXPORT CUresult CUDAAPI cuLaunchKernel(CUfunction function, unsigned int gridX,
     return CUDA_ERROR_ILLEGAL_ADDRESS;
   COUNT(stats.launches, 1);
   return cudaStatus(fakeLaunch((FakeStream *)stream, f->name, gridX, params));
+}
+
+/* Launches as cuLaunchKernel does (the fake's kernels run one after another
+ * in any case) and counts launches with programmatic stream serialization;
+ * any other attribute is refused. */
+EXPORT CUresult CUDAAPI cuLaunchKernelEx(const CUlaunchConfig *config,
+                                         CUfunction function, void **params,
+                                         void **extra) {
+  if (!config || (config->numAttrs > 0 && !config->attrs))
+    return CUDA_ERROR_INVALID_VALUE;
+  int dependent = 0;
+  for (unsigned int i = 0; i < config->numAttrs; ++i) {
+    if (config->attrs[i].id !=
+        CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION)
+      return CUDA_ERROR_INVALID_VALUE;
+    dependent =
+        config->attrs[i].value.programmaticStreamSerializationAllowed != 0;
+  }
+  CUresult r = cuLaunchKernel(
+      function, config->gridDimX, config->gridDimY, config->gridDimZ,
+      config->blockDimX, config->blockDimY, config->blockDimZ,
+      config->sharedMemBytes, config->hStream, params, extra);
+  if (r == CUDA_SUCCESS && dependent)
+    COUNT(stats.dependentLaunches, 1);
+  return r;
 }

@@ -11,7 +11,9 @@
 |*                                                                            *|
 |* Variants: TEST_TARGET (default "cuda:sm_90"), TEST_WITH_PTX (fdc_ptx),     *|
 |* TEST_WITH_CUBIN (fdc_cubin_sm_90, built by ptxas), TEST_EXTRA_KERNEL (the  *|
-|* manifest lists a kernel the image lacks).                                  *|
+|* manifest lists a kernel the image lacks), TEST_DEPENDENT_LAUNCH (the       *|
+|* manifest says "dependent_launch": for the fake driver only, whose kernels  *|
+|* run one after another; the PTX's kernels do not wait).                     *|
 |* $FDC_TEST_CUDA_STEP picks a misbehaving step (../fake/TestGpuStep.h).     *|
 |*                                                                            *|
 |* TEST_TENSOR_PARALLEL: a 2-rank library (vocab 64). Rank r's "w" is [2, 2]: *|
@@ -37,6 +39,12 @@
   ", {\"name\": \"fdc_test_absent\", \"op\": \"test.absent\"}"
 #else
 #define EXTRA_KERNEL ""
+#endif
+
+#ifdef TEST_DEPENDENT_LAUNCH
+#define DEPENDENT_FIELD " \"dependent_launch\": true,"
+#else
+#define DEPENDENT_FIELD ""
 #endif
 
 #ifdef TEST_TENSOR_PARALLEL
@@ -72,7 +80,7 @@ EXPORT const uint32_t fdc_abi_version = FDC_MODEL_ABI_VERSION;
 EXPORT const char fdc_target[] = TEST_TARGET;
 EXPORT const char fdc_manifest[] =
     "{\"abi_version\": " ABI_VERSION_TEXT ", \"target\": \"" TEST_TARGET "\","
-    " \"model\": \"test_cuda_model\"," TP_FIELD
+    " \"model\": \"test_cuda_model\"," TP_FIELD DEPENDENT_FIELD
     " \"config\": {\"vocab_size\": " VOCAB_TEXT
     ", \"max_position_embeddings\": 64},"
     " \"kv_cache\": {\"layers\": 1, \"kv_heads\": 1, \"head_dim\": 1,"

@@ -20,13 +20,18 @@
 // CHECK:   vector.load %{{.*}}[%[[TOKEN]], %{{.*}}] {alignment = 16 : i64} : memref<1000x512xbf16>, vector<8xbf16>
 // CHECK:   vector.store %{{.*}} {alignment = 16 : i64} : memref<?x512xbf16>, vector<8xbf16>
 
-// One block per row; the mean square is a block reduction through shared
-// memory.
+// One block per row; each thread loads its 16-byte vectors of the row and
+// of the weight before the mean square, a block reduction through shared
+// memory, then scales them from registers and stores 16 bytes at a time.
 // CHECK: gpu.func @rms_norm_{{[0-9]+}}({{.*}}) workgroup(%[[SHARED:.*]] : memref<8xf32, #gpu.address_space<workgroup>> {llvm.align = 16 : i64}) kernel
+// CHECK:   vector.load %{{.*}} {alignment = 16 : i64} : memref<?x512xbf16>, vector<8xbf16>
+// CHECK:   vector.load %{{.*}} {alignment = 16 : i64} : memref<512xbf16>, vector<8xbf16>
 // CHECK:   gpu.shuffle  xor
 // CHECK:   memref.store %{{.*}}, %[[SHARED]]
 // CHECK:   gpu.barrier
 // CHECK:   math.rsqrt
+// CHECK:   vector.store %{{.*}} {alignment = 16 : i64} : memref<?x512xbf16>, vector<8xbf16>
+// CHECK: gpu.return
 
 // GEMV: a warp per weight row, 16-byte loads of the weight and activations,
 // f32 accumulation, a shuffle reduction.

@@ -105,3 +105,28 @@ module attributes {decode.gpu_target = #decode.gpu_target<vendor = nvidia, arch 
 // expected-error @+1 {{#decode.gpu_target group_mma needs an arch-specific NVIDIA arch (sm_XXa), got 'sm_90'}}
 module attributes {decode.gpu_target = #decode.gpu_target<vendor = nvidia, arch = "sm_90", subgroup = 32, units = 132, shared_memory = 232448, vector_bytes = 16, max_workgroup_size = 1024, mma = [], group_mma = [#decode.group_mma<subgroups = 4, m = 64, n_step = 8, max_n = 256, k = 16, a = bf16, acc = f32, row_bytes = 128>]>} {
 }
+
+// -----
+
+// dependent_launch round-trips (absent is false).
+// CHECK: #decode.gpu_target<vendor = nvidia, arch = "sm_90a", subgroup = 32, units = 132, shared_memory = 232448, vector_bytes = 16, max_workgroup_size = 1024, mma = [], dependent_launch = true>
+module attributes {decode.gpu_target = #decode.gpu_target<vendor = nvidia, arch = "sm_90a", subgroup = 32, units = 132, shared_memory = 232448, vector_bytes = 16, max_workgroup_size = 1024, mma = [], dependent_launch = true>} {
+}
+
+// -----
+
+// CHECK: #decode.gpu_target<vendor = nvidia, arch = "sm_90", subgroup = 32, units = 132, shared_memory = 232448, vector_bytes = 16, max_workgroup_size = 1024, mma = [], dependent_launch = false>
+module attributes {decode.gpu_target = #decode.gpu_target<vendor = nvidia, arch = "sm_90", subgroup = 32, units = 132, shared_memory = 232448, vector_bytes = 16, max_workgroup_size = 1024, mma = [], dependent_launch = false>} {
+}
+
+// -----
+
+// expected-error @+1 {{#decode.gpu_target dependent_launch needs an NVIDIA arch of sm_90 or later, got 'sm_80'}}
+module attributes {decode.gpu_target = #decode.gpu_target<vendor = nvidia, arch = "sm_80", subgroup = 32, units = 108, shared_memory = 166912, vector_bytes = 16, max_workgroup_size = 1024, mma = [], dependent_launch = true>} {
+}
+
+// -----
+
+// expected-error @+1 {{#decode.gpu_target dependent_launch needs an NVIDIA arch of sm_90 or later, got 'gfx942'}}
+module attributes {decode.gpu_target = #decode.gpu_target<vendor = amd, arch = "gfx942", subgroup = 64, units = 304, shared_memory = 65536, vector_bytes = 16, max_workgroup_size = 1024, mma = [], dependent_launch = true>} {
+}

@@ -1,7 +1,12 @@
 //===- RMSNorm.cpp - kernel family "rms_norm" -----------------------------===//
 //
-// decode.rms_norm: a block per sequence; threads stride over the row, the
-// mean square is a block reduction (subgroup reductions, then shared memory).
+// decode.rms_norm: a block per sequence; the mean square is a block
+// reduction (subgroup reductions, then shared memory). Where the row splits
+// into the target's widest loads (vector_bytes) and a thread's share of them
+// fits in registers, every thread loads its vectors of the row and of the
+// weight at once, before the reduction, and scales them from registers: one
+// memory round trip before the reduction and stores after it. Otherwise
+// threads stride over the row twice, an element at a time.
 //
 //===----------------------------------------------------------------------===//
 
@@ -13,6 +18,86 @@ using namespace fdc::gpu;
 using mlir::gpu::Dimension;
 
 namespace {
+/// The most vectors of the row one thread keeps in registers.
+constexpr int64_t kMaxVectorsPerThread = 8;
+
+/// The row in `lanes`-element vectors (hidden % lanes == 0), each thread
+/// holding vectors thread, thread + threads, ... (at most
+/// kMaxVectorsPerThread).
+void buildVectorRMSNorm(KernelContext &ctx, int64_t threads, int64_t lanes,
+                        Buffer input, Buffer weight, float eps, Buffer out) {
+  int64_t hidden = input.type.getDimSize(1);
+  int64_t warps = threads / ctx.subgroupSize();
+  int64_t vectors = hidden / lanes;
+  int64_t perThread = (vectors + threads - 1) / threads;
+  bool everyVectorValid = vectors % threads == 0;
+  Type storage = input.type.getElementType();
+  ctx.launch("rms_norm",
+             {KernelArg::buffer(input), KernelArg::buffer(weight),
+              KernelArg::buffer(out)},
+             {ctx.toIndex(ctx.batch), ctx.hostIndex(1), ctx.hostIndex(1)},
+             threads, warps, [&](GpuEmitter &e, ArrayRef<Value> v) {
+               ImplicitLocOpBuilder &b = e.builder();
+               // (One builder call per argument list: the IR's order must not
+               // depend on the order a compiler evaluates arguments in.)
+               Value i = e.blockId(Dimension::x);
+               Value shared = v.back();
+               Value thread = e.threadId();
+               Value vectorsEnd = e.index(vectors);
+               Value indexZero = e.index(0);
+               Value lanesIndex = e.index(lanes);
+               Value zero = e.f32(0);
+               SmallVector<Value> columns, valid, rows, weights;
+               for (int64_t r = 0; r < perThread; ++r) {
+                 Value offset = e.index(r * threads);
+                 Value w = arith::AddIOp::create(b, thread, offset);
+                 Value inRow =
+                     everyVectorValid
+                         ? Value()
+                         : e.cmpi(arith::CmpIPredicate::ult, w, vectorsEnd);
+                 Value safe = inRow ? e.select(inRow, w, indexZero) : w;
+                 Value column = arith::MulIOp::create(b, safe, lanesIndex);
+                 columns.push_back(column);
+                 valid.push_back(inRow);
+                 rows.push_back(e.loadVector(v[0], {i, column}, lanes));
+                 weights.push_back(e.loadVector(v[1], {column}, lanes));
+               }
+               Value partial = zero;
+               for (int64_t r = 0; r < perThread; ++r) {
+                 Value sum = zero;
+                 for (int64_t l = 0; l < lanes; ++l) {
+                   Value x = e.extract(rows[r], l);
+                   Value square = e.mul(x, x);
+                   sum = e.add(sum, square);
+                 }
+                 partial = e.add(
+                     partial, valid[r] ? e.select(valid[r], sum, zero) : sum);
+               }
+               Value total = e.blockSum(partial, shared, warps);
+               Value hiddenF32 = e.f32(hidden);
+               Value meanSquare = e.div(total, hiddenF32);
+               Value epsF32 = e.f32(eps);
+               Value shifted = e.add(meanSquare, epsF32);
+               Value rms = math::RsqrtOp::create(b, shifted);
+               for (int64_t r = 0; r < perThread; ++r) {
+                 auto scaleAndStore = [&] {
+                   SmallVector<Value> scaled;
+                   for (int64_t l = 0; l < lanes; ++l) {
+                     Value x = e.extract(rows[r], l);
+                     Value normalised = e.roundTo(e.mul(x, rms), storage);
+                     Value g = e.extract(weights[r], l);
+                     scaled.push_back(e.mul(normalised, g));
+                   }
+                   e.storeVector(scaled, v[2], {i, columns[r]});
+                 };
+                 if (valid[r])
+                   e.ifThenElse(valid[r], scaleAndStore);
+                 else
+                   scaleAndStore();
+               }
+             });
+}
+
 void buildRMSNorm(KernelContext &ctx, int64_t threads, Buffer input,
                   Buffer weight, float eps, Buffer out) {
   int64_t hidden = input.type.getDimSize(1);
@@ -58,8 +143,22 @@ public:
   LogicalResult build(Operation *op, const KernelConfig &config,
                       StepBuffers &buffers, KernelContext &ctx) const override {
     auto norm = cast<decode::RMSNormOp>(op);
-    buildRMSNorm(ctx, config.get("threads"), buffers.get(norm.getInput()),
-                 buffers.get(norm.getWeight()), norm.getEps().convertToFloat(),
+    Buffer input = buffers.get(norm.getInput());
+    int64_t threads = config.get("threads");
+    int64_t hidden = input.type.getDimSize(1);
+    int64_t elementBytes =
+        input.type.getElementType().getIntOrFloatBitWidth() / 8;
+    int64_t lanes = std::max<int64_t>(ctx.vectorBytes() / elementBytes, 1);
+    int64_t vectors = hidden / lanes;
+    if (hidden % lanes == 0 &&
+        (vectors + threads - 1) / threads <= kMaxVectorsPerThread) {
+      buildVectorRMSNorm(
+          ctx, threads, lanes, input, buffers.get(norm.getWeight()),
+          norm.getEps().convertToFloat(), buffers.result(norm.getResult()));
+      return success();
+    }
+    buildRMSNorm(ctx, threads, input, buffers.get(norm.getWeight()),
+                 norm.getEps().convertToFloat(),
                  buffers.result(norm.getResult()));
     return success();
   }

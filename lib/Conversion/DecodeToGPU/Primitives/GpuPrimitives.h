@@ -96,6 +96,13 @@ public:
     return subgroupReduce(b, value, kind, subgroupSize());
   }
 
+  /// What every kernel does first. With the target's `dependent_launch`:
+  /// wait until the kernel before it on the stream has ended and its writes
+  /// are visible (before any access to global memory, so that it neither
+  /// reads what that kernel writes nor overwrites what it reads). Nothing by
+  /// default.
+  virtual void beginKernel(mlir::ImplicitLocOpBuilder &b) const {}
+
   /// A workgroup barrier that also orders shared-memory accesses.
   void barrier(mlir::ImplicitLocOpBuilder &b) const;
   /// A barrier of the lanes of one subgroup (all active) that orders their

@@ -44,6 +44,9 @@ struct KnownTarget {
   const char *mmaFamily;
   std::initializer_list<MmaShape> mma;
   std::initializer_list<GroupMmaShape> groupMma = {};
+  /// Programmatic dependent launch (NVIDIA sm_90+): a kernel may launch
+  /// before the one before it ends and waits for it at its start.
+  bool dependentLaunch = false;
 };
 
 constexpr int64_t KiB = 1024;
@@ -113,7 +116,9 @@ const KnownTarget kKnownTargets[] = {
      16,
      1024,
      "mma.sync",
-     NVIDIA_MMA},
+     NVIDIA_MMA,
+     {},
+     /*dependentLaunch=*/true},
     // H100 SXM with its arch-specific instructions (PTX and cubins for
     // exactly sm_90): wgmma beside mma.sync.
     {"sm_90a",
@@ -125,7 +130,8 @@ const KnownTarget kKnownTargets[] = {
      1024,
      "mma.sync",
      NVIDIA_MMA,
-     HOPPER_WGMMA},
+     HOPPER_WGMMA,
+     /*dependentLaunch=*/true},
     // MI250X (one GCD): 110 CUs, 64 KiB of LDS, wave64.
     {"gfx90a",
      GpuVendor::amd,
@@ -252,7 +258,8 @@ fdc::decode::lookupGpuTarget(MLIRContext *context, StringRef arch,
       context, target->vendor, StringAttr::get(context, arch),
       *target->subgroups.begin(), target->units, target->sharedMemory,
       target->vectorBytes, target->maxWorkgroupSize,
-      mmaShapes(context, *target), groupMmaShapes(context, *target));
+      mmaShapes(context, *target), groupMmaShapes(context, *target),
+      target->dependentLaunch ? BoolAttr::get(context, true) : BoolAttr());
 }
 
 FailureOr<GpuTargetAttr>
@@ -270,6 +277,7 @@ fdc::decode::getCommonGpuTarget(MLIRContext *context,
   int64_t vectorBytes = first->getVectorBytes();
   int64_t maxWorkgroupSize = first->getMaxWorkgroupSize();
   SmallVector<Attribute> mma(first->getMma().getValue());
+  bool dependentLaunch = first->hasDependentLaunch();
   SmallVector<Attribute> groupMma;
   if (ArrayAttr shapes = first->getGroupMma())
     groupMma.assign(shapes.begin(), shapes.end());
@@ -288,6 +296,7 @@ fdc::decode::getCommonGpuTarget(MLIRContext *context,
     sharedMemory = std::min(sharedMemory, other->getSharedMemory());
     vectorBytes = std::min(vectorBytes, other->getVectorBytes());
     maxWorkgroupSize = std::min(maxWorkgroupSize, other->getMaxWorkgroupSize());
+    dependentLaunch = dependentLaunch && other->hasDependentLaunch();
     if (StringRef(find(archs.front())->mmaFamily) != find(arch)->mmaFamily)
       mma.clear();
     llvm::erase_if(mma, [&](Attribute shape) {
@@ -305,7 +314,8 @@ fdc::decode::getCommonGpuTarget(MLIRContext *context,
       context, first->getVendor(), first->getArch(), subgroups.front(),
       first->getUnits(), sharedMemory, vectorBytes, maxWorkgroupSize,
       ArrayAttr::get(context, mma),
-      groupMma.empty() ? ArrayAttr() : ArrayAttr::get(context, groupMma));
+      groupMma.empty() ? ArrayAttr() : ArrayAttr::get(context, groupMma),
+      dependentLaunch ? BoolAttr::get(context, true) : BoolAttr());
 }
 
 LogicalResult
@@ -313,7 +323,7 @@ GpuTargetAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                       GpuVendor vendor, StringAttr arch, int64_t subgroup,
                       int64_t units, int64_t sharedMemory, int64_t vectorBytes,
                       int64_t maxWorkgroupSize, ArrayAttr mma,
-                      ArrayAttr groupMma) {
+                      ArrayAttr groupMma, BoolAttr dependentLaunch) {
   if (!mma)
     return emitError() << "#decode.gpu_target needs an mma list (maybe [])";
   for (Attribute shape : mma)
@@ -341,6 +351,18 @@ GpuTargetAttr::verify(function_ref<InFlightDiagnostic()> emitError,
     }
   if (!arch || arch.getValue().empty())
     return emitError() << "#decode.gpu_target needs an arch name";
+  if (dependentLaunch && dependentLaunch.getValue()) {
+    // griddepcontrol: PTX ISA 7.8, sm_90 and later.
+    unsigned version = 0;
+    StringRef number = arch.getValue();
+    bool smArch = number.consume_front("sm_");
+    number.consume_back("a");
+    if (vendor != GpuVendor::nvidia || !smArch ||
+        number.getAsInteger(10, version) || version < 90)
+      return emitError() << "#decode.gpu_target dependent_launch needs an "
+                            "NVIDIA arch of sm_90 or later, got '"
+                         << arch.getValue() << "'";
+  }
   if (subgroup != 32 && subgroup != 64)
     return emitError() << "#decode.gpu_target subgroup must be 32 or 64, got "
                        << subgroup;

@@ -101,6 +101,9 @@ struct Manifest {
   uint64_t weightsBytes = 0;
   std::vector<WeightSpec> weights;
   std::vector<KernelSpec> kernels;
+  /// "dependent_launch": every kernel waits at its start for the kernel
+  /// before it, so the backend may launch each before that one ends.
+  bool dependentLaunch = false;
 
   /// Parses and validates a manifest. `origin` names it in error messages.
   static Expected<Manifest> parse(std::string_view text,

@@ -126,7 +126,13 @@ def Decode_GpuTargetAttr : AttrDef<Decode_Dialect, "GpuTarget"> {
     (`decode::lookupGpuTarget`); a test can write one by hand. `group_mma`
     (optional, none by default) lists the matrix-multiply shapes a group of
     subgroups issues on shared-memory operands (`#decode.group_mma`, sm_90a's
-    wgmma).
+    wgmma). `dependent_launch` (optional, false by default) says that a
+    kernel may be launched while the kernel before it on the stream still
+    runs: every kernel waits at its start until the one before it has ended
+    and its writes are visible (NVIDIA sm_90+ programmatic dependent launch,
+    `griddepcontrol.wait`); the model library's manifest then asks the
+    runtime to launch its kernels that way, which overlaps each kernel's
+    launch with the end of the one before it.
 
     ```mlir
     #decode.gpu_target<vendor = nvidia, arch = "sm_90", subgroup = 32,
@@ -144,7 +150,8 @@ def Decode_GpuTargetAttr : AttrDef<Decode_Dialect, "GpuTarget"> {
     "int64_t":$vector_bytes,
     "int64_t":$max_workgroup_size,
     "::mlir::ArrayAttr":$mma,
-    OptionalParameter<"::mlir::ArrayAttr">:$group_mma);
+    OptionalParameter<"::mlir::ArrayAttr">:$group_mma,
+    OptionalParameter<"::mlir::BoolAttr">:$dependent_launch);
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
   let extraClassDeclaration = [{
@@ -154,6 +161,11 @@ def Decode_GpuTargetAttr : AttrDef<Decode_Dialect, "GpuTarget"> {
     llvm::SmallVector<MmaShapeAttr> getMmaShapes() const;
     /// The group MMA shapes (`group_mma`, empty when absent).
     llvm::SmallVector<GroupMmaShapeAttr> getGroupMmaShapes() const;
+    /// Whether kernels wait for the one before them at their start and may
+    /// be launched before it ends (`dependent_launch`).
+    bool hasDependentLaunch() const {
+      return getDependentLaunch() && getDependentLaunch().getValue();
+    }
   }];
 }
 

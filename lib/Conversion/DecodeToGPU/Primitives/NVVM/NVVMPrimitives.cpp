@@ -187,6 +187,17 @@ public:
         b, NVVM::ProxyKindAttr::get(ctx, NVVM::ProxyKind::async_shared),
         NVVM::SharedSpaceAttr::get(ctx, NVVM::SharedSpace::shared_cta));
   }
+  /// griddepcontrol.wait: it returns at once when the kernel was launched
+  /// without a programmatic dependency, so the code is right however the
+  /// runtime launches it. No kernel signals launch_dependents: the next
+  /// kernel then launches as this one's blocks exit (the implicit trigger).
+  /// Signalled at a kernel's start, it placed the next kernel's blocks on
+  /// the SMs while this one still ran, unevenly, and the GEMMs and the INT4
+  /// attention that came next ran up to 35 % slower (H100, docs/perf.md).
+  void beginKernel(ImplicitLocOpBuilder &b) const override {
+    if (target().hasDependentLaunch())
+      NVVM::GriddepcontrolOp::create(b, NVVM::GridDepActionKind::wait);
+  }
   void beginGroupMmas(ImplicitLocOpBuilder &b) const override {
     NVVM::WgmmaFenceAlignedOp::create(b);
   }
