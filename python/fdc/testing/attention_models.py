@@ -110,8 +110,15 @@ VARIANTS = [
     AttentionVariant("attention-gqa4-online-int4-f32", 16, 4, 128, "f32",
                      "online", cache="int4", expect="attention_partial",
                      tolerance=1e-4, cases=((1, 1), (3, 100), (37, 1000))),
-    AttentionVariant("attention-pinned-int4-heads-as-a", 8, 1, 128, "bf16",
-                     "online", _kernel("gqa_attention", "heads_as_b = 0"),
+    AttentionVariant("attention-pinned-int4-heads-as-a-shared", 8, 1, 128,
+                     "bf16", "online",
+                     _kernel("gqa_attention",
+                             "heads_as_b = 0, register_softmax = 0"),
+                     cache="int4", cases=((1, 1), (3, 1000), (37, 300))),
+    AttentionVariant("attention-pinned-int4-registers", 8, 1, 128, "bf16",
+                     "online",
+                     _kernel("gqa_attention",
+                             "heads_as_b = 0, register_softmax = 1"),
                      cache="int4", cases=((1, 1), (3, 1000), (37, 300))),
     AttentionVariant("attention-pinned-gqa-int4-f32-huge", 16, 4, 128, "f32",
                      "online", _kernel("gqa_attention", ""), cache="int4",
@@ -137,6 +144,24 @@ VARIANTS = [
     AttentionVariant("attention-pinned-splitkv-gqa-bf16", 16, 4, 64, "bf16",
                      "unified", _kernel("split_kv_attention", ""),
                      expect="attention_partial"),
+    # The softmax in registers (the heads as A rows, the scores'
+    # accumulators P's A operand) on bf16 caches: online, unified max with
+    # its fallback, MHA, and P rounded to bf16.
+    AttentionVariant("attention-pinned-registers-gqa8-online-bf16", 32, 4, 128,
+                     "bf16", "online",
+                     _kernel("gqa_attention",
+                             "heads_as_b = 0, register_softmax = 1")),
+    AttentionVariant("attention-pinned-registers-fallback-bf16", 16, 2, 128,
+                     "bf16", "fallback",
+                     _kernel("gqa_attention",
+                             "heads_as_b = 0, register_softmax = 1"),
+                     cases=((1, 1), (5, 300), (2, 2000))),
+    AttentionVariant("attention-pinned-registers-mha-unified-bf16", 8, 8, 64,
+                     "bf16", "unified",
+                     _kernel("gqa_attention",
+                             "heads_as_b = 0, register_softmax = 1, "
+                             "f32_operands = 0"),
+                     tolerance=1e-2),  # P rounded to bf16
 ]
 
 

@@ -8,6 +8,8 @@
 
 #include "fdc/Conversion/Utils/PackedLayouts.h"
 
+#include "llvm/Support/MathExtras.h"
+
 using namespace mlir;
 using namespace fdc;
 using namespace fdc::gpu;
@@ -53,10 +55,15 @@ Value fdc::gpu::getAttentionSplits(KernelContext &ctx,
   return arith::MaxSIOp::create(host, one, capped);
 }
 
+Value fdc::gpu::attentionExp(GpuEmitter &e, Value x) {
+  Value scaled = e.mul(x, e.f32(llvm::numbers::log2e));
+  return math::Exp2Op::create(e.builder(), scaled);
+}
+
 Value fdc::gpu::attentionScaleFactor(GpuEmitter &e, Value x, Value max) {
   Value empty = e.cmpf(CmpFPredicate::OEQ, x, e.f32(-INFINITY));
   Value zero = e.f32(0);
-  Value factor = e.exp(e.sub(x, max));
+  Value factor = attentionExp(e, e.sub(x, max));
   return e.select(empty, zero, factor);
 }
 
@@ -256,7 +263,7 @@ private:
           Value sc = e.mul(dot, e.f32(problem.scale));
           Value newMax = arith::MaximumFOp::create(b, c[0], sc);
           Value correction = attentionScaleFactor(e, c[0], newMax);
-          Value p = e.exp(e.sub(sc, newMax));
+          Value p = attentionExp(e, e.sub(sc, newMax));
           Value vj = cacheElement(1, t, j);
           Value sum = e.add(e.mul(c[1], correction), p);
           Value kept = e.mul(c[2], correction);

@@ -21,6 +21,12 @@
 //   softmax scheme to the step's T scores: online (running max, sum, and a
 //   correction of the accumulators) or unified max (exp(x - phi), sum and
 //   the out-of-range flag, no correction), and writes the weights P back.
+//   Or, with the heads as A rows and `register_softmax` (where the target's
+//   MMA accumulators are its A operand, AccumulatorOperandMap), the
+//   softmax stays in registers: the k / n score tiles' accumulators are P's
+//   A slots as they lie, a row's max is reduced over the lanes that share
+//   it, each lane keeps its part of the row's sum, and V's k slots follow
+//   the accumulators' columns.
 // - O += P V (or Oᵀ += Vᵀ Pᵀ): the k slots of a lane are consecutive
 //   positions, and its MMA column c (A row r) of output tile t is head dim
 //   c * D/n + t (r * D/m + t), so a lane loads the consecutive dims of each
@@ -64,6 +70,11 @@ struct GqaAttentionConfig {
   /// The group's heads as the MMA's B columns, keys and values as A (1),
   /// or the heads as A rows, keys and values as B (0).
   bool headsAsB;
+  /// The softmax in registers, the scores' accumulators fed to P V as its A
+  /// operand (1: where the heads are A rows and the target's MMA allows it,
+  /// GqaAttentionShape::accumulatorAsA), or through shared memory by one
+  /// lane per head row (0, and elsewhere).
+  bool registerSoftmax;
 
   explicit GqaAttentionConfig(const KernelConfig &config)
       : subgroups(config.get("subgroups")),
@@ -71,7 +82,8 @@ struct GqaAttentionConfig {
                config.get("min_split_length"), /*wholeWaves=*/true},
         f32Operands(config.get("f32_operands") != 0),
         prefetch(config.get("prefetch") != 0),
-        headsAsB(config.get("heads_as_b") != 0) {}
+        headsAsB(config.get("heads_as_b") != 0),
+        registerSoftmax(config.get("register_softmax") != 0) {}
 };
 
 /// The sizes that follow from the MMA layout and the head dim.
@@ -97,6 +109,9 @@ struct GqaAttentionShape {
   /// vector width), and the f32 stride of a head row of them (one vector
   /// of padding).
   int64_t scoreLanes, scoreStride;
+  /// With the heads as A rows: where the score tiles' accumulators are P's
+  /// A operand, if the target's MMA allows the softmax in registers.
+  std::optional<AccumulatorOperandMap> accumulatorAsA;
 
   static std::optional<GqaAttentionShape>
   get(decode::AttentionOp op, const GpuPrimitives &target, bool headsAsB);
@@ -217,6 +232,15 @@ GqaAttentionShape::get(decode::AttentionOp op, const GpuPrimitives &target,
             shape.pieceLanes % shape.valueRun == 0);
   if (!fits)
     return std::nullopt;
+  // The softmax in registers takes a step's score tiles (k / n of them) as
+  // the A operand of P V.
+  if (!headsAsB)
+    if (std::optional<AccumulatorOperandMap> map =
+            target.getAccumulatorAsA(*layout))
+      if (llvm::all_of(map->slots, [&](AccumulatorOperandMap::Slot slot) {
+            return slot.tile < shape.scoreTiles;
+          }))
+        shape.accumulatorAsA = map;
   return shape;
 }
 
@@ -288,9 +312,13 @@ public:
     Value stride = e.index(config.subgroups * shape.stepPositions);
     Value zero = arith::ConstantOp::create(b, accType, b.getZeroAttr(accType));
     SmallVector<Value> init(shape.outputTiles, zero);
-    // The head row's running max (online) or flag (unified max), and sum.
-    init.push_back(e.f32(problem.unified() ? 0.0 : -INFINITY));
-    init.push_back(e.f32(0));
+    // Per head row the lane keeps state for (one; with the softmax in
+    // registers, each of its A rows): the running max (online) or flag
+    // (unified max), and the sum.
+    for (int64_t r = 0; r < rowStates(); ++r) {
+      init.push_back(e.f32(problem.unified() ? 0.0 : -INFINITY));
+      init.push_back(e.f32(0));
+    }
     // With prefetch, the loop carries the next step's loads: they are in
     // flight while the step before them computes.
     int64_t stateCount = init.size();
@@ -316,6 +344,11 @@ public:
 private:
   Value minU(Value x, Value y) { return arith::MinUIOp::create(b, x, y); }
 
+  /// The head rows whose (max or flag, sum) a lane carries.
+  int64_t rowStates() const {
+    return config.registerSoftmax ? shape.laneHeads() : 1;
+  }
+
   /// The lane's MMA coordinates (loop invariant).
   void computeLaneLayout() {
     column = target.getMmaBColumn(b, layout, lane);
@@ -332,6 +365,27 @@ private:
       laneHeads.push_back(column);
     else
       laneHeads = aRows;
+    // The step offset of the position in each of the lane's k slots: any
+    // order (MmaLayout), so consecutive ones; with the softmax in registers,
+    // the column of the score accumulator that becomes the slot of P.
+    for (int64_t s = 0; s < layout.kPerLane; ++s) {
+      if (!config.registerSoftmax) {
+        Value slotBase = mulI(b, kGroup, e.index(layout.kPerLane));
+        slotOffsets.push_back(addI(b, slotBase, e.index(s)));
+        continue;
+      }
+      AccumulatorOperandMap::Slot slot =
+          shape.accumulatorAsA->at(layout, /*r=*/0, s);
+      Value tileBase = e.index(slot.tile * layout.n());
+      slotOffsets.push_back(addI(b, tileBase, accOthers[slot.accumulator]));
+    }
+    if (config.registerSoftmax) {
+      rowOfAccumulator.assign(layout.accPerLane, 0);
+      for (int64_t r = 0; r < layout.aRowsPerLane; ++r)
+        for (int64_t s = 0; s < layout.kPerLane; ++s)
+          rowOfAccumulator[shape.accumulatorAsA->at(layout, r, s).accumulator] =
+              r;
+    }
     Value scoresBase = mulI(b, subgroup, e.index(shape.subgroupFloats()));
     scores = scoresBase;
     corrections = addI(b, scoresBase, e.index(layout.m() * shape.scoreStride));
@@ -511,10 +565,8 @@ private:
     for (Value valueRow :
          shape.headsAsB ? ArrayRef<Value>(aRows) : ArrayRef<Value>(column))
       valueDims.push_back(mulI(b, valueRow, e.index(shape.valueRun)));
-    Value slotBase = mulI(b, kGroup, e.index(layout.kPerLane));
     for (int64_t s = 0; s < layout.kPerLane; ++s) {
-      Value offset = addI(b, slotBase, e.index(s));
-      Value position = minU(addI(b, base, offset), lastReadable);
+      Value position = minU(addI(b, base, slotOffsets[s]), lastReadable);
       for (Value valueDim : valueDims)
         loadRun(cacheRow(1, position), valueDim, shape.valueRun, loads);
     }
@@ -576,7 +628,8 @@ private:
       values.push_back(std::move(runsOfSlot));
     }
 
-    // S = Q Kᵀ, to shared memory (positions past the split as -inf).
+    // S = Q Kᵀ: the accumulators of each score tile.
+    SmallVector<Value> scoreTiles;
     for (int64_t t = 0; t < shape.scoreTiles; ++t) {
       // Two chains of MMAs over alternate k slices, added at the end: half
       // the dependent MMA latency on the step's critical path.
@@ -598,50 +651,24 @@ private:
             chain = target.mma(b, layout, q, slice(keys[t][run], s), chain);
           }
         }
-      Value acc = slices > 1 ? arith::AddFOp::create(b, chains[0], chains[1])
-                             : chains[0];
-      for (int64_t j = 0; j < layout.accPerLane; ++j) {
-        // Accumulator j: (head, position offset in the tile).
-        Value offset = addI(b, accOthers[j], e.index(t * layout.n()));
-        Value position = addI(b, base, offset);
-        Value valid = e.cmpi(CmpIPredicate::ult, position, end);
-        Value dot = e.extract(acc, j);
-        Value score = e.mul(dot, scoreScale);
-        Value masked = e.select(valid, score, e.f32(-INFINITY));
-        Value rowBase = mulI(b, accHeads[j], e.index(shape.scoreStride));
-        Value at = addI(b, scores, addI(b, rowBase, offset));
-        memref::StoreOp::create(b, masked, shared, ValueRange{at});
-      }
+      scoreTiles.push_back(slices > 1
+                               ? arith::AddFOp::create(b, chains[0], chains[1])
+                               : chains[0]);
     }
-    target.subgroupBarrier(b);
-    SmallVector<Value> rowState = applySoftmax(carried[shape.outputTiles],
-                                               carried[shape.outputTiles + 1]);
-    target.subgroupBarrier(b);
 
-    // O = O · correction + P V.
+    // P = softmax(S), and O = O · correction.
     SmallVector<Value> acc(carried.begin(),
                            carried.begin() + shape.outputTiles);
-    if (!problem.unified()) {
-      SmallVector<Value> factors;
-      for (Value head : accHeads)
-        factors.push_back(sharedAt(corrections, head));
-      acc = rescale(acc, factors);
-    }
-    auto weightType = VectorType::get({layout.kPerLane}, b.getF32Type());
-    SmallVector<Value> weightsHi, weightsLo;
-    int64_t weightAlignment =
-        std::min(target.vectorBytes(), layout.kPerLane * 4);
-    Value slotColumn = mulI(b, kGroup, e.index(layout.kPerLane));
-    for (Value row : laneHeads) {
-      Value rowBase = mulI(b, row, e.index(shape.scoreStride));
-      Value at = addI(b, scores, addI(b, rowBase, slotColumn));
-      Value weights = vector::LoadOp::create(
-          b, weightType, shared, ValueRange{at}, /*nontemporal=*/false,
-          llvm::MaybeAlign(weightAlignment));
-      auto [hi, lo] = splitOperand(weights);
-      weightsHi.push_back(hi);
-      weightsLo.push_back(lo);
-    }
+    ValueRange rowState = carried.drop_front(shape.outputTiles);
+    SmallVector<Value> weightsHi, weightsLo, newRowState;
+    if (config.registerSoftmax)
+      newRowState = softmaxInRegisters(base, scoreTiles, rowState, acc,
+                                       weightsHi, weightsLo);
+    else
+      newRowState = softmaxInShared(base, scoreTiles, rowState, acc, weightsHi,
+                                    weightsLo);
+
+    // O += P V.
     auto valueType = VectorType::get({layout.kPerLane}, element);
     for (int64_t t = 0; t < shape.outputTiles; ++t) {
       // Dim t of each V run, over the lane's k slots: B (heads as A rows)
@@ -665,9 +692,148 @@ private:
       if (config.f32Operands)
         acc[t] = update(weightsLo, acc[t]);
     }
-    target.subgroupBarrier(b); // the scores are rewritten by the next step
-    acc.append(rowState);
+    if (!config.registerSoftmax)
+      target.subgroupBarrier(b); // the scores are rewritten by the next step
+    acc.append(newRowState);
     return acc;
+  }
+
+  /// The score of position offset `offset` in the step from `base` (a dot
+  /// product of accumulator tile), scaled; -inf past the split.
+  Value maskedScore(Value base, Value offset, Value dot) {
+    Value position = addI(b, base, offset);
+    Value valid = e.cmpi(CmpIPredicate::ult, position, end);
+    Value score = e.mul(dot, scoreScale);
+    return e.select(valid, score, e.f32(-INFINITY));
+  }
+
+  /// The softmax through shared memory: the scores go to the subgroup's
+  /// rows, the owner lane of each head row turns them into weights (and,
+  /// online, the row's correction), and each lane loads its slots of P.
+  /// Rescales `acc` (online) and returns the head row's (max or flag, sum).
+  SmallVector<Value> softmaxInShared(Value base, ArrayRef<Value> scoreTiles,
+                                     ValueRange rowState,
+                                     SmallVectorImpl<Value> &acc,
+                                     SmallVectorImpl<Value> &weightsHi,
+                                     SmallVectorImpl<Value> &weightsLo) {
+    for (auto [t, tile] : llvm::enumerate(scoreTiles))
+      for (int64_t j = 0; j < layout.accPerLane; ++j) {
+        // Accumulator j: (head, position offset in the tile).
+        Value offset = addI(b, accOthers[j], e.index(t * layout.n()));
+        Value dot = e.extract(tile, j);
+        Value masked = maskedScore(base, offset, dot);
+        Value rowBase = mulI(b, accHeads[j], e.index(shape.scoreStride));
+        Value at = addI(b, scores, addI(b, rowBase, offset));
+        memref::StoreOp::create(b, masked, shared, ValueRange{at});
+      }
+    target.subgroupBarrier(b);
+    SmallVector<Value> newRowState = applySoftmax(rowState[0], rowState[1]);
+    target.subgroupBarrier(b);
+
+    if (!problem.unified()) {
+      SmallVector<Value> factors;
+      for (Value head : accHeads)
+        factors.push_back(sharedAt(corrections, head));
+      SmallVector<Value> scaled = rescale(acc, factors);
+      acc.assign(scaled.begin(), scaled.end());
+    }
+    auto weightType = VectorType::get({layout.kPerLane}, b.getF32Type());
+    int64_t weightAlignment =
+        std::min(target.vectorBytes(), layout.kPerLane * 4);
+    for (Value row : laneHeads) {
+      Value rowBase = mulI(b, row, e.index(shape.scoreStride));
+      Value at = addI(b, scores, addI(b, rowBase, slotOffsets.front()));
+      Value weights = vector::LoadOp::create(
+          b, weightType, shared, ValueRange{at}, /*nontemporal=*/false,
+          llvm::MaybeAlign(weightAlignment));
+      auto [hi, lo] = splitOperand(weights);
+      weightsHi.push_back(hi);
+      weightsLo.push_back(lo);
+    }
+    return newRowState;
+  }
+
+  /// The softmax in registers (the heads as A rows, the score tiles'
+  /// accumulators P's A operand): each of the lane's A rows takes its
+  /// kPerLane scores, online with the row's max over the lanes that share
+  /// the row; a lane's sum is its part of the row's (added up after the
+  /// loop). Rescales `acc` (online) and returns each row's (max or flag,
+  /// sum).
+  SmallVector<Value> softmaxInRegisters(Value base, ArrayRef<Value> scoreTiles,
+                                        ValueRange rowState,
+                                        SmallVectorImpl<Value> &acc,
+                                        SmallVectorImpl<Value> &weightsHi,
+                                        SmallVectorImpl<Value> &weightsLo) {
+    const AccumulatorOperandMap &map = *shape.accumulatorAsA;
+    auto weightType = VectorType::get({layout.kPerLane}, b.getF32Type());
+    auto add = [&](Value x, Value y) { return e.add(x, y); };
+    SmallVector<Value> newRowState, rowCorrections;
+    for (int64_t r = 0; r < shape.laneHeads(); ++r) {
+      SmallVector<Value> row;
+      for (int64_t s = 0; s < layout.kPerLane; ++s) {
+        AccumulatorOperandMap::Slot slot = map.at(layout, r, s);
+        Value dot = e.extract(scoreTiles[slot.tile], slot.accumulator);
+        row.push_back(maskedScore(base, slotOffsets[s], dot));
+      }
+      Value max = rowState[2 * r], sum = rowState[2 * r + 1];
+      SmallVector<Value> weights;
+      if (problem.unified()) {
+        Value flagged = unifiedWeights(row, weights);
+        max = e.select(flagged, e.f32(1), max);
+        sum = e.add(sum, treeReduce(weights, add));
+      } else {
+        Value laneMax = treeReduce(row, [&](Value x, Value y) {
+          return arith::MaximumFOp::create(b, x, y);
+        });
+        Value rowMax =
+            target.subgroupReduce(b, laneMax, ReduceKind::Max, map.rowLanes);
+        Value newMax = arith::MaximumFOp::create(b, max, rowMax);
+        Value correction = attentionScaleFactor(e, max, newMax);
+        for (Value score : row)
+          weights.push_back(attentionScaleFactor(e, score, newMax));
+        Value scaledSum = e.mul(sum, correction);
+        sum = e.add(scaledSum, treeReduce(weights, add));
+        max = newMax;
+        rowCorrections.push_back(correction);
+      }
+      newRowState.push_back(max);
+      newRowState.push_back(sum);
+      Value packed = vector::FromElementsOp::create(b, weightType, weights);
+      auto [hi, lo] = splitOperand(packed);
+      weightsHi.push_back(hi);
+      weightsLo.push_back(lo);
+    }
+    if (!problem.unified()) {
+      SmallVector<Value> factors;
+      for (int64_t row : rowOfAccumulator)
+        factors.push_back(rowCorrections[row]);
+      SmallVector<Value> scaled = rescale(acc, factors);
+      acc.assign(scaled.begin(), scaled.end());
+    }
+    return newRowState;
+  }
+
+  /// Unified max's weights exp(x - phi) of `scores` (0 for -inf), appended
+  /// to `weights`; returns whether a valid score lies outside [lo, hi].
+  Value unifiedWeights(ArrayRef<Value> scores,
+                       SmallVectorImpl<Value> &weights) {
+    decode::SoftmaxAttr softmax = problem.softmax;
+    Value phi = e.f32(softmax.getPhi().getValueAsDouble());
+    Value lo = e.f32(softmax.getLo().getValueAsDouble());
+    Value hi = e.f32(softmax.getHi().getValueAsDouble());
+    SmallVector<Value> flags;
+    for (Value score : scores) {
+      Value valid = e.cmpf(CmpFPredicate::ONE, score, e.f32(-INFINITY));
+      Value x = e.sub(score, phi);
+      Value below = e.cmpf(CmpFPredicate::OLT, x, lo);
+      Value above = e.cmpf(CmpFPredicate::OGT, x, hi);
+      Value outside = arith::OrIOp::create(b, below, above);
+      flags.push_back(arith::AndIOp::create(b, valid, outside));
+      Value weight = attentionExp(e, x);
+      weights.push_back(e.select(valid, weight, e.f32(0)));
+    }
+    return treeReduce(
+        flags, [&](Value x, Value y) { return arith::OrIOp::create(b, x, y); });
   }
 
   /// `values` combined pairwise, in a tree of log2(size) levels (the
@@ -738,24 +904,7 @@ private:
     SmallVector<Value> weights;
     Value max = runningMax, sum = runningSum, correction;
     if (problem.unified()) {
-      decode::SoftmaxAttr softmax = problem.softmax;
-      Value phi = e.f32(softmax.getPhi().getValueAsDouble());
-      Value lo = e.f32(softmax.getLo().getValueAsDouble());
-      Value hi = e.f32(softmax.getHi().getValueAsDouble());
-      SmallVector<Value> flags;
-      for (Value score : row) {
-        Value valid = e.cmpf(CmpFPredicate::ONE, score, e.f32(-INFINITY));
-        Value x = e.sub(score, phi);
-        Value below = e.cmpf(CmpFPredicate::OLT, x, lo);
-        Value above = e.cmpf(CmpFPredicate::OGT, x, hi);
-        Value outside = arith::OrIOp::create(b, below, above);
-        flags.push_back(arith::AndIOp::create(b, valid, outside));
-        Value weight = e.exp(x);
-        weights.push_back(e.select(valid, weight, e.f32(0)));
-      }
-      Value flagged = treeReduce(flags, [&](Value x, Value y) {
-        return arith::OrIOp::create(b, x, y);
-      });
+      Value flagged = unifiedWeights(row, weights);
       max = e.select(flagged, e.f32(1), max);
       sum = e.add(sum, treeReduce(weights, [&](Value x, Value y) {
                     return e.add(x, y);
@@ -810,17 +959,37 @@ private:
         }
       });
     }
-    Value ownsHead = e.cmpi(CmpIPredicate::ult, lane, e.index(shape.group));
-    e.ifThenElse(ownsHead, [&] {
-      Value headRow = addI(b, subgroupRows, lane);
+    auto storeRowState = [&](Value head, Value max, Value sum) {
+      Value headRow = addI(b, subgroupRows, head);
       Value rowBase = mulI(b, headRow, e.index(rowFloats));
       Value maxAt = addI(b, rowBase, e.index(problem.headDim()));
-      memref::StoreOp::create(b, state[shape.outputTiles], shared,
-                              ValueRange{maxAt});
+      memref::StoreOp::create(b, max, shared, ValueRange{maxAt});
       Value sumAt = addI(b, rowBase, e.index(problem.headDim() + 1));
-      memref::StoreOp::create(b, state[shape.outputTiles + 1], shared,
-                              ValueRange{sumAt});
-    });
+      memref::StoreOp::create(b, sum, shared, ValueRange{sumAt});
+    };
+    if (!config.registerSoftmax) {
+      Value ownsHead = e.cmpi(CmpIPredicate::ult, lane, e.index(shape.group));
+      e.ifThenElse(ownsHead, [&] {
+        storeRowState(lane, state[shape.outputTiles],
+                      state[shape.outputTiles + 1]);
+      });
+      return;
+    }
+    // Each lane holds its part of its rows' sums (and unified max's flags):
+    // combined over the lanes of a row, then stored by the first of them.
+    int64_t rowLanes = shape.accumulatorAsA->rowLanes;
+    Value laneInRow = arith::RemUIOp::create(b, lane, e.index(rowLanes));
+    Value firstOfRow = e.cmpi(CmpIPredicate::eq, laneInRow, e.index(0));
+    for (int64_t r = 0; r < shape.laneHeads(); ++r) {
+      Value head = aRows[r];
+      Value laneMax = state[shape.outputTiles + 2 * r];
+      Value laneSum = state[shape.outputTiles + 2 * r + 1];
+      Value max = target.subgroupReduce(b, laneMax, ReduceKind::Max, rowLanes);
+      Value sum = target.subgroupReduce(b, laneSum, ReduceKind::Sum, rowLanes);
+      Value isHead = e.cmpi(CmpIPredicate::ult, head, e.index(shape.group));
+      Value stores = arith::AndIOp::create(b, isHead, firstOfRow);
+      e.ifThenElse(stores, [&] { storeRowState(head, max, sum); });
+    }
   }
 
   /// Combines the subgroups: thread x writes element x of the group's
@@ -886,6 +1055,10 @@ private:
   SmallVector<Value> aRows;
   /// The heads whose query (and weights) the lane holds as MMA operands.
   SmallVector<Value> laneHeads;
+  /// The step offset of the position in each k slot of P and V.
+  SmallVector<Value> slotOffsets;
+  /// With the softmax in registers: the A row of each accumulator.
+  SmallVector<int64_t> rowOfAccumulator;
   /// Per accumulator: its head, and its position offset (scores) or V run
   /// (output tiles).
   SmallVector<Value> accHeads, accOthers;
@@ -943,6 +1116,12 @@ public:
     // Splits for whole waves of two blocks per unit (as many as the
     // registers of a 4-subgroup block let a unit hold): a block per
     // (sequence, KV head, split) leaves few blocks per split.
+    // The softmax through shared memory: in registers (heads as A rows)
+    // measured no faster on the H100, for bf16 nor INT4 caches (INT4 GQA,
+    // B = 32: 28.6 against 27.8 us): the rows it needs double the MMAs and
+    // accumulators of the heads as B columns, which the steps, bound by
+    // their instructions, feel more than the trip through shared memory.
+    bool registerSoftmax = false;
     return makeConfig(op->getContext(),
                       {{"subgroups", 4},
                        {"max_splits", 64},
@@ -950,7 +1129,8 @@ public:
                        {"min_split_length", 64},
                        {"f32_operands", f32Operands},
                        {"prefetch", prefetch},
-                       {"heads_as_b", shape && shape->headsAsB}});
+                       {"heads_as_b", shape && shape->headsAsB},
+                       {"register_softmax", registerSoftmax}});
   }
   LogicalResult verifyConfig(Operation *op, const KernelConfig &config,
                              const GpuPrimitives &target) const override {
@@ -962,7 +1142,8 @@ public:
         failed(checkRange(op, config, "min_split_length", 1, 1 << 20)) ||
         failed(checkRange(op, config, "f32_operands", 0, 1)) ||
         failed(checkRange(op, config, "prefetch", 0, 1)) ||
-        failed(checkRange(op, config, "heads_as_b", 0, 1)))
+        failed(checkRange(op, config, "heads_as_b", 0, 1)) ||
+        failed(checkRange(op, config, "register_softmax", 0, 1)))
       return failure();
     auto attention = cast<decode::AttentionOp>(op);
     bool headsAsB = config.get("heads_as_b") != 0;
@@ -999,6 +1180,8 @@ public:
     GqaAttentionConfig config(kernelConfig);
     GqaAttentionShape shape =
         *GqaAttentionShape::get(attention, ctx.primitives, config.headsAsB);
+    config.registerSoftmax =
+        config.registerSoftmax && shape.accumulatorAsA.has_value();
     AttentionProblem problem = AttentionProblem::get(attention, buffers);
     Builder builder(op->getContext());
     auto [perSequence, fixed] =

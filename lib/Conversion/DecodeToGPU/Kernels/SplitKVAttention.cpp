@@ -247,7 +247,7 @@ LogicalResult buildAttention(Location loc, KernelContext &ctx,
                 Value outside = arith::AndIOp::create(
                     b, valid, arith::OrIOp::create(b, below, above));
                 Value flag = e.select(outside, e.f32(1), c[0]);
-                Value weight = e.exp(x);
+                Value weight = attentionExp(e, x);
                 Value p = e.select(valid, weight, e.f32(0));
                 Value valueT = value(t);
                 Value acc = arith::AddFOp::create(

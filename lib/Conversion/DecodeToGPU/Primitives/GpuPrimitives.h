@@ -44,6 +44,27 @@ struct MmaLayout {
   int64_t kGroups() const { return k() / kPerLane; }
 };
 
+/// Where an MMA's accumulators are, lane for lane, the A operand of a next
+/// MMA (FlashAttention-2 feeds softmax(S) to P V this way, without a trip
+/// through shared memory): lay k / n accumulator tiles (m x n each) side by
+/// side along k; then a lane's A row `r`, k slot `s` is that lane's
+/// accumulator `accumulator` of tile `tile`, whose D row is A row r and
+/// whose D column plus tile * n is slot s's k. The lanes whose
+/// accumulators share D rows form clusters of `rowLanes` consecutive lanes.
+struct AccumulatorOperandMap {
+  struct Slot {
+    int64_t tile;
+    int64_t accumulator;
+  };
+  /// Indexed by r * kPerLane + s.
+  llvm::SmallVector<Slot> slots;
+  int64_t rowLanes;
+
+  Slot at(const MmaLayout &layout, int64_t r, int64_t s) const {
+    return slots[r * layout.kPerLane + s];
+  }
+};
+
 /// A group MMA (#decode.group_mma) at one width n: the subgroups of a group
 /// (`subgroups()` consecutive ones, the group starting at a multiple of
 /// that) issue D (m x n, f32, spread over their registers) += A (m x k) *
@@ -161,6 +182,12 @@ public:
   virtual std::pair<mlir::Value, mlir::Value>
   getMmaAccumulator(mlir::ImplicitLocOpBuilder &b, const MmaLayout &layout,
                     mlir::Value lane, mlir::Value j) const;
+  /// Where the accumulators of `layout` are the A operand of a next MMA of
+  /// the same layout, if they are (see AccumulatorOperandMap).
+  virtual std::optional<AccumulatorOperandMap>
+  getAccumulatorAsA(const MmaLayout &layout) const {
+    return std::nullopt;
+  }
   /// D = A * B + C for one subgroup: `aRows` holds the lane's aRowsPerLane
   /// vectors of kPerLane elements, `bColumn` one such vector, `acc` a vector
   /// of accPerLane f32; returns the new accumulators.

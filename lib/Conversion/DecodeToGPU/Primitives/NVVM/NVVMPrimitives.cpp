@@ -87,6 +87,19 @@ public:
     return {row, column};
   }
 
+  /// Slot s of A row r (row g + 8r, k = 2c + s % 2 + 8 (s / 2)) is
+  /// accumulator 2r + s % 2 (row g + 8r, column 2c + s % 2) of tile s / 2;
+  /// the four lanes of a group g share its rows.
+  std::optional<AccumulatorOperandMap>
+  getAccumulatorAsA(const MmaLayout &layout) const override {
+    AccumulatorOperandMap map;
+    for (int64_t r = 0; r < layout.aRowsPerLane; ++r)
+      for (int64_t s = 0; s < layout.kPerLane; ++s)
+        map.slots.push_back({s / 2, 2 * r + s % 2});
+    map.rowLanes = 4;
+    return map;
+  }
+
   /// Slots (s0, s1, s2, s3) of a lane are k = (2c, 2c + 1, 2c + 8, 2c + 9):
   /// A's registers are {row g: s0 s1}, {row g + 8: s0 s1}, {row g: s2 s3},
   /// {row g + 8: s2 s3}; B's are {s0 s1}, {s2 s3}.
