@@ -373,24 +373,34 @@ def linear_checks(work, rng):
         torch.cuda.empty_cache()
 
 
-def launch_greedy_step(launcher, m, weights, cache, tokens, logits,
-                       next_tokens, scratch, only=None):
-    """One step of `m` greedy rows at position 0 of slot 0 (max_context 1)
+def launch_step(launcher, batch, weights, cache, tokens, logits, next_tokens,
+                scratch, positions, slots, num_slots, max_context, only=None):
+    """One greedy step of `batch` rows (`positions`, `slots`: int32 tensors)
     through the benchmark launcher; `only`: the kernels to run."""
     from fdc.bench.launcher import step_args
 
     cuda = dict(device="cuda")
-    zeros = torch.zeros(m, dtype=torch.int32, **cuda)
-    inputs = dict(positions=zeros, slots=zeros,
-                  temperature=torch.zeros(m, **cuda), top_k=zeros,
-                  top_p=torch.ones(m, **cuda),
-                  uniform=torch.full((m,), 0.5, **cuda))
+    inputs = dict(positions=positions, slots=slots,
+                  temperature=torch.zeros(batch, **cuda),
+                  top_k=torch.zeros(batch, dtype=torch.int32, **cuda),
+                  top_p=torch.ones(batch, **cuda),
+                  uniform=torch.full((batch,), 0.5, **cuda))
     launcher.step(step_args(
-        batch=m, num_slots=1, max_context=1, weights=weights.data_ptr(),
-        kv_cache=cache.data_ptr(), tokens=tokens.data_ptr(),
-        logits=logits.data_ptr(), next_tokens=next_tokens.data_ptr(),
-        scratch=scratch.data_ptr(),
+        batch=batch, num_slots=num_slots, max_context=max_context,
+        weights=weights.data_ptr(), kv_cache=cache.data_ptr(),
+        tokens=tokens.data_ptr(), logits=logits.data_ptr(),
+        next_tokens=next_tokens.data_ptr(), scratch=scratch.data_ptr(),
         **{k: t.data_ptr() for k, t in inputs.items()}), only=only)
+
+
+def launch_greedy_step(launcher, m, weights, cache, tokens, logits,
+                       next_tokens, scratch, only=None):
+    """One step of `m` greedy rows at position 0 of slot 0 (max_context
+    1); `only`: the kernels to run."""
+    zeros = torch.zeros(m, dtype=torch.int32, device="cuda")
+    launch_step(launcher, m, weights, cache, tokens, logits, next_tokens,
+                scratch, positions=zeros, slots=zeros, num_slots=1,
+                max_context=1, only=only)
 
 
 def argmax_check(launcher, library, weights, cache):
@@ -432,7 +442,7 @@ def attention_checks(work, rng):
     results) starts NaN for online softmax and -6.02 (0xC0 bytes) for
     unified max, whose reduce recomputes a row with a NaN sum, so that a
     partial row left unwritten is wrong either way."""
-    from fdc.bench.launcher import CudaLauncher, ModelLibrary, step_args
+    from fdc.bench.launcher import CudaLauncher, ModelLibrary
     from fdc.testing import attention_models
 
     gen = torch.Generator(device="cuda")
@@ -485,17 +495,9 @@ def attention_checks(work, rng):
             next_tokens = torch.full((batch,), -1, dtype=torch.int32, **cuda)
             scratch = torch.full((max(library.scratch_bytes(batch), 1),),
                                  poison, dtype=torch.uint8, **cuda)
-            zeros = torch.zeros(batch, dtype=torch.int32, **cuda)
-            inputs = dict(positions=positions, slots=slots,
-                          temperature=torch.zeros(batch, **cuda), top_k=zeros,
-                          top_p=torch.ones(batch, **cuda),
-                          uniform=torch.full((batch,), 0.5, **cuda))
-            launcher.step(step_args(
-                batch=batch, num_slots=batch, max_context=max_context,
-                weights=data.data_ptr(), kv_cache=cache.data_ptr(),
-                tokens=tokens.data_ptr(), logits=logits.data_ptr(),
-                next_tokens=next_tokens.data_ptr(), scratch=scratch.data_ptr(),
-                **{k: t.data_ptr() for k, t in inputs.items()}))
+            launch_step(launcher, batch, data, cache, tokens, logits,
+                        next_tokens, scratch, positions=positions, slots=slots,
+                        num_slots=batch, max_context=max_context)
             torch.cuda.synchronize()
             kernels.update(k.rsplit("_", 1)[0] for k in launcher.launched
                            if "attention" in k)
@@ -554,7 +556,7 @@ def _sparse_variant(v, gen, seed):
     from fdc import packing
     from fdc.bench import models as bench_models
     from fdc.bench import tiled_csl
-    from fdc.bench.launcher import CudaLauncher, ModelLibrary, step_args
+    from fdc.bench.launcher import CudaLauncher, ModelLibrary
     from fdc.testing import sparse_models
 
     class Launcher(CudaLauncher):
@@ -611,18 +613,11 @@ def _sparse_variant(v, gen, seed):
             next_tokens = torch.full((m,), -1, dtype=torch.int32, **cuda)
             scratch = torch.full((max(library.scratch_bytes(m), 1),), 0xFF,
                                  dtype=torch.uint8, **cuda)
-            zeros = torch.zeros(m, dtype=torch.int32, **cuda)
-            inputs = dict(
-                positions=zeros, slots=torch.arange(m, dtype=torch.int32, **cuda),
-                temperature=torch.zeros(m, **cuda), top_k=zeros,
-                top_p=torch.ones(m, **cuda),
-                uniform=torch.full((m,), 0.5, **cuda))
-            launcher.step(step_args(
-                batch=m, num_slots=m, max_context=1, weights=data.data_ptr(),
-                kv_cache=cache.data_ptr(), tokens=tokens.data_ptr(),
-                logits=logits.data_ptr(), next_tokens=next_tokens.data_ptr(),
-                scratch=scratch.data_ptr(),
-                **{k: t.data_ptr() for k, t in inputs.items()}))
+            launch_step(launcher, m, data, cache, tokens, logits, next_tokens,
+                        scratch,
+                        positions=torch.zeros(m, dtype=torch.int32, **cuda),
+                        slots=torch.arange(m, dtype=torch.int32, **cuda),
+                        num_slots=m, max_context=1)
             torch.cuda.synchronize()
             kernels.update(bench_models.sparse_op_kernels(launcher.launched))
             ref = sparse_models.reference(v, weights, w, tokens)
