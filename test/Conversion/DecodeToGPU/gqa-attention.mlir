@@ -10,12 +10,34 @@
 // GFX942:         scf.for
 // GFX942-COUNT-8:   amdgpu.mfma 16x16x16
 // GFX942:           llvm.fence syncscope("wavefront") acq_rel
-// GFX942:           math.exp
+// GFX942:           math.exp2
 // GFX942:           llvm.fence syncscope("wavefront") acq_rel
 // GFX942-COUNT-16:  amdgpu.mfma 16x16x16
 // GFX942:           llvm.fence syncscope("wavefront") acq_rel
 // GFX942:         gpu.barrier
 // GFX942-LABEL: gpu.func @{{attention_reduce_[0-9]+}}(
+
+// With online softmax a single split (a launch whose blocks, sequences x KV
+// heads, fill the units' waves) is the result: the partial kernel divides
+// the combined accumulators by the combined sum and writes the output, and
+// the step launches attention_reduce only for more splits (a block of the
+// step, as the dispatch by batch size: every launch stays directly in
+// fdc_model_step).
+// RUN: sed 's/256/128/g; s/4096/2048/g' %s | fdc-opt --decode-assign-weight-layout --convert-decode-to-gpu=target=sm_90 | FileCheck %s --check-prefix=SINGLE
+// SINGLE-LABEL: gpu.func @{{gqa_attention_partial_[0-9]+}}(
+// SINGLE:         %[[ONE_SPLIT:.*]] = arith.cmpi eq, %{{.*}}, %c1{{.*}} : index
+// SINGLE:         scf.if %[[ONE_SPLIT]] {
+// SINGLE:           arith.divf
+// SINGLE:           memref.store %{{.*}} : memref<?x16x128xbf16>
+// SINGLE:         } else {
+// SINGLE:           memref.store %{{.*}} : memref<?xf32>
+// SINGLE-LABEL: func.func @fdc_model_step(
+// SINGLE:         gpu.launch_func @fdc_kernels::@{{gqa_attention_partial_[0-9]+}} {{.*}} args(%{{[0-9]+}} : !llvm.ptr, %{{[0-9]+}} : !llvm.ptr, %{{[0-9]+}} : !llvm.ptr, %{{[0-9]+}} : !llvm.ptr, %{{[0-9]+}} : !llvm.ptr, %[[SPLITS:[0-9]+]] : i64,
+// SINGLE:         %[[SEVERAL:.*]] = arith.cmpi ne, %[[SPLITS]], %{{.*}} : i64
+// SINGLE-NEXT:    cf.cond_br %[[SEVERAL]], ^[[REDUCE:bb[0-9]+]], ^[[REST:bb[0-9]+]]
+// SINGLE:       ^[[REDUCE]]:
+// SINGLE:         gpu.launch_func @fdc_kernels::@{{attention_reduce_[0-9]+}}
+// SINGLE-NEXT:    cf.br ^[[REST]]
 
 // An INT4 cache (groups of 32 dims) on sm_90: a lane loads a key's 32
 // nibbles with one 16-byte load and its group's (scale, min) with one

@@ -47,6 +47,7 @@
 #include "Attention.h"
 #include "Int4Vectors.h"
 
+#include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
 #include "mlir/IR/Diagnostics.h"
 
 using namespace mlir;
@@ -276,6 +277,7 @@ public:
     Partials,
     NumSplits,
     Chunk,
+    Out,
     Layer
   };
 
@@ -993,7 +995,10 @@ private:
   }
 
   /// Combines the subgroups: thread x writes element x of the group's
-  /// partial rows.
+  /// partial rows. Online, a single split's rows are the result: dim x of
+  /// a head is its combined accumulator over its combined sum, written to
+  /// the output, and the host launches no attention_reduce (unified max
+  /// keeps the reduce, which recomputes a flagged row).
   void writePartials() {
     int64_t rowFloats = problem.partialRowFloats();
     int64_t d = problem.headDim();
@@ -1002,6 +1007,11 @@ private:
     Value blockThreads = e.index(config.subgroups * e.subgroupSize());
     Value numSplits = idx(b, args[NumSplits]);
     Value groupBase = mulI(b, kvHead, e.index(shape.group));
+    Value maxOffset = e.index(d);
+    Value sumOffset = e.index(d + 1);
+    Value single;
+    if (!problem.unified())
+      single = e.cmpi(CmpIPredicate::eq, numSplits, e.index(1));
     e.loop(thread, elements, blockThreads, [&](Value x) {
       Value head = arith::DivUIOp::create(b, x, e.index(rowFloats));
       Value offset = arith::RemUIOp::create(b, x, e.index(rowFloats));
@@ -1012,27 +1022,47 @@ private:
       auto at = [&](int64_t w, Value offsetInRow) {
         return sharedAt(rowOf(w), offsetInRow);
       };
-      Value maxOffset = e.index(d);
       Value globalMax = e.f32(problem.unified() ? 0.0 : -INFINITY);
       for (int64_t w = 0; w < config.subgroups; ++w)
         globalMax = arith::MaximumFOp::create(b, globalMax, at(w, maxOffset));
-      Value isMax = e.cmpi(CmpIPredicate::eq, offset, maxOffset);
       // acc and sum: the weighted sum over subgroups; max: the global one.
-      Value total = e.f32(0);
-      for (int64_t w = 0; w < config.subgroups; ++w) {
-        Value weight =
-            problem.unified()
-                ? e.f32(1)
-                : attentionScaleFactor(e, at(w, maxOffset), globalMax);
-        total = e.add(total, e.mul(at(w, offset), weight));
-      }
-      Value result = e.select(isMax, globalMax, total);
+      auto combined = [&](Value offsetInRow) {
+        Value total = e.f32(0);
+        for (int64_t w = 0; w < config.subgroups; ++w) {
+          Value weight =
+              problem.unified()
+                  ? e.f32(1)
+                  : attentionScaleFactor(e, at(w, maxOffset), globalMax);
+          total = e.add(total, e.mul(at(w, offsetInRow), weight));
+        }
+        return total;
+      };
+      Value total = combined(offset);
       Value queryHead = addI(b, groupBase, head);
-      Value sequenceRow = mulI(b, sequence, e.index(problem.queryHeads()));
-      Value rowIndex = addI(b, sequenceRow, queryHead);
-      Value splitRow = addI(b, mulI(b, rowIndex, numSplits), split);
-      Value out = addI(b, mulI(b, splitRow, e.index(rowFloats)), offset);
-      memref::StoreOp::create(b, result, args[Partials], ValueRange{out});
+      auto writePartial = [&] {
+        Value isMax = e.cmpi(CmpIPredicate::eq, offset, maxOffset);
+        Value result = e.select(isMax, globalMax, total);
+        Value sequenceRow = mulI(b, sequence, e.index(problem.queryHeads()));
+        Value rowIndex = addI(b, sequenceRow, queryHead);
+        Value splitRow = addI(b, mulI(b, rowIndex, numSplits), split);
+        Value out = addI(b, mulI(b, splitRow, e.index(rowFloats)), offset);
+        memref::StoreOp::create(b, result, args[Partials], ValueRange{out});
+      };
+      if (!single) {
+        writePartial();
+        return;
+      }
+      e.ifThenElse(
+          single,
+          [&] {
+            Value isDim = e.cmpi(CmpIPredicate::ult, offset, maxOffset);
+            e.ifThenElse(isDim, [&] {
+              Value sum = combined(sumOffset);
+              Value value = e.div(total, sum);
+              e.store(value, args[Out], {sequence, queryHead, offset});
+            });
+          },
+          writePartial);
     });
   }
 
@@ -1205,7 +1235,8 @@ public:
         {KernelArg::buffer(problem.query), KernelArg::buffer(problem.cache),
          KernelArg::buffer(problem.slots), KernelArg::buffer(problem.positions),
          KernelArg::buffer(partials), KernelArg::scalar(numSplits),
-         KernelArg::scalar(chunk), KernelArg::scalar(layer)},
+         KernelArg::scalar(chunk), KernelArg::buffer(problem.out),
+         KernelArg::scalar(layer)},
         {ctx.toIndex(numSplits), ctx.hostIndex(problem.kvHeads()),
          ctx.toIndex(ctx.batch)},
         threads,
@@ -1214,7 +1245,26 @@ public:
         [&](GpuEmitter &e, ArrayRef<Value> v) {
           GqaAttentionBuilder(e, problem, config, shape).build(v);
         });
+    if (problem.unified()) {
+      launchAttentionReduce(ctx, problem, partials, numSplits);
+      return success();
+    }
+    // Online, one split wrote the output itself (writePartials): the reduce
+    // runs for more. Blocks of the step, not scf.if: every launch stays
+    // directly in fdc_model_step (fdc-lower-kernel-launches returns from
+    // there on an error).
+    Value one = ctx.hostI64(1);
+    Value several =
+        arith::CmpIOp::create(host, CmpIPredicate::ne, numSplits, one);
+    Block *before = host.getInsertionBlock();
+    Block *rest = before->splitBlock(host.getInsertionPoint());
+    Block *reduce = host.createBlock(rest);
+    host.setInsertionPointToEnd(before);
+    cf::CondBranchOp::create(host, several, reduce, rest);
+    host.setInsertionPointToEnd(reduce);
     launchAttentionReduce(ctx, problem, partials, numSplits);
+    cf::BranchOp::create(host, rest);
+    host.setInsertionPointToEnd(rest);
     return success();
   }
 };
