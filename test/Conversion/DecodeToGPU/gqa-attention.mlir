@@ -24,6 +24,7 @@
 // step, as the dispatch by batch size: every launch stays directly in
 // fdc_model_step).
 // RUN: sed 's/256/128/g; s/4096/2048/g' %s | fdc-opt --decode-assign-weight-layout --convert-decode-to-gpu=target=sm_90 | FileCheck %s --check-prefix=SINGLE
+// RUN: sed 's/256/128/g; s/4096/2048/g' %s | fdc-opt --decode-assign-weight-layout --convert-decode-to-gpu=target=gfx942 | FileCheck %s --check-prefix=SINGLE
 // SINGLE-LABEL: gpu.func @{{gqa_attention_partial_[0-9]+}}(
 // SINGLE:         %[[ONE_SPLIT:.*]] = arith.cmpi eq, %{{.*}}, %c1{{.*}} : index
 // SINGLE:         scf.if %[[ONE_SPLIT]] {
