@@ -429,12 +429,20 @@ Error GpuBackend::finishStep(const FdcStepArgs &args) {
 
 void GpuBackend::destroyStepGraphs() { graphs.clear(); }
 
+void GpuBackend::releaseStepGraphs() {
+  device->makeCurrent();
+  device->synchronize();
+  destroyStepGraphs();
+}
+
 Expected<const StepGraph *>
 GpuBackend::replayStepGraph(const FdcStepArgs &onDevice, int64_t key) {
   std::unique_ptr<StepGraph> &graph = graphs[key];
   if (!graph) {
-    Expected<std::unique_ptr<StepGraph>> captured =
-        StepGraph::capture(*device, launcher, library.stepFunction(), onDevice);
+    Expected<std::unique_ptr<StepGraph>> captured = StepGraph::capture(
+        *device, launcher, library.stepFunction(), onDevice,
+        collectivesInGraphs ? StepGraph::Collectives::Captured
+                            : StepGraph::Collectives::CutTheCapture);
     if (!captured) {
       graphs.erase(key);
       // Let what was enqueued before the capture finish before the caller

@@ -52,6 +52,10 @@ public:
   uint64_t kvCacheAddress() const override { return kvCache.address; }
   int deviceOrdinal() const override { return device->deviceOrdinal(); }
   GpuDevice *gpuDevice() override { return device.get(); }
+  void setCollectivesInGraphs(bool inGraphs) override {
+    collectivesInGraphs = inGraphs;
+  }
+  void releaseStepGraphs() override;
 
 private:
   struct Allocation {
@@ -119,6 +123,9 @@ private:
   /// "CUDA backend", for errors.
   std::string name;
   bool poison = false;
+  /// A tensor-parallel rank's collectives go into its step graphs (else
+  /// they cut them).
+  bool collectivesInGraphs = false;
   KernelLauncher launcher;
 
   Allocation weights, kvCache, scratch, inputs, logits, nextTokens;

@@ -143,8 +143,17 @@ Model::Model(std::unique_ptr<ModelLibrary> library, HostBuffer weights,
       tp(std::move(tp)) {}
 
 // `tp` is declared last: its workers stop, and its group and ranks go, before
-// rank 0's backend and the library.
-Model::~Model() = default;
+// rank 0's backend and the library. The ranks' step graphs go first: NCCL
+// keeps a communicator until the graphs that captured it are destroyed.
+Model::~Model() {
+  if (!tp)
+    return;
+  if (backend)
+    backend->releaseStepGraphs();
+  for (std::unique_ptr<TensorParallel::Rank> &rank : tp->workers)
+    if (rank->backend)
+      rank->backend->releaseStepGraphs();
+}
 
 Expected<std::unique_ptr<Model>> Model::load(const std::string &libraryPath,
                                              const std::string &checkpointPath,
@@ -220,6 +229,8 @@ Model::create(std::unique_ptr<ModelLibrary> library,
         return createError("tensor-parallel group of ", ranks,
                            " ranks: ", group.error().message());
       tp->group = std::move(*group);
+      for (DeviceBackend *rank : backends)
+        rank->setCollectivesInGraphs(tp->group->runsInGraphs());
     }
   } else if (tp) {
     tp->group = createHostCollectiveGroup(ranks);

@@ -11,7 +11,8 @@ StepGraph::~StepGraph() {
 
 Expected<std::unique_ptr<StepGraph>>
 StepGraph::capture(GpuDevice &device, KernelLauncher &launcher,
-                   FdcModelStepFn step, const FdcStepArgs &onDevice) {
+                   FdcModelStepFn step, const FdcStepArgs &onDevice,
+                   Collectives collectives) {
   std::unique_ptr<StepGraph> graph(new StepGraph(device));
   DeviceStatus began = device.beginCapture();
   if (began == GpuDevice::kNotSupported)
@@ -19,11 +20,11 @@ StepGraph::capture(GpuDevice &device, KernelLauncher &launcher,
   if (began)
     return device.fail(device.vendor().beginCaptureCall, began);
   graph->capturing = true;
-  // The step calls this in place of its rank's collectives: each call cuts
-  // the capture.
+  // Unless they are captured, the step calls this in place of its rank's
+  // collectives: each call cuts the capture.
   FdcStepArgs captured = onDevice;
   FdcCollectiveApi cutter = {};
-  if (onDevice.collective) {
+  if (onDevice.collective && collectives == Collectives::CutTheCapture) {
     cutter = *onDevice.collective;
     cutter.context = graph.get();
     cutter.all_reduce_sum = &StepGraph::captureAllReduceSum;

@@ -5,12 +5,13 @@
 // per-row inputs are read from device memory), so replaying the capture is
 // running the step.
 //
-// A tensor-parallel rank's step also calls its group's collectives. Those
-// are not captured (NCCL inside a capture hangs when one process drives
-// every rank's device): the capture is cut at each collective call into
-// segments, and a replay runs each segment's graph, then the recorded call
-// through the rank's real FdcCollectiveApi (the same buffers and sizes every
-// time), on the same stream.
+// A tensor-parallel rank's step also calls its group's collectives. Where
+// the group allows it (NCCL: every rank captures and replays from its own
+// thread) they are captured with the kernels, and the step is one graph.
+// Otherwise the capture is cut at each collective call into segments, and a
+// replay runs each segment's graph, then the recorded call through the
+// rank's real FdcCollectiveApi (the same buffers and sizes every time), on
+// the same stream.
 //
 //===----------------------------------------------------------------------===//
 
@@ -35,6 +36,14 @@ public:
   StepGraph(const StepGraph &) = delete;
   StepGraph &operator=(const StepGraph &) = delete;
 
+  /// What a capture does with the step's collective calls.
+  enum class Collectives {
+    /// Calls them while capturing: they enqueue into the graph.
+    Captured,
+    /// Ends a segment at each, to call it between the segments' replays.
+    CutTheCapture,
+  };
+
   /// Captures `step` run with `onDevice` (its launches go through `launcher`
   /// to `device`'s stream). Null when the device cannot capture (the caller
   /// then runs steps eagerly); an error when a launch or the capture fails
@@ -42,11 +51,11 @@ public:
   /// destroyed and the stream out of capture mode.
   static Expected<std::unique_ptr<StepGraph>>
   capture(GpuDevice &device, KernelLauncher &launcher, FdcModelStepFn step,
-          const FdcStepArgs &onDevice);
+          const FdcStepArgs &onDevice, Collectives collectives);
 
   /// Enqueues the step: every segment's graph and, after each but the last,
   /// its collective through `collective` (the rank's; null when the step
-  /// has no collectives).
+  /// has no collectives or they were captured).
   Error replay(const FdcCollectiveApi *collective);
 
   /// The kernels the captured step launched (KernelLauncher::launchedList),

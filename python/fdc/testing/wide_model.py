@@ -47,8 +47,13 @@ WIDE32 = dict(CONFIG, num_hidden_layers=32)
 WIDE13B = dict(CONFIG, hidden_size=5120, intermediate_size=13824,
                num_hidden_layers=40, num_attention_heads=40,
                num_key_value_heads=40)
+# One rank's share of WIDE32 split over 2 ranks (half the heads, MLP columns
+# and vocabulary), on one GPU: what a tensor-parallel rank computes, without
+# the collectives.
+WIDE32_SHARE = dict(WIDE32, intermediate_size=7168, num_attention_heads=16,
+                    num_key_value_heads=4, vocab_size=16000)
 PRESETS = {"wide": CONFIG, "head128": HEAD128, "wide32": WIDE32,
-           "wide13b": WIDE13B}
+           "wide13b": WIDE13B, "wide32-share": WIDE32_SHARE}
 
 
 def tensor_shapes(cfg):

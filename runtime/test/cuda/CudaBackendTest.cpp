@@ -68,6 +68,8 @@ struct FakeCudaStats {
 struct FakeNcclStats {
   int64_t allReduces;
   int64_t allGathers;
+  int64_t captured;
+  int64_t destroyedWithLiveGraphs;
 };
 
 #ifdef FDC_FAKE_CUDA_DRIVER
@@ -998,81 +1000,105 @@ TEST_F(CudaFakeDriverTest, FailedReplayNamesTheBatchSize) {
 TEST_F(CudaFakeDriverTest, TensorParallelStepGraphsCallTheCollectives) {
   ScopedEnv devices("FDC_FAKE_CUDA_DEVICES", "2");
   ScopedEnv nccl("FDC_NCCL_LIBRARY", FDC_FAKE_NCCL);
-  FakeNcclStats ncclBefore = fakeNcclStats();
-  BatchSizesRun eager = runBatchSizesOn(FDC_TEST_CUDA_TP, false);
-  FakeNcclStats ncclBetween = fakeNcclStats();
-  BatchSizesRun graphs = runBatchSizesOn(FDC_TEST_CUDA_TP, true);
-  FakeNcclStats ncclAfter = fakeNcclStats();
-  ASSERT_EQ(eager.outputs.size(), 4u);
-  // Gathered and doubled: rank 1's w[0] (2) at column 32 + 30, times 2.
-  EXPECT_EQ(eager.outputs[0].logits[kVocab + 30], 4.0f);
-  for (size_t i = 0; i < eager.outputs.size(); ++i)
-    EXPECT_EQ(graphs.outputs[i], eager.outputs[i]) << "step " << i;
+  // NCCL's collectives inside the graphs (the default), or between the
+  // segments of a capture cut at each.
+  for (bool inGraphs : {true, false}) {
+    SCOPED_TRACE(inGraphs ? "collectives in the graphs" : "cut captures");
+    ScopedEnv mode("FDC_NCCL_GRAPHS", inGraphs ? "1" : "0");
+    // A rank's step: the gather and the sum cut it into 3 segments.
+    int64_t segments = inGraphs ? 1 : 3;
+    FakeNcclStats ncclBefore = fakeNcclStats();
+    BatchSizesRun eager = runBatchSizesOn(FDC_TEST_CUDA_TP, false);
+    FakeNcclStats ncclBetween = fakeNcclStats();
+    BatchSizesRun graphs = runBatchSizesOn(FDC_TEST_CUDA_TP, true);
+    FakeNcclStats ncclAfter = fakeNcclStats();
+    ASSERT_EQ(eager.outputs.size(), 4u);
+    // Gathered and doubled: rank 1's w[0] (2) at column 32 + 30, times 2.
+    EXPECT_EQ(eager.outputs[0].logits[kVocab + 30], 4.0f);
+    for (size_t i = 0; i < eager.outputs.size(); ++i)
+      EXPECT_EQ(graphs.outputs[i], eager.outputs[i]) << "step " << i;
 
-  // Each rank's step: a gather and a sum (the loads' warm-ups add the
-  // same for both runs).
-  int64_t eagerGathers = ncclBetween.allGathers - ncclBefore.allGathers;
-  int64_t eagerReduces = ncclBetween.allReduces - ncclBefore.allReduces;
-  EXPECT_EQ(ncclAfter.allGathers - ncclBetween.allGathers, eagerGathers);
-  EXPECT_EQ(ncclAfter.allReduces - ncclBetween.allReduces, eagerReduces);
-  FakeNcclStats stepCalls = {};
-  {
-    Expected<std::unique_ptr<Model>> model = load(FDC_TEST_CUDA_TP);
-    ASSERT_TRUE(model) << model.error().message();
-    ASSERT_TRUE(runBatchSizes(**model, {1, 3}));
-    FakeNcclStats before = fakeNcclStats();
-    FakeCudaStats cudaBefore = fakeStats();
-    // Replays only: the collectives are still called, between the
-    // segments (else the logits would not match the eager ones above).
-    ASSERT_TRUE(runBatchSizes(**model, {1, 3, 1}));
-    FakeNcclStats after = fakeNcclStats();
-    FakeCudaStats cudaAfter = fakeStats();
-    stepCalls.allGathers = after.allGathers - before.allGathers;
-    stepCalls.allReduces = after.allReduces - before.allReduces;
-    EXPECT_EQ(cudaAfter.graphs.captures, cudaBefore.graphs.captures);
-    // 3 steps x 2 ranks x 3 segments (cut at the gather and the sum).
-    EXPECT_EQ(cudaAfter.graphs.graphLaunches - cudaBefore.graphs.graphLaunches,
-              18);
-    EXPECT_EQ(cudaAfter.launches, cudaBefore.launches);
+    // Each rank's step: a gather and a sum (the loads' warm-ups add the
+    // same for both runs), run as often by the graphs as eagerly.
+    int64_t eagerGathers = ncclBetween.allGathers - ncclBefore.allGathers;
+    int64_t eagerReduces = ncclBetween.allReduces - ncclBefore.allReduces;
+    EXPECT_EQ(ncclAfter.allGathers - ncclBetween.allGathers, eagerGathers);
+    EXPECT_EQ(ncclAfter.allReduces - ncclBetween.allReduces, eagerReduces);
+    EXPECT_EQ(ncclBetween.captured, ncclBefore.captured);
+    // 2 batch sizes x 2 ranks x 2 collectives captured, or none.
+    EXPECT_EQ(ncclAfter.captured - ncclBetween.captured, inGraphs ? 8 : 0);
+    FakeNcclStats stepCalls = {};
+    {
+      Expected<std::unique_ptr<Model>> model = load(FDC_TEST_CUDA_TP);
+      ASSERT_TRUE(model) << model.error().message();
+      ASSERT_TRUE(runBatchSizes(**model, {1, 3}));
+      FakeNcclStats before = fakeNcclStats();
+      FakeCudaStats cudaBefore = fakeStats();
+      // Replays only: the collectives still run (else the logits would not
+      // match the eager ones above).
+      ASSERT_TRUE(runBatchSizes(**model, {1, 3, 1}));
+      FakeNcclStats after = fakeNcclStats();
+      FakeCudaStats cudaAfter = fakeStats();
+      stepCalls.allGathers = after.allGathers - before.allGathers;
+      stepCalls.allReduces = after.allReduces - before.allReduces;
+      EXPECT_EQ(cudaAfter.graphs.captures, cudaBefore.graphs.captures);
+      EXPECT_EQ(after.captured, before.captured);
+      // 3 steps x 2 ranks x the segments.
+      EXPECT_EQ(cudaAfter.graphs.graphLaunches -
+                    cudaBefore.graphs.graphLaunches,
+                3 * 2 * segments);
+      EXPECT_EQ(cudaAfter.launches, cudaBefore.launches);
+    }
+    EXPECT_EQ(stepCalls.allGathers, 3 * 2);
+    EXPECT_EQ(stepCalls.allReduces, 3 * 2);
+
+    auto delta = [](const BatchSizesRun &run, int64_t FakeGraphStats::*field) {
+      return run.after.graphs.*field - run.before.graphs.*field;
+    };
+    // 2 batch sizes x 2 ranks x the segments captured; 4 steps x 2 ranks x
+    // the segments replayed.
+    EXPECT_EQ(delta(eager, &FakeGraphStats::captures), 0);
+    EXPECT_EQ(delta(graphs, &FakeGraphStats::captures), 2 * 2 * segments);
+    EXPECT_EQ(delta(graphs, &FakeGraphStats::instantiations), 2 * 2 * segments);
+    EXPECT_EQ(delta(graphs, &FakeGraphStats::graphLaunches), 4 * 2 * segments);
+    // The models destroyed their graphs before their communicators.
+    EXPECT_EQ(fakeNcclStats().destroyedWithLiveGraphs, 0);
+    expectNothingLeaked();
   }
-  EXPECT_EQ(stepCalls.allGathers, 3 * 2);
-  EXPECT_EQ(stepCalls.allReduces, 3 * 2);
-
-  auto delta = [](const BatchSizesRun &run, int64_t FakeGraphStats::*field) {
-    return run.after.graphs.*field - run.before.graphs.*field;
-  };
-  // 2 batch sizes x 2 ranks x 3 segments captured; 4 steps x 2 x 3 replayed.
-  EXPECT_EQ(delta(eager, &FakeGraphStats::captures), 0);
-  EXPECT_EQ(delta(graphs, &FakeGraphStats::captures), 12);
-  EXPECT_EQ(delta(graphs, &FakeGraphStats::instantiations), 12);
-  EXPECT_EQ(delta(graphs, &FakeGraphStats::graphLaunches), 24);
-  expectNothingLeaked();
 }
 
 TEST_F(CudaFakeDriverTest, TensorParallelCaptureFailingMidway) {
   ScopedEnv devices("FDC_FAKE_CUDA_DEVICES", "2");
   ScopedEnv nccl("FDC_NCCL_LIBRARY", FDC_FAKE_NCCL);
   struct Case {
+    bool inGraphs;
     const char *inject;
     std::string error;
   };
   for (const Case &c : {
-           // Ending the first segment, at the gather.
-           Case{"cuStreamEndCapture@1",
+           // The collectives inside: the one capture fails to end.
+           Case{true, "cuStreamEndCapture@1",
+                "ending the capture (cuStreamEndCapture, "
+                "cuGraphInstantiateWithFlags) failed: "
+                "CUDA_ERROR_NOT_SUPPORTED: operation not supported"},
+           // Cut captures: ending the first segment, at the gather.
+           Case{false, "cuStreamEndCapture@1",
                 "ending the capture before collective call 1 "
                 "(cuStreamEndCapture, cuGraphInstantiateWithFlags) failed: "
                 "CUDA_ERROR_NOT_SUPPORTED: operation not supported"},
            // Resuming after the gather: the first segment is dropped.
-           Case{"cuStreamBeginCapture_v2@2",
+           Case{false, "cuStreamBeginCapture_v2@2",
                 "cuStreamBeginCapture_v2 after collective call 1 failed: "
                 "CUDA_ERROR_NOT_SUPPORTED: operation not supported"},
            // Ending the last segment, after the sum.
-           Case{"cuStreamEndCapture@3",
+           Case{false, "cuStreamEndCapture@3",
                 "ending the capture (cuStreamEndCapture, "
                 "cuGraphInstantiateWithFlags) failed: "
                 "CUDA_ERROR_NOT_SUPPORTED: operation not supported"},
        }) {
-    SCOPED_TRACE(c.inject);
+    SCOPED_TRACE(std::string(c.inject) +
+                 (c.inGraphs ? ", collectives in the graphs" : ", cut"));
+    ScopedEnv mode("FDC_NCCL_GRAPHS", c.inGraphs ? "1" : "0");
     {
       Expected<std::unique_ptr<Model>> model = load(FDC_TEST_CUDA_TP);
       ASSERT_TRUE(model) << model.error().message();
@@ -1085,8 +1111,39 @@ TEST_F(CudaFakeDriverTest, TensorParallelCaptureFailingMidway) {
       EXPECT_EQ(fakeStats().graphs.liveGraphExecs, 0);
       EXPECT_EQ(fakeStats().graphs.liveGraphs, 0);
     }
+    EXPECT_EQ(fakeNcclStats().destroyedWithLiveGraphs, 0);
     expectNothingLeaked();
   }
+}
+
+TEST_F(CudaFakeDriverTest, TensorParallelAbortWaitsForTheGraphs) {
+  // Rank 1 fails capturing its first step, before its collectives; rank
+  // 0's capture holds its two, and its replay waits in the first for rank 1
+  // until the abort wakes it. The abort's NCCL side waits until no graph holds
+  // them, which the model's destruction ensures before it destroys the group.
+  ScopedEnv devices("FDC_FAKE_CUDA_DEVICES", "2");
+  ScopedEnv nccl("FDC_NCCL_LIBRARY", FDC_FAKE_NCCL);
+  FakeNcclStats before = fakeNcclStats();
+  {
+    Expected<std::unique_ptr<Model>> model = load(FDC_TEST_CUDA_TP);
+    ASSERT_TRUE(model) << model.error().message();
+    ScopedEnv inject("FDC_TEST_CUDA_STEP", "unknown_kernel");
+    Expected<std::vector<StepRows>> failed = runBatchSizes(**model, {3});
+    ASSERT_FALSE(failed);
+    EXPECT_CONTAINS(failed.error().message(),
+                    "tensor-parallel rank 1 of 2 failed: the model step "
+                    "launched kernel 'fdc_test_not_in_manifest'");
+    // Rank 0's graph was captured and replayed.
+    EXPECT_EQ(fakeStats().graphs.liveGraphExecs, 1);
+    Expected<std::vector<StepRows>> refused = runBatchSizes(**model, {3});
+    ASSERT_FALSE(refused);
+    EXPECT_CONTAINS(refused.error().message(),
+                    "tensor-parallel group aborted: ");
+  }
+  FakeNcclStats after = fakeNcclStats();
+  EXPECT_EQ(after.captured - before.captured, 2);
+  EXPECT_EQ(after.destroyedWithLiveGraphs, before.destroyedWithLiveGraphs);
+  expectNothingLeaked();
 }
 
 TEST_F(CudaFakeDriverTest, TensorParallelNeedsADeviceForEveryRank) {

@@ -7,9 +7,10 @@
 |* allocations. Kernels: the two of TestCudaKernels.ptx, emulated in C        *|
 |* (../fake/FakeDevice.c, shared with FakeHip.c). Streams are synchronous.    *|
 |* Stream capture and graphs (cuStreamBeginCapture_v2 ... cuGraphLaunch):     *|
-|* a capturing stream records launches (FakeDevice.h) and refuses copies,     *|
-|* fills and synchronizes (CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, and the     *|
-|* capture's end then fails with CUDA_ERROR_STREAM_CAPTURE_INVALIDATED).      *|
+|* a capturing stream records launches, 2-D device copies and FakeNccl.c's   *|
+|* collectives (FakeDevice.h) and refuses other copies, fills and             *|
+|* synchronizes (CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, and the capture's     *|
+|* end then fails with CUDA_ERROR_STREAM_CAPTURE_INVALIDATED).                *|
 |*                                                                            *|
 |* Behaviour is steered by environment variables read at each call:           *|
 |*   FDC_FAKE_CUDA_NO_DEVICE=1      cuInit fails with CUDA_ERROR_NO_DEVICE    *|
@@ -411,11 +412,30 @@ EXPORT CUresult CUDAAPI cuMemFreeHost(void *pointer) {
   return CUDA_SUCCESS;
 }
 
-/* Device to device only (what the NCCL group's gather uses). */
+/* A 2-D device copy's values: source, destination, their pitches, the
+ * width in bytes and the rows. */
+enum {
+  kCopySrc,
+  kCopyDst,
+  kCopySrcPitch,
+  kCopyDstPitch,
+  kCopyWidth,
+  kCopyRows
+};
+
+static void copy2D(const uint64_t *v) {
+  for (uint64_t row = 0; row < v[kCopyRows]; ++row)
+    memcpy((uint8_t *)(uintptr_t)v[kCopyDst] + row * v[kCopyDstPitch],
+           (const uint8_t *)(uintptr_t)v[kCopySrc] + row * v[kCopySrcPitch],
+           v[kCopyWidth]);
+}
+
+/* Device to device only (what the NCCL group's gather uses); captured like
+ * a launch. */
 EXPORT CUresult CUDAAPI cuMemcpy2DAsync_v2(const CUDA_MEMCPY2D *copy,
                                            CUstream stream) {
-  REFUSE_WHILE_CAPTURING(stream);
-  if (fakeFaulted())
+  FakeStream *s = (FakeStream *)stream;
+  if (!(s && s->capture) && fakeFaulted())
     return CUDA_ERROR_ILLEGAL_ADDRESS;
   if (copy->srcMemoryType != CU_MEMORYTYPE_DEVICE ||
       copy->dstMemoryType != CU_MEMORYTYPE_DEVICE || copy->srcXInBytes ||
@@ -431,11 +451,13 @@ EXPORT CUresult CUDAAPI cuMemcpy2DAsync_v2(const CUDA_MEMCPY2D *copy,
       !fakeInBounds((void *)(uintptr_t)copy->dstDevice,
                     last * copy->dstPitch + copy->WidthInBytes))
     return CUDA_ERROR_INVALID_VALUE;
-  for (size_t row = 0; row < copy->Height; ++row)
-    memcpy((uint8_t *)(uintptr_t)copy->dstDevice + row * copy->dstPitch,
-           (const uint8_t *)(uintptr_t)copy->srcDevice + row * copy->srcPitch,
-           copy->WidthInBytes);
-  return CUDA_SUCCESS;
+  uint64_t values[] = {copy->srcDevice, copy->dstDevice,    copy->srcPitch,
+                       copy->dstPitch,  copy->WidthInBytes, copy->Height};
+  int recorded = 0;
+  FakeStatus status = fakeCaptureHost(s, copy2D, NULL, values, 6, &recorded);
+  if (status == kFakeOk && !recorded)
+    copy2D(values);
+  return cudaStatus(status);
 }
 
 EXPORT CUresult CUDAAPI cuMemsetD8Async(CUdeviceptr dst, unsigned char value,
@@ -471,6 +493,19 @@ EXPORT CUresult CUDAAPI cuStreamSynchronize(CUstream stream) {
 }
 
 /*===--- Stream capture and graphs ----------------------------------------===*/
+
+/* For FakeNccl.c, which finds it in the library FDC_CUDA_DRIVER names:
+ * records `run` with `values` into `stream`'s capture (see fakeCaptureHost).
+ * 1: recorded; 0: the stream does not capture; -1: an error. */
+EXPORT int fdc_fake_cuda_capture_host(CUstream stream, FakeHostFn run,
+                                      FakeHostFn release,
+                                      const uint64_t *values, int count) {
+  int recorded = 0;
+  if (fakeCaptureHost((FakeStream *)stream, run, release, values, count,
+                      &recorded) != kFakeOk)
+    return -1;
+  return recorded;
+}
 
 EXPORT CUresult CUDAAPI cuStreamBeginCapture_v2(CUstream stream,
                                                 CUstreamCaptureMode mode) {

@@ -10,6 +10,11 @@
 |* runtime's warm-up); they run at ncclGroupEnd. ncclCommAbort wakes every    *|
 |* rank waiting in its clique, whose calls then fail. fdc_fake_nccl_stats     *|
 |* counts the calls (the tests check that replayed step graphs make them).    *|
+|* A collective called on a capturing stream of the fake driver               *|
+|* (FDC_CUDA_DRIVER) is recorded into the graph and runs at each replay; as   *|
+|* in NCCL 2.26 and later, destroying or aborting a communicator waits until  *|
+|* no graph holds a collective of it (here for at most 3 s, then it counts    *|
+|* destroyedWithLiveGraphs and goes on).                                      *|
 |*                                                                            *|
 |* Environment, read at each call:                                            *|
 |*   FDC_FAKE_NCCL_INIT_FAIL=1     ncclCommInitAll fails (ncclSystemError)    *|
@@ -18,10 +23,13 @@
 |*                                                                            *|
 \*===----------------------------------------------------------------------===*/
 
+#include <dlfcn.h>
+#include <errno.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define EXPORT __attribute__((visibility("default")))
 
@@ -64,12 +72,18 @@ typedef struct Clique {
 struct ncclComm {
   Clique *clique;
   int rank;
+  /* Collectives of this communicator that graphs hold (clique mutex). */
+  int graphRefs;
 };
 
-/* Calls of each collective, every rank's (inside groups too). */
+/* Collectives run, every rank's (inside groups and graphs too); captured
+ * into graphs; communicators destroyed or aborted while graphs held some
+ * of their collectives. */
 typedef struct FakeNcclStats {
   int64_t allReduces;
   int64_t allGathers;
+  int64_t captured;
+  int64_t destroyedWithLiveGraphs;
 } FakeNcclStats;
 
 static FakeNcclStats stats;
@@ -79,7 +93,15 @@ EXPORT void fdc_fake_nccl_stats(void *out) {
   FakeNcclStats copy;
   copy.allReduces = __atomic_load_n(&stats.allReduces, __ATOMIC_RELAXED);
   copy.allGathers = __atomic_load_n(&stats.allGathers, __ATOMIC_RELAXED);
+  copy.captured = __atomic_load_n(&stats.captured, __ATOMIC_RELAXED);
+  copy.destroyedWithLiveGraphs =
+      __atomic_load_n(&stats.destroyedWithLiveGraphs, __ATOMIC_RELAXED);
   memcpy(out, &copy, sizeof(copy));
+}
+
+static void count(Op op) {
+  __atomic_fetch_add(op == kAllReduce ? &stats.allReduces : &stats.allGathers,
+                     1, __ATOMIC_RELAXED);
 }
 
 static long envLong(const char *name) {
@@ -209,6 +231,7 @@ static void release(Clique *clique) {
 static int collective(struct ncclComm *comm, Call call) {
   Clique *clique = comm->clique;
   int rank = comm->rank;
+  count(call.op);
   size_t size = typeSize(call.type);
   if (!size)
     return kInvalidArgument;
@@ -273,6 +296,7 @@ static __thread struct {
 } deferred[kMaxDeferred];
 
 static int defer(struct ncclComm *comm, Call call) {
+  count(call.op);
   if (deferredCount == kMaxDeferred || !typeSize(call.type))
     return kInvalidArgument;
   deferred[deferredCount].comm = comm;
@@ -321,6 +345,81 @@ static int runDeferred(void) {
     begin += ranks;
   }
   return result;
+}
+
+/*===--- Collectives in graphs --------------------------------------------===*/
+
+/* A captured call's values: the communicator, then the Call's fields. */
+enum { kComm, kOp, kSend, kRecv, kCount, kType, kCallValues };
+
+typedef int (*CaptureHostFn)(void *stream, void (*run)(const uint64_t *),
+                             void (*release)(const uint64_t *),
+                             const uint64_t *values, int count);
+
+/* fdc_fake_cuda_capture_host of the fake driver the runtime loaded; NULL
+ * for another driver. */
+static CaptureHostFn captureHost(void) {
+  const char *driver = getenv("FDC_CUDA_DRIVER");
+  if (!driver || !*driver)
+    return NULL;
+  void *handle = dlopen(driver, RTLD_NOW | RTLD_NOLOAD);
+  if (!handle)
+    return NULL;
+  CaptureHostFn fn = (CaptureHostFn)dlsym(handle, "fdc_fake_cuda_capture_host");
+  dlclose(handle);
+  return fn;
+}
+
+static void runCaptured(const uint64_t *v) {
+  Call call = {(Op)v[kOp], (const void *)(uintptr_t)v[kSend],
+               (void *)(uintptr_t)v[kRecv], (size_t)v[kCount], (int)v[kType]};
+  /* As on a GPU, a replayed collective has no caller to fail: an aborted
+   * clique's call returns at once. */
+  (void)collective((struct ncclComm *)(uintptr_t)v[kComm], call);
+}
+
+static void releaseCaptured(const uint64_t *v) {
+  struct ncclComm *comm = (struct ncclComm *)(uintptr_t)v[kComm];
+  Clique *clique = comm->clique;
+  pthread_mutex_lock(&clique->mutex);
+  --comm->graphRefs;
+  pthread_cond_broadcast(&clique->changed);
+  pthread_mutex_unlock(&clique->mutex);
+}
+
+/* Records `call` into `stream`'s capture: 1 if it did, 0 if the stream does
+ * not capture, -1 on failure. */
+static int capture(struct ncclComm *comm, Call call, void *stream) {
+  CaptureHostFn fn = captureHost();
+  if (!fn)
+    return 0;
+  uint64_t v[kCallValues] = {
+      (uint64_t)(uintptr_t)comm,      (uint64_t)call.op,
+      (uint64_t)(uintptr_t)call.send, (uint64_t)(uintptr_t)call.recv,
+      (uint64_t)call.count,           (uint64_t)call.type};
+  /* Counted first: the release may come before this returns. */
+  pthread_mutex_lock(&comm->clique->mutex);
+  ++comm->graphRefs;
+  pthread_mutex_unlock(&comm->clique->mutex);
+  int recorded = fn(stream, runCaptured, releaseCaptured, v, kCallValues);
+  if (recorded != 1) {
+    pthread_mutex_lock(&comm->clique->mutex);
+    --comm->graphRefs;
+    pthread_mutex_unlock(&comm->clique->mutex);
+    return recorded;
+  }
+  __atomic_fetch_add(&stats.captured, 1, __ATOMIC_RELAXED);
+  return 1;
+}
+
+/* A call outside a group: captured, or run now. */
+static int call(struct ncclComm *comm, Call c, void *stream) {
+  if (!typeSize(c.type))
+    return kInvalidArgument;
+  int captured = capture(comm, c, stream);
+  if (captured < 0)
+    return kSystemError;
+  return captured ? kSuccess : collective(comm, c);
 }
 
 /*===--- The exported API -------------------------------------------------===*/
@@ -394,20 +493,16 @@ EXPORT int ncclGroupEnd(void) {
 
 EXPORT int ncclAllReduce(const void *send, void *recv, size_t count, int type,
                          int op, struct ncclComm *comm, void *stream) {
-  (void)stream;
   if (op != 0)
     return kInvalidArgument;
-  __atomic_fetch_add(&stats.allReduces, 1, __ATOMIC_RELAXED);
-  Call call = {kAllReduce, send, recv, count, type};
-  return groupDepth ? defer(comm, call) : collective(comm, call);
+  Call c = {kAllReduce, send, recv, count, type};
+  return groupDepth ? defer(comm, c) : call(comm, c, stream);
 }
 
 EXPORT int ncclAllGather(const void *send, void *recv, size_t count, int type,
                          struct ncclComm *comm, void *stream) {
-  (void)stream;
-  __atomic_fetch_add(&stats.allGathers, 1, __ATOMIC_RELAXED);
-  Call call = {kAllGather, send, recv, count, type};
-  return groupDepth ? defer(comm, call) : collective(comm, call);
+  Call c = {kAllGather, send, recv, count, type};
+  return groupDepth ? defer(comm, c) : call(comm, c, stream);
 }
 
 EXPORT int ncclCommGetAsyncError(struct ncclComm *comm, int *error) {
@@ -423,10 +518,23 @@ static int drop(struct ncclComm *comm, int abort) {
     clique->aborted = 1;
     pthread_cond_broadcast(&clique->changed);
   }
-  --clique->refs;
+  /* Then, as NCCL does, wait for the graphs that hold its collectives. */
+  struct timespec deadline;
+  clock_gettime(CLOCK_REALTIME, &deadline);
+  deadline.tv_sec += 3;
+  int waited = 0;
+  while (comm->graphRefs > 0 && waited != ETIMEDOUT)
+    waited =
+        pthread_cond_timedwait(&clique->changed, &clique->mutex, &deadline);
+  int orphaned = comm->graphRefs > 0;
+  if (orphaned)
+    __atomic_fetch_add(&stats.destroyedWithLiveGraphs, 1, __ATOMIC_RELAXED);
   /* An aborted communicator may still be inside a call on another thread
-   * (it is only woken here): it is not freed. */
-  if (!abort)
+   * (it is only woken here): it is not freed. An orphaned one, which a live
+   * graph still points at, keeps its clique too. */
+  if (!orphaned)
+    --clique->refs;
+  if (!abort && !orphaned)
     free(comm);
   release(clique);
   return kSuccess;

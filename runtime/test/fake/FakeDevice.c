@@ -205,12 +205,33 @@ int fakeInjected(const char *variable, const char *call, long nth) {
 
 enum { kMaxParams = 16 };
 
+/* A captured host function, shared by the captured graph and its execs. */
+typedef struct FakeHostNode {
+  int refs;
+  FakeHostFn run, release;
+  uint64_t values[kFakeHostValues];
+} FakeHostNode;
+
+/* A launch, or (host set) a host function. */
 typedef struct FakeLaunchRecord {
   char kernel[128];
   uint32_t grid;
   int params;
   uint64_t values[kMaxParams];
+  FakeHostNode *host;
 } FakeLaunchRecord;
+
+static void retainHost(FakeHostNode *node) {
+  __atomic_fetch_add(&node->refs, 1, __ATOMIC_RELAXED);
+}
+
+static void releaseHost(FakeHostNode *node) {
+  if (__atomic_sub_fetch(&node->refs, 1, __ATOMIC_ACQ_REL) != 0)
+    return;
+  if (node->release)
+    node->release(node->values);
+  free(node);
+}
 
 struct FakeGraph {
   int exec;
@@ -238,6 +259,9 @@ void fakeGraphStats(FakeGraphStats *out) {
 static void freeGraph(FakeGraph *graph) {
   if (!graph)
     return;
+  for (size_t i = 0; i < graph->count; ++i)
+    if (graph->launches[i].host)
+      releaseHost(graph->launches[i].host);
   free(graph->launches);
   free(graph);
 }
@@ -296,19 +320,27 @@ FakeStatus fakeUncapturable(FakeStream *stream) {
   return kFakeCaptureUnsupported;
 }
 
-static int record(FakeGraph *graph, const char *kernel, uint32_t grid,
-                  void **params) {
+/* A zeroed record at the end of `graph`; NULL when out of memory. */
+static FakeLaunchRecord *append(FakeGraph *graph) {
   if (graph->count == graph->capacity) {
     size_t capacity = graph->capacity ? 2 * graph->capacity : 8;
     FakeLaunchRecord *grown = (FakeLaunchRecord *)realloc(
         graph->launches, capacity * sizeof(FakeLaunchRecord));
     if (!grown)
-      return 0;
+      return NULL;
     graph->launches = grown;
     graph->capacity = capacity;
   }
   FakeLaunchRecord *r = &graph->launches[graph->count++];
   memset(r, 0, sizeof(*r));
+  return r;
+}
+
+static int record(FakeGraph *graph, const char *kernel, uint32_t grid,
+                  void **params) {
+  FakeLaunchRecord *r = append(graph);
+  if (!r)
+    return 0;
   snprintf(r->kernel, sizeof(r->kernel), "%s", kernel);
   r->grid = grid;
   r->params = kernelParams(kernel);
@@ -331,6 +363,31 @@ FakeStatus fakeLaunch(FakeStream *stream, const char *kernel, uint32_t grid,
   return kFakeOk;
 }
 
+FakeStatus fakeCaptureHost(FakeStream *stream, FakeHostFn run,
+                           FakeHostFn release, const uint64_t *values,
+                           int count, int *recorded) {
+  *recorded = 0;
+  if (!run || count < 0 || count > kFakeHostValues)
+    return kFakeInvalidValue;
+  if (!stream || !stream->capture)
+    return kFakeOk;
+  FakeHostNode *node = (FakeHostNode *)calloc(1, sizeof(FakeHostNode));
+  FakeLaunchRecord *r = node ? append(stream->capture) : NULL;
+  if (!r) {
+    free(node);
+    return kFakeOutOfMemory;
+  }
+  node->refs = 1;
+  node->run = run;
+  node->release = release;
+  if (count)
+    memcpy(node->values, values, (size_t)count * sizeof(uint64_t));
+  snprintf(r->kernel, sizeof(r->kernel), "(host function)");
+  r->host = node;
+  *recorded = 1;
+  return kFakeOk;
+}
+
 FakeStatus fakeInstantiate(FakeGraph *graph, FakeGraph **exec) {
   *exec = NULL;
   if (!graph || graph->exec)
@@ -348,6 +405,9 @@ FakeStatus fakeInstantiate(FakeGraph *graph, FakeGraph **exec) {
     }
     memcpy(copy->launches, graph->launches,
            graph->count * sizeof(FakeLaunchRecord));
+    for (size_t i = 0; i < graph->count; ++i)
+      if (copy->launches[i].host)
+        retainHost(copy->launches[i].host);
   }
   copy->count = copy->capacity = graph->count;
   COUNT(graphStats.instantiations, 1);
@@ -366,6 +426,10 @@ FakeStatus fakeGraphLaunch(FakeStream *stream, const FakeGraph *exec) {
   COUNT(graphStats.graphLaunches, 1);
   for (size_t i = 0; i < exec->count && !faulted; ++i) {
     const FakeLaunchRecord *r = &exec->launches[i];
+    if (r->host) {
+      r->host->run(r->host->values);
+      continue;
+    }
     void *params[kMaxParams];
     for (int p = 0; p < r->params; ++p)
       params[p] = (void *)&r->values[p];

@@ -104,6 +104,18 @@ FakeStatus fakeUncapturable(FakeStream *stream);
 FakeStatus fakeLaunch(FakeStream *stream, const char *kernel, uint32_t grid,
                       void **params);
 
+/* A host function in a graph (a copy, or a collective of FakeNccl.c): a
+ * capturing stream records `run` with a copy of `values` (at most
+ * kFakeHostValues), and every replay calls it with them, in order with the
+ * launches; `release` (NULL: none) is called with them once no graph holds
+ * the record. Returns kFakeOk with *recorded = 1 when recorded, with
+ * *recorded = 0 when the stream does not capture (the caller runs it now). */
+enum { kFakeHostValues = 8 };
+typedef void (*FakeHostFn)(const uint64_t *values);
+FakeStatus fakeCaptureHost(FakeStream *stream, FakeHostFn run,
+                           FakeHostFn release, const uint64_t *values,
+                           int count, int *recorded);
+
 FakeStatus fakeInstantiate(FakeGraph *graph, FakeGraph **exec);
 /* Runs the exec's launches in order on `stream` (stopping at a fault, like
  * a device); refused while the stream captures or after a fault. */

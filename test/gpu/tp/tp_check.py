@@ -1,7 +1,12 @@
 """Tensor parallelism on 2 GPUs (test/gpu/tp/run.sh): the CUDA libraries of
 2 ranks decode as those of 1 rank (greedy ids identical in f32, logits
 close), and the per-token latency of the 7B-wide model (32 layers, bf16) at
-B = 1, 8 and 32 with 1 and 2 ranks, in the same run on the same machine.
+B = 1, 8 and 32 with 1 and 2 ranks, in the same run on the same machine:
+eager steps, step graphs, and for 2 ranks step graphs cut at the
+collectives (FDC_NCCL_GRAPHS=0) beside those that hold them; one rank's
+share of the model (wide32-share: half the heads, MLP columns and
+vocabulary) on one GPU, which TP 2's step exceeds by what its collectives
+and their waits cost; and NCCL's all-reduce of one step's sizes alone.
 Writes $OUT/tp.json when OUT is set."""
 
 import json
@@ -57,12 +62,14 @@ def compare(name, ckpt, prompt=(1, 2, 3, 4), steps=32):
 BATCHES = (1, 8, 32)
 
 
-def latency(name, ckpt, ranks, graphs, steps=64):
-    """us per token at each batch of BATCHES, one load of the model."""
+def latency(name, ckpt, ranks, mode, steps=64):
+    """us per token at each batch of BATCHES, one load of the model. `mode`:
+    "eager", "graphs" (NCCL inside them) or "graphs-cut" (cut at each
+    collective, which runs between the segments)."""
     so = MODELS / f"{name}-tp{ranks}.so"
-    # Read when the backend is created.
-    os.environ["FDC_CUDA_GRAPHS"] = "1" if graphs else "0"
-    mode = "graphs" if graphs else "eager"
+    # Read when the backend and the group are created.
+    os.environ["FDC_CUDA_GRAPHS"] = "0" if mode == "eager" else "1"
+    os.environ["FDC_NCCL_GRAPHS"] = "0" if mode == "graphs-cut" else "1"
     times = {}
     with Model(so, ckpt, max_context=256, num_slots=max(BATCHES)) as model:
         for batch in BATCHES:
@@ -82,6 +89,66 @@ def latency(name, ckpt, ranks, graphs, steps=64):
             results["latency"].append(dict(model=name, ranks=ranks, batch=batch,
                                            mode=mode, us_per_token=times[batch]))
     return times
+
+
+def share(tp2_graphs, work):
+    """One rank's share of wide32 on one GPU, with step graphs; TP 2's
+    step graphs minus it: the collectives and the ranks' waits."""
+    import shutil
+    ckpt = work / "wide32-share"
+    wide_model.build(str(ckpt), str(MODELS / "wide32-share-config.json"), 0)
+    alone = latency("wide32-share-bf16", ckpt, 1, "graphs")
+    # The host's part of a step that overlapped steps hide (a tensor-parallel
+    # model's steps do not overlap).
+    os.environ["FDC_OVERLAP_STEPS"] = "0"
+    serial = latency("wide32-share-bf16", ckpt, 1, "graphs, steps not overlapped")
+    del os.environ["FDC_OVERLAP_STEPS"]
+    for batch in BATCHES:
+        print(f"share alone, steps not overlapped - overlapped B={batch}: "
+              f"{serial[batch] - alone[batch]:.0f} us a step", flush=True)
+    for batch in BATCHES:
+        extra = tp2_graphs[batch] - alone[batch]
+        print(f"tp2 graphs - one rank's share alone B={batch}: {extra:.0f} us "
+              f"a step", flush=True)
+        results["latency"].append(dict(model="wide32-bf16", batch=batch,
+                                       mode="tp2 graphs - share alone",
+                                       us_per_token=extra))
+    shutil.rmtree(ckpt)
+
+
+def all_reduce_alone(hidden, layers, iterations=200):
+    """NCCL's all-reduce of a step's sizes ([B, hidden] bf16, two a layer) on
+    2 GPUs, alone: torch.cuda.nccl from one thread (a group call over both
+    devices, eager), timed between CUDA events on device 0."""
+    import torch
+    import torch.cuda.nccl as nccl
+    for batch in BATCHES:
+        tensors = [torch.ones(batch, hidden, dtype=torch.bfloat16, device=f"cuda:{d}")
+                   for d in (0, 1)]
+        if not nccl.is_available(tensors):
+            print("all-reduce alone: torch.cuda.nccl is not available", flush=True)
+            return
+        for _ in range(20):
+            nccl.all_reduce(tensors)
+        for d in (0, 1):
+            torch.cuda.synchronize(d)
+        start = torch.cuda.Event(enable_timing=True)
+        end = torch.cuda.Event(enable_timing=True)
+        with torch.cuda.device(0):
+            start.record()
+        for _ in range(iterations):
+            nccl.all_reduce(tensors)
+        with torch.cuda.device(0):
+            end.record()
+        for d in (0, 1):
+            torch.cuda.synchronize(d)
+        per_call = start.elapsed_time(end) * 1e3 / iterations
+        per_step = per_call * 2 * layers
+        print(f"all-reduce alone B={batch}: {per_call:.1f} us a call, "
+              f"{per_step:.0f} us a step ({2 * layers} calls)", flush=True)
+        results["all_reduce"] = results.get("all_reduce", []) + [
+            dict(batch=batch, hidden=hidden, us_per_call=per_call,
+                 us_per_step=per_step, calls_per_step=2 * layers)]
 
 
 def main():
@@ -104,18 +171,23 @@ def main():
             ckpt = work / name
             wide_model.build(str(ckpt), str(MODELS / config), 0)
             torch.cuda.empty_cache()
-            # 1 and 2 ranks, eager and replaying step graphs (a rank's graph
-            # is cut at its collectives, which run between the segments).
-            modes = ((1, False), (1, True), (2, False), (2, True))
+            # 1 and 2 ranks, eager and replaying step graphs; 2 ranks also
+            # with graphs cut at the collectives.
+            modes = ((1, "eager"), (1, "graphs"), (2, "eager"),
+                     (2, "graphs-cut"), (2, "graphs"))
             measured = {mode: latency(name, ckpt, *mode) for mode in modes}
-            for graphs in (False, True):
-                mode = "graphs" if graphs else "eager"
+            for two, one in (("eager", "eager"), ("graphs", "graphs"),
+                             ("graphs-cut", "graphs")):
                 for batch in BATCHES:
-                    ratio = measured[(2, graphs)][batch] / measured[(1, graphs)][batch]
-                    print(f"ratio {name} tp2/tp1 {mode} B={batch}: {ratio:.3f}",
-                          flush=True)
+                    ratio = measured[(2, two)][batch] / measured[(1, one)][batch]
+                    print(f"ratio {name} tp2 {two} / tp1 {one} B={batch}: "
+                          f"{ratio:.3f}", flush=True)
                     results["latency"].append(dict(model=name, batch=batch,
-                                                   mode=mode, ratio=ratio))
+                                                   mode=two, ratio=ratio))
+            if name == "wide32-bf16":
+                share(measured[(2, "graphs")], work)
+            config = json.loads((MODELS / config).read_text())
+            all_reduce_alone(config["hidden_size"], config["num_hidden_layers"])
             shutil.rmtree(ckpt)
     if os.environ.get("OUT"):
         Path(os.environ["OUT"], "tp.json").write_text(json.dumps(results, indent=1))

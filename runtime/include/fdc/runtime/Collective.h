@@ -40,6 +40,12 @@ public:
   /// The first error a collective recorded, or the abort reason ("" if
   /// none). Thread-safe.
   virtual std::string error() const = 0;
+  /// Whether a rank's collectives may be called while its device stream
+  /// captures a step graph: they are then captured with the step's kernels
+  /// and run on every replay (each rank captures and replays from its own
+  /// thread). Otherwise a capture is cut at each collective, which runs
+  /// between the segments.
+  virtual bool runsInGraphs() const { return false; }
 };
 
 /// One rank's record in a CollectiveGroupImpl; an implementation derives its
@@ -100,7 +106,8 @@ std::unique_ptr<CollectiveGroup> createHostCollectiveGroup(int64_t ranks);
 
 /// The group of the GPU ranks `backends` (rank r = backends[r]): NCCL over
 /// their CUDA devices (distinct ones; libnccl.so.2 or $FDC_NCCL_LIBRARY is
-/// dlopen()ed), the collectives enqueued on each backend's stream. Fails
+/// dlopen()ed), the collectives enqueued on each backend's stream; they run
+/// in the ranks' step graphs unless $FDC_NCCL_GRAPHS is 0. Fails
 /// for backends of another vendor (ROCm: not supported yet), repeated
 /// devices, a missing NCCL, or NCCL's initialization error.
 Expected<std::unique_ptr<CollectiveGroup>>

@@ -80,6 +80,16 @@ public:
   /// The runtime's own GPU device under the backend (lib/GpuDevice.h: what
   /// createDeviceCollectiveGroup() builds on), or nullptr.
   virtual GpuDevice *gpuDevice() { return nullptr; }
+
+  // A tensor-parallel rank's backend (Collective.h).
+  /// Whether the step's collectives are captured in its step graphs
+  /// (CollectiveGroup::runsInGraphs) rather than cutting them; set before
+  /// the first step.
+  virtual void setCollectivesInGraphs(bool inGraphs) { (void)inGraphs; }
+  /// Destroys the step graphs captured so far (later steps capture anew).
+  /// NCCL keeps a communicator a live graph captured: the graphs go before
+  /// the group.
+  virtual void releaseStepGraphs() {}
 };
 
 /// True when `target` names a GPU target some backend could run: it starts
