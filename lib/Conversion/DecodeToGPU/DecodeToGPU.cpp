@@ -10,6 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "HostBranches.h"
 #include "KernelRegistry.h"
 #include "LinearTuning.h"
 
@@ -385,36 +386,18 @@ LogicalResult GpuStepLowering::lowerDispatch(
   SmallVector<decode::KernelAttr> kernels = dispatch.getKernelList();
   ArrayRef<int64_t> bounds = dispatch.getMaxBatch().asArrayRef();
   llvm::SaveAndRestore dispatching(inDispatch, true);
-  // Blocks of the step, not scf.if: every launch stays directly in
-  // fdc_model_step (fdc-lower-kernel-launches returns from there on an
-  // error). batch <= bounds[0] ? kernels[0] : batch <= bounds[1] ? ... :
+  // batch <= bounds[0] ? kernels[0] : batch <= bounds[1] ? ... :
   // kernels.back(), then the rest of the step.
-  Block *next = b.getInsertionBlock();
-  Block *rest = next->splitBlock(b.getInsertionPoint());
-  auto buildCase = [&](Block *block, decode::KernelAttr kernel) {
-    b.setInsertionPointToEnd(block);
-    if (failed(build(kernel)))
-      return failure();
-    cf::BranchOp::create(b, rest);
-    return success();
-  };
+  HostBranches branches(b);
   for (auto [bound, kernel] : llvm::zip(bounds, kernels)) {
-    b.setInsertionPointToEnd(next);
     Value fits = arith::CmpIOp::create(
         b, arith::CmpIPredicate::sle, batch,
         arith::ConstantIntOp::create(b, b.getI64Type(), bound));
-    Block *chosen = b.createBlock(rest);
-    Block *otherwise = b.createBlock(rest);
-    b.setInsertionPointToEnd(next);
-    cf::CondBranchOp::create(b, fits, chosen, otherwise);
-    if (failed(buildCase(chosen, kernel)))
+    if (failed(branches.when(fits,
+                             [&, kernel = kernel] { return build(kernel); })))
       return failure();
-    next = otherwise;
   }
-  if (failed(buildCase(next, kernels.back())))
-    return failure();
-  b.setInsertionPointToEnd(rest);
-  return success();
+  return branches.otherwise([&] { return build(kernels.back()); });
 }
 
 LogicalResult GpuStepLowering::lowerTuneEntry(KernelContext &ctx) {
@@ -450,6 +433,9 @@ LogicalResult GpuStepLowering::lowerTuneEntry(KernelContext &ctx) {
   Block *next = b.getInsertionBlock();
   Block *exit = b.createBlock(&entry.getBody());
   func::ReturnOp::create(b);
+  b.setInsertionPointToEnd(next);
+  // The candidate `candidate` of signature `signature`, else nothing.
+  HostBranches branches(b, exit);
   for (auto [s, tuned] : llvm::enumerate(tuneSignatures)) {
     decode::LinearOp linear = tuned.op;
     auto place = [&](Value value, Value pointer) {
@@ -457,7 +443,6 @@ LogicalResult GpuStepLowering::lowerTuneEntry(KernelContext &ctx) {
         buffers[value] = {pointer, getBufferType(value.getType())};
     };
     for (auto [c, kernel] : llvm::enumerate(tuned.candidates)) {
-      b.setInsertionPointToEnd(next);
       Value isSignature = arith::CmpIOp::create(
           b, arith::CmpIPredicate::eq, signature,
           arith::ConstantIntOp::create(b, i64, static_cast<int64_t>(s)));
@@ -465,26 +450,20 @@ LogicalResult GpuStepLowering::lowerTuneEntry(KernelContext &ctx) {
           b, arith::CmpIPredicate::eq, candidate,
           arith::ConstantIntOp::create(b, i64, static_cast<int64_t>(c)));
       Value chosen = arith::AndIOp::create(b, isSignature, isCandidate);
-      Block *launch = b.createBlock(exit);
-      Block *otherwise = b.createBlock(exit);
-      b.setInsertionPointToEnd(next);
-      cf::CondBranchOp::create(b, chosen, launch, otherwise);
-      b.setInsertionPointToEnd(launch);
-      place(linear.getInput(), input);
-      place(linear.getWeight(), weight);
-      place(linear.getBias(), bias);
-      place(linear.getResidual(), residual);
-      place(linear.getResult(), out);
-      opWorkspace = workspacePointer;
-      opWorkspaceBytesPerRow = tuned.workspaceBytesPerRow;
-      if (failed(buildKernel(*linear, kernel, ctx)))
+      if (failed(branches.when(chosen, [&, kernel = kernel] {
+            place(linear.getInput(), input);
+            place(linear.getWeight(), weight);
+            place(linear.getBias(), bias);
+            place(linear.getResidual(), residual);
+            place(linear.getResult(), out);
+            opWorkspace = workspacePointer;
+            opWorkspaceBytesPerRow = tuned.workspaceBytesPerRow;
+            return buildKernel(*linear, kernel, ctx);
+          })))
         return failure();
-      cf::BranchOp::create(b, exit);
-      next = otherwise;
     }
   }
-  b.setInsertionPointToEnd(next);
-  cf::BranchOp::create(b, exit);
+  branches.end();
   return success();
 }
 

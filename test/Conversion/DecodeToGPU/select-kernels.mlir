@@ -57,6 +57,9 @@
 // RUN: sed 's/softmax = #decode.softmax<online>/softmax = #decode.softmax<online>, decode.kernel = #decode.kernel<"gqa_attention", {f32_operands = 2}>/' %S/Inputs/head128-bf16.mlir \
 // RUN:   | not fdc-opt --decode-select-kernels=target=sm_90 2>&1 | FileCheck %s --check-prefix=GQARANGE
 // GQARANGE: error: 'decode.attention' op kernel config f32_operands = 2 is outside [0, 1]
+// RUN: sed 's/softmax = #decode.softmax<online>/softmax = #decode.softmax<online>, decode.kernel = #decode.kernel<"gqa_attention", {register_softmax = 2}>/' %S/Inputs/head128-bf16.mlir \
+// RUN:   | not fdc-opt --decode-select-kernels=target=sm_90 2>&1 | FileCheck %s --check-prefix=REGRANGE
+// REGRANGE: error: 'decode.attention' op kernel config register_softmax = 2 is outside [0, 1]
 
 // An INT4 cache: gqa_attention on f16 MMAs (keys and values dequantised in
 // registers; P rounded to f16 like the values, each step's loads issued a

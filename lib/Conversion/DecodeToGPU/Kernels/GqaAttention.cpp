@@ -44,10 +44,10 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "../HostBranches.h"
 #include "Attention.h"
 #include "Int4Vectors.h"
 
-#include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
 #include "mlir/IR/Diagnostics.h"
 
 using namespace mlir;
@@ -768,7 +768,6 @@ private:
                                         SmallVectorImpl<Value> &weightsLo) {
     const AccumulatorOperandMap &map = *shape.accumulatorAsA;
     auto weightType = VectorType::get({layout.kPerLane}, b.getF32Type());
-    auto add = [&](Value x, Value y) { return e.add(x, y); };
     SmallVector<Value> newRowState, rowCorrections;
     for (int64_t r = 0; r < shape.laneHeads(); ++r) {
       SmallVector<Value> row;
@@ -779,25 +778,8 @@ private:
       }
       Value max = rowState[2 * r], sum = rowState[2 * r + 1];
       SmallVector<Value> weights;
-      if (problem.unified()) {
-        Value flagged = unifiedWeights(row, weights);
-        max = e.select(flagged, e.f32(1), max);
-        sum = e.add(sum, treeReduce(weights, add));
-      } else {
-        Value laneMax = treeReduce(row, [&](Value x, Value y) {
-          return arith::MaximumFOp::create(b, x, y);
-        });
-        Value rowMax =
-            target.subgroupReduce(b, laneMax, ReduceKind::Max, map.rowLanes);
-        Value newMax = arith::MaximumFOp::create(b, max, rowMax);
-        Value correction = attentionScaleFactor(e, max, newMax);
-        for (Value score : row)
-          weights.push_back(attentionScaleFactor(e, score, newMax));
-        Value scaledSum = e.mul(sum, correction);
-        sum = e.add(scaledSum, treeReduce(weights, add));
-        max = newMax;
+      if (Value correction = softmaxStep(row, map.rowLanes, max, sum, weights))
         rowCorrections.push_back(correction);
-      }
       newRowState.push_back(max);
       newRowState.push_back(sum);
       Value packed = vector::FromElementsOp::create(b, weightType, weights);
@@ -813,6 +795,36 @@ private:
       acc.assign(scaled.begin(), scaled.end());
     }
     return newRowState;
+  }
+
+  /// One step of a head row's softmax over `scores`, the lane's part of the
+  /// row (`rowLanes` lanes of a subgroup share it; 1: the lane has it all):
+  /// appends their weights to `weights` and updates the row's `max` (unified
+  /// max: its flag) and `sum`. Online, the weights are against the row's new
+  /// max and the returned correction rescales the row's accumulators;
+  /// unified max returns null.
+  Value softmaxStep(ArrayRef<Value> scores, int64_t rowLanes, Value &max,
+                    Value &sum, SmallVectorImpl<Value> &weights) {
+    auto add = [&](Value x, Value y) { return e.add(x, y); };
+    if (problem.unified()) {
+      Value flagged = unifiedWeights(scores, weights);
+      max = e.select(flagged, e.f32(1), max);
+      sum = e.add(sum, treeReduce(weights, add));
+      return Value();
+    }
+    Value stepMax = treeReduce(scores, [&](Value x, Value y) {
+      return arith::MaximumFOp::create(b, x, y);
+    });
+    if (rowLanes > 1)
+      stepMax = target.subgroupReduce(b, stepMax, ReduceKind::Max, rowLanes);
+    Value newMax = arith::MaximumFOp::create(b, max, stepMax);
+    Value correction = attentionScaleFactor(e, max, newMax);
+    for (Value score : scores)
+      weights.push_back(attentionScaleFactor(e, score, newMax));
+    Value stepSum = treeReduce(weights, add);
+    sum = e.add(e.mul(sum, correction), stepSum);
+    max = newMax;
+    return correction;
   }
 
   /// Unified max's weights exp(x - phi) of `scores` (0 for -inf), appended
@@ -904,26 +916,8 @@ private:
         row.push_back(e.extract(piece, i));
     }
     SmallVector<Value> weights;
-    Value max = runningMax, sum = runningSum, correction;
-    if (problem.unified()) {
-      Value flagged = unifiedWeights(row, weights);
-      max = e.select(flagged, e.f32(1), max);
-      sum = e.add(sum, treeReduce(weights, [&](Value x, Value y) {
-                    return e.add(x, y);
-                  }));
-    } else {
-      Value tileMax = treeReduce(row, [&](Value x, Value y) {
-        return arith::MaximumFOp::create(b, x, y);
-      });
-      Value newMax = arith::MaximumFOp::create(b, runningMax, tileMax);
-      correction = attentionScaleFactor(e, runningMax, newMax);
-      for (Value score : row)
-        weights.push_back(attentionScaleFactor(e, score, newMax));
-      Value stepSum =
-          treeReduce(weights, [&](Value x, Value y) { return e.add(x, y); });
-      sum = e.add(e.mul(runningSum, correction), stepSum);
-      max = newMax;
-    }
+    Value max = runningMax, sum = runningSum;
+    Value correction = softmaxStep(row, /*rowLanes=*/1, max, sum, weights);
     e.ifThenElse(isOwner, [&] {
       for (int64_t c = 0; c < shape.stepPositions; c += lanes) {
         Value piece = vector::FromElementsOp::create(
@@ -1250,21 +1244,17 @@ public:
       return success();
     }
     // Online, one split wrote the output itself (writePartials): the reduce
-    // runs for more. Blocks of the step, not scf.if: every launch stays
-    // directly in fdc_model_step (fdc-lower-kernel-launches returns from
-    // there on an error).
+    // runs for more.
     Value one = ctx.hostI64(1);
     Value several =
         arith::CmpIOp::create(host, CmpIPredicate::ne, numSplits, one);
-    Block *before = host.getInsertionBlock();
-    Block *rest = before->splitBlock(host.getInsertionPoint());
-    Block *reduce = host.createBlock(rest);
-    host.setInsertionPointToEnd(before);
-    cf::CondBranchOp::create(host, several, reduce, rest);
-    host.setInsertionPointToEnd(reduce);
-    launchAttentionReduce(ctx, problem, partials, numSplits);
-    cf::BranchOp::create(host, rest);
-    host.setInsertionPointToEnd(rest);
+    HostBranches branches(host);
+    if (failed(branches.when(several, [&] {
+          launchAttentionReduce(ctx, problem, partials, numSplits);
+          return success();
+        })))
+      return failure();
+    branches.end();
     return success();
   }
 };
