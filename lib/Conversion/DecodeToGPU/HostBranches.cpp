@@ -20,24 +20,29 @@ HostBranches::HostBranches(ImplicitLocOpBuilder &b, Block *join)
 
 LogicalResult HostBranches::when(Value condition,
                                  function_ref<LogicalResult()> body) {
+  // From where the builder is: the else of the case before, or a block a
+  // nested chain built there joined into.
+  Block *from = b.getInsertionBlock();
   Block *chosen = b.createBlock(join);
   Block *otherwise = b.createBlock(join);
-  b.setInsertionPointToEnd(next);
+  b.setInsertionPointToEnd(from);
   cf::CondBranchOp::create(b, condition, chosen, otherwise);
   next = otherwise;
   b.setInsertionPointToEnd(chosen);
   if (failed(body()))
     return failure();
+  // Where the body left the builder (its own chains end in their joins).
   cf::BranchOp::create(b, join);
   b.setInsertionPointToEnd(next);
   return success();
 }
 
 LogicalResult HostBranches::otherwise(function_ref<LogicalResult()> body) {
-  b.setInsertionPointToEnd(next);
   if (failed(body()))
     return failure();
-  end();
+  cf::BranchOp::create(b, join);
+  ended = true;
+  b.setInsertionPointToStart(join);
   return success();
 }
 
@@ -45,12 +50,12 @@ void HostBranches::end() {
   if (ended)
     return;
   ended = true;
-  if (next->empty() && !next->hasNoPredecessors() && next != join) {
+  Block *last = b.getInsertionBlock();
+  if (last == next && next->empty() && !next->hasNoPredecessors()) {
     // The last condition's "else" goes straight on.
     next->replaceAllUsesWith(join);
     next->erase();
   } else {
-    b.setInsertionPointToEnd(next);
     cf::BranchOp::create(b, join);
   }
   b.setInsertionPointToStart(join);

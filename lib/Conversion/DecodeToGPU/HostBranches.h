@@ -1,5 +1,4 @@
-//===- HostBranches.h - Branches of a host function as its blocks -*- C++
-//-*-===//
+//===- HostBranches.h - Host branches as blocks -----------------*- C++ -*-===//
 //
 // The host code that launches kernels branches with blocks of its function
 // and cf.cond_br, not scf.if: fdc-lower-kernel-launches returns from the
@@ -38,10 +37,11 @@ public:
 
   /// Builds `body` in a block entered when `condition` (i1, built before
   /// this call at the builder's insertion point) holds and no earlier case
-  /// ran.
+  /// ran. Branches from where the builder is, and on to the join block from
+  /// where `body` leaves it.
   mlir::LogicalResult when(mlir::Value condition,
                            llvm::function_ref<mlir::LogicalResult()> body);
-  /// Builds `body` for when no case ran; then end()s the chain.
+  /// Builds `body` for when no case ran and ends the chain, as end().
   mlir::LogicalResult otherwise(llvm::function_ref<mlir::LogicalResult()> body);
   /// Ends the chain and leaves the builder at the start of the join block.
   void end();
@@ -49,8 +49,8 @@ public:
 private:
   mlir::ImplicitLocOpBuilder &b;
   mlir::Block *join;
-  /// Where the chain goes on when no case ran so far: the block being
-  /// built, or an empty one the last when() made.
+  /// The block the last when() left for when its condition fails (the
+  /// builder's block before the first).
   mlir::Block *next;
   bool ended = false;
 };

@@ -210,6 +210,15 @@ FailureOr<Attribute> fdc::gpu::resolveKernels(Operation *op,
     return Attribute(*complete);
   }
   if (auto dispatch = dyn_cast<decode::KernelDispatchAttr>(attr)) {
+    // The step places a dispatched op's scratch once for all its kernels,
+    // which the linear families' kernels share; other ops' kernels place
+    // their own.
+    if (!isa<decode::LinearOp, decode::SparseLinearOp>(op))
+      return op->emitOpError()
+             << "'" << attrName
+             << "' is a #decode.dispatch, which chooses the kernels of "
+                "decode.linear and decode.sparse_linear only: give it one "
+                "#decode.kernel";
     SmallVector<Attribute> kernels;
     for (decode::KernelAttr kernel : dispatch.getKernelList()) {
       FailureOr<decode::KernelAttr> complete =

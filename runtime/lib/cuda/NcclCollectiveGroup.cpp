@@ -12,12 +12,13 @@
 // NCCL_GRAPH_MIXING_SUPPORT is then 0 unless set.
 //
 // abort() stops new calls, waits briefly for calls being enqueued, then
-// ncclCommAbort()s every communicator, each on a thread of its own: the
-// abort flag it raises first makes a kernel waiting on the GPU for a rank
-// that failed exit, so the streams drain; the rest of the abort waits until
-// the graphs that captured the communicator are destroyed (NCCL 2.26 and
-// later), so the group's destructor, which the Model runs after destroying
-// the ranks' graphs, joins those threads.
+// hands every communicator to ncclCommAbort() on a thread of its own,
+// started with the group and parked until then: the abort flag it raises
+// first makes a kernel waiting on the GPU for a rank that failed exit, so
+// the streams drain; the rest of the abort waits until the graphs that
+// captured the communicator are destroyed (NCCL 2.26 and later), so the
+// group's destructor, which the Model runs after destroying the ranks'
+// graphs, joins those threads.
 //
 //===----------------------------------------------------------------------===//
 
@@ -29,7 +30,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
-#include <system_error>
 #include <thread>
 
 using namespace fdc::runtime;
@@ -57,11 +57,15 @@ bool ncclType(int64_t dtype, nccl::DataType &type) {
   }
 }
 
-/// Whether the ranks' collectives go into their step graphs: unless
-/// $FDC_NCCL_GRAPHS is 0.
-bool collectivesInGraphs() {
+/// The first NCCL whose calls CUDA graphs capture (ncclGetVersion's code).
+constexpr int kCapturableNcclVersion = 20900;
+
+/// Whether the ranks' collectives go into their step graphs: NCCL 2.9 or
+/// later, unless $FDC_NCCL_GRAPHS is 0.
+bool collectivesInGraphs(const NcclApi &nccl) {
   const char *setting = std::getenv("FDC_NCCL_GRAPHS");
-  return !(setting && std::strcmp(setting, "0") == 0);
+  return nccl.version >= kCapturableNcclVersion &&
+         !(setting && std::strcmp(setting, "0") == 0);
 }
 
 uint64_t address(const void *pointer) {
@@ -88,6 +92,9 @@ public:
   std::string error() const override;
   bool runsInGraphs() const override { return inGraphs; }
 
+  /// Starts one parked abort thread per communicator.
+  Error startAborters();
+
 private:
   friend CollectiveGroupImpl;
   using Rank = NcclRank;
@@ -98,6 +105,9 @@ private:
   void leave();
   /// Records `message` (the first one wins) and aborts the group.
   void fail(std::string message) { abort(std::move(message)); }
+  /// Abort thread `rank`: waits for the abort, then aborts that rank's
+  /// communicator; returns without when the group goes.
+  void abortRank(size_t rank);
 
   /// The FdcCollectiveApi entry points; `context` is the calling rank's
   /// record. Each enqueues its work on the rank's stream.
@@ -116,6 +126,11 @@ private:
   int64_t inFlight = 0;
   bool aborted = false;
   mutable std::string firstError;
+  /// The communicators being aborted, by rank (set once, by abort()).
+  std::vector<nccl::Comm> aborting;
+  /// Wakes the abort threads: an abort, or the group's end.
+  std::condition_variable abortOrEnd;
+  bool ending = false;
   /// The threads that ncclCommAbort() the communicators, one each.
   std::vector<std::thread> aborters;
   const bool inGraphs;
@@ -133,14 +148,42 @@ NcclCollectiveGroup::NcclCollectiveGroup(
 NcclCollectiveGroup::~NcclCollectiveGroup() {
   // The Model destroys the group after its steps (which synchronize) and the
   // ranks' step graphs; an aborted group's communicators are being aborted.
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    ending = true;
+  }
+  abortOrEnd.notify_all();
   for (std::thread &aborter : aborters)
     aborter.join();
   for (nccl::Comm comm : comms)
     nccl.ncclCommDestroy(comm);
 }
 
+Error NcclCollectiveGroup::startAborters() {
+  size_t ranks = static_cast<size_t>(count);
+  try {
+    aborters.reserve(ranks);
+    for (size_t r = 0; r < ranks; ++r)
+      aborters.emplace_back([this, r] { abortRank(r); });
+  } catch (const std::exception &e) {
+    return createError("cannot start the threads that would abort the NCCL "
+                       "communicators: ",
+                       e.what());
+  }
+  return Error::success();
+}
+
+void NcclCollectiveGroup::abortRank(size_t rank) {
+  std::unique_lock<std::mutex> lock(mutex);
+  abortOrEnd.wait(lock, [&] { return ending || !aborting.empty(); });
+  if (aborting.empty())
+    return;
+  nccl::Comm comm = aborting[rank];
+  lock.unlock();
+  nccl.ncclCommAbort(comm);
+}
+
 void NcclCollectiveGroup::abort(std::string reason) {
-  std::vector<nccl::Comm> toAbort;
   {
     std::unique_lock<std::mutex> lock(mutex);
     if (firstError.empty())
@@ -151,17 +194,9 @@ void NcclCollectiveGroup::abort(std::string reason) {
     // Enqueueing does not wait for the other ranks, so this is short; the
     // bound only guards against an NCCL that blocks there.
     idle.wait_for(lock, kAbortGrace, [&] { return inFlight == 0; });
-    toAbort.swap(comms);
+    aborting.swap(comms);
   }
-  // Only the first abort gets here; the destructor joins the threads.
-  for (nccl::Comm comm : toAbort) {
-    try {
-      aborters.emplace_back([api = &nccl, comm] { api->ncclCommAbort(comm); });
-    } catch (const std::system_error &) {
-      // No thread: abort here (this returns once no graph holds `comm`).
-      nccl.ncclCommAbort(comm);
-    }
-  }
+  abortOrEnd.notify_all();
 }
 
 std::string NcclCollectiveGroup::error() const {
@@ -384,8 +419,9 @@ fdc::runtime::cuda::createNcclCollectiveGroup(
   // uncaptured ones on a communicator (a 7B-wide step on 2 H100s: 3.99 ->
   // 3.82 ms, 65 collectives): the ranks never have both in flight, since
   // every step ends with its devices synchronized, as does the warm-up.
-  // NCCL reads it once per process; a value set already stays.
-  bool inGraphs = collectivesInGraphs();
+  // NCCL reads it once per process, for all its communicators: a value set
+  // already (1 where the process mixes them elsewhere) stays.
+  bool inGraphs = collectivesInGraphs(**nccl);
   if (inGraphs)
     ::setenv("NCCL_GRAPH_MIXING_SUPPORT", "0", /*overwrite=*/0);
   std::vector<nccl::Comm> comms(devices.size(), nullptr);
@@ -397,6 +433,9 @@ fdc::runtime::cuda::createNcclCollectiveGroup(
   if (Error err = warmUp(**nccl, devices, comms))
     return createError(err.message(), " (CUDA devices ", listed, ", NCCL ",
                        (*nccl)->path, ")");
-  return std::unique_ptr<CollectiveGroup>(
+  std::unique_ptr<NcclCollectiveGroup> group(
       new NcclCollectiveGroup(**nccl, devices, std::move(comms), inGraphs));
+  if (Error err = group->startAborters())
+    return createError(err.message(), " (CUDA devices ", listed, ")");
+  return std::unique_ptr<CollectiveGroup>(std::move(group));
 }

@@ -1117,32 +1117,55 @@ TEST_F(CudaFakeDriverTest, TensorParallelCaptureFailingMidway) {
 }
 
 TEST_F(CudaFakeDriverTest, TensorParallelAbortWaitsForTheGraphs) {
-  // Rank 1 fails capturing its first step, before its collectives; rank
-  // 0's capture holds its two, and its replay waits in the first for rank 1
-  // until the abort wakes it. The abort's NCCL side waits until no graph holds
-  // them, which the model's destruction ensures before it destroys the group.
+  // Both ranks' graphs of batch size 1 hold their collectives when rank 1
+  // fails capturing the step of batch size 3 (before its collectives;
+  // rank 0's capture, if it got to them first, holds them too, and its
+  // replay waits in them until the abort wakes it). The abort's NCCL side
+  // waits until no graph holds the communicators, which the model's
+  // destruction ensures before it destroys the group.
   ScopedEnv devices("FDC_FAKE_CUDA_DEVICES", "2");
   ScopedEnv nccl("FDC_NCCL_LIBRARY", FDC_FAKE_NCCL);
   FakeNcclStats before = fakeNcclStats();
   {
     Expected<std::unique_ptr<Model>> model = load(FDC_TEST_CUDA_TP);
     ASSERT_TRUE(model) << model.error().message();
+    ASSERT_TRUE(runBatchSizes(**model, {1}));
+    EXPECT_EQ(fakeNcclStats().captured - before.captured, 4);
     ScopedEnv inject("FDC_TEST_CUDA_STEP", "unknown_kernel");
     Expected<std::vector<StepRows>> failed = runBatchSizes(**model, {3});
     ASSERT_FALSE(failed);
     EXPECT_CONTAINS(failed.error().message(),
                     "tensor-parallel rank 1 of 2 failed: the model step "
                     "launched kernel 'fdc_test_not_in_manifest'");
-    // Rank 0's graph was captured and replayed.
-    EXPECT_EQ(fakeStats().graphs.liveGraphExecs, 1);
-    Expected<std::vector<StepRows>> refused = runBatchSizes(**model, {3});
+    EXPECT_GE(fakeStats().graphs.liveGraphExecs, 2);
+    Expected<std::vector<StepRows>> refused = runBatchSizes(**model, {1});
     ASSERT_FALSE(refused);
     EXPECT_CONTAINS(refused.error().message(),
                     "tensor-parallel group aborted: ");
   }
-  FakeNcclStats after = fakeNcclStats();
-  EXPECT_EQ(after.captured - before.captured, 2);
-  EXPECT_EQ(after.destroyedWithLiveGraphs, before.destroyedWithLiveGraphs);
+  EXPECT_EQ(fakeNcclStats().destroyedWithLiveGraphs,
+            before.destroyedWithLiveGraphs);
+  expectNothingLeaked();
+}
+
+TEST_F(CudaFakeDriverTest, NcclGraphMixingSupportIsTurnedOff) {
+  // NCCL's support for mixing captured and uncaptured calls goes off with
+  // collectives in the graphs, unless the environment sets it.
+  ScopedEnv devices("FDC_FAKE_CUDA_DEVICES", "2");
+  ScopedEnv nccl("FDC_NCCL_LIBRARY", FDC_FAKE_NCCL);
+  struct Case {
+    const char *graphs, *before, *after;
+  };
+  for (const Case &c : {Case{"1", nullptr, "0"}, Case{"1", "1", "1"},
+                        Case{"0", nullptr, "(unset)"}}) {
+    SCOPED_TRACE(std::string("FDC_NCCL_GRAPHS=") + c.graphs);
+    ScopedEnv graphs("FDC_NCCL_GRAPHS", c.graphs);
+    ScopedEnv mixing("NCCL_GRAPH_MIXING_SUPPORT", c.before);
+    Expected<std::unique_ptr<Model>> model = load(FDC_TEST_CUDA_TP);
+    ASSERT_TRUE(model) << model.error().message();
+    const char *value = std::getenv("NCCL_GRAPH_MIXING_SUPPORT");
+    EXPECT_EQ(std::string(value ? value : "(unset)"), c.after);
+  }
   expectNothingLeaked();
 }
 

@@ -13,7 +13,7 @@
 |* A collective called on a capturing stream of the fake driver               *|
 |* (FDC_CUDA_DRIVER) is recorded into the graph and runs at each replay; as   *|
 |* in NCCL 2.26 and later, destroying or aborting a communicator waits until  *|
-|* no graph holds a collective of it (here for at most 3 s, then it counts    *|
+|* no graph holds a collective of it (here for at most 10 s, then it counts   *|
 |* destroyedWithLiveGraphs and goes on).                                      *|
 |*                                                                            *|
 |* Environment, read at each call:                                            *|
@@ -521,7 +521,7 @@ static int drop(struct ncclComm *comm, int abort) {
   /* Then, as NCCL does, wait for the graphs that hold its collectives. */
   struct timespec deadline;
   clock_gettime(CLOCK_REALTIME, &deadline);
-  deadline.tv_sec += 3;
+  deadline.tv_sec += 10;
   int waited = 0;
   while (comm->graphRefs > 0 && waited != ETIMEDOUT)
     waited =

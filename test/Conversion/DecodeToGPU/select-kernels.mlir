@@ -60,6 +60,10 @@
 // RUN: sed 's/softmax = #decode.softmax<online>/softmax = #decode.softmax<online>, decode.kernel = #decode.kernel<"gqa_attention", {register_softmax = 2}>/' %S/Inputs/head128-bf16.mlir \
 // RUN:   | not fdc-opt --decode-select-kernels=target=sm_90 2>&1 | FileCheck %s --check-prefix=REGRANGE
 // REGRANGE: error: 'decode.attention' op kernel config register_softmax = 2 is outside [0, 1]
+// A dispatch by batch size chooses linear kernels only.
+// RUN: sed 's/softmax = #decode.softmax<online>/softmax = #decode.softmax<online>, decode.kernel = #decode.dispatch<max_batch = [1], kernels = [#decode.kernel<"split_kv_attention", {}>, #decode.kernel<"gqa_attention", {}>]>/' %S/Inputs/head128-bf16.mlir \
+// RUN:   | not fdc-opt --decode-select-kernels=target=sm_90 2>&1 | FileCheck %s --check-prefix=DISPATCHATTN
+// DISPATCHATTN: error: 'decode.attention' op 'decode.kernel' is a #decode.dispatch, which chooses the kernels of decode.linear and decode.sparse_linear only: give it one #decode.kernel
 
 // An INT4 cache: gqa_attention on f16 MMAs (keys and values dequantised in
 // registers; P rounded to f16 like the values, each step's loads issued a

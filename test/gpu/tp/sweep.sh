@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # NCCL settings against TP 2 step graphs of the 7B-wide model (2 GPUs; after
 # test/gpu/tp/prepare.sh): one process per setting. Arguments: settings, each
-# a space-separated VAR=VALUE list ("" for NCCL's defaults).
+# a space-separated VAR=VALUE list ("" for the runtime's defaults, which set
+# NCCL_GRAPH_MIXING_SUPPORT=0 unless it is set).
 set -uo pipefail
 repo=$(cd "$(dirname "$0")/../../.." && pwd)
 if [ -z "${FDC_NCCL_LIBRARY:-}" ]; then
