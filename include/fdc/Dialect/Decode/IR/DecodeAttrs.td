@@ -236,7 +236,8 @@ def Decode_KernelDispatchAttr : AttrDef<Decode_Dialect, "KernelDispatch"> {
     `decode-select-kernels` writes one on every `decode.linear` that a flat
     GEMM can lower (FlashDecoding++'s heuristic dataflow: GEMV for the
     smallest M, flat GEMM above it); a table written by hand is kept, each
-    kernel checked and completed like a single one.
+    kernel checked and completed like a single one. Only `decode.linear` and
+    `decode.sparse_linear` take a table; another op's is refused by name.
   }];
   let parameters = (ins "::mlir::DenseI64ArrayAttr":$max_batch,
                         "::mlir::ArrayAttr":$kernels);
