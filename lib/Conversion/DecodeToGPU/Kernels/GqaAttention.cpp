@@ -736,8 +736,7 @@ private:
       SmallVector<Value> factors;
       for (Value head : accHeads)
         factors.push_back(sharedAt(corrections, head));
-      SmallVector<Value> scaled = rescale(acc, factors);
-      acc.assign(scaled.begin(), scaled.end());
+      rescale(acc, factors);
     }
     auto weightType = VectorType::get({layout.kPerLane}, b.getF32Type());
     int64_t weightAlignment =
@@ -791,8 +790,7 @@ private:
       SmallVector<Value> factors;
       for (int64_t row : rowOfAccumulator)
         factors.push_back(rowCorrections[row]);
-      SmallVector<Value> scaled = rescale(acc, factors);
-      acc.assign(scaled.begin(), scaled.end());
+      rescale(acc, factors);
     }
     return newRowState;
   }
@@ -866,10 +864,11 @@ private:
     return level.front();
   }
 
-  /// The output tiles `acc` times the corrections `factors` of their rows,
-  /// where some row's max moved this step: the subgroup agrees to skip the
-  /// multiplies when none did (most steps, once the maxima settle).
-  SmallVector<Value> rescale(ArrayRef<Value> acc, ArrayRef<Value> factors) {
+  /// Multiplies the output tiles `acc` by the corrections `factors` of
+  /// their rows, where some row's max moved this step: the subgroup agrees
+  /// to skip the multiplies when none did (most steps, once the maxima
+  /// settle).
+  void rescale(SmallVectorImpl<Value> &acc, ArrayRef<Value> factors) {
     // (One op-creating call per argument list: the IR must not depend on
     // the C++ compiler's order of evaluation.)
     Value zero = e.f32(0), one = e.f32(1);
@@ -894,7 +893,7 @@ private:
       b.setInsertionPointToStart(branch.elseBlock());
       scf::YieldOp::create(b, acc);
     }
-    return SmallVector<Value>(branch.getResults());
+    acc.assign(branch.getResults().begin(), branch.getResults().end());
   }
 
   /// The owner lane of each head row turns the row's T scores into weights
@@ -1137,15 +1136,15 @@ public:
     bool prefetch = shape && shape->registersPerLane(f32Operands) +
                                      shape->loadRegisters() <=
                                  kRegisterBudget;
-    // Splits for whole waves of two blocks per unit (as many as the
-    // registers of a 4-subgroup block let a unit hold): a block per
-    // (sequence, KV head, split) leaves few blocks per split.
     // The softmax through shared memory: in registers (heads as A rows)
     // measured no faster on the H100, for bf16 nor INT4 caches (INT4 GQA,
     // B = 32: 28.6 against 27.8 us): the rows it needs double the MMAs and
     // accumulators of the heads as B columns, which the steps, bound by
     // their instructions, feel more than the trip through shared memory.
     bool registerSoftmax = false;
+    // Splits for whole waves of two blocks per unit (as many as the
+    // registers of a 4-subgroup block let a unit hold): a block per
+    // (sequence, KV head, split) leaves few blocks per split.
     return makeConfig(op->getContext(),
                       {{"subgroups", 4},
                        {"max_splits", 64},
