@@ -13,6 +13,8 @@
 
 using namespace fdc::runtime;
 
+DeviceRange DeviceBackend::scratchRange() const { return {}; }
+
 DeviceBackend::~DeviceBackend() = default;
 
 Error DeviceBackend::launchStep(const FdcStepArgs &, int64_t) {

@@ -64,20 +64,35 @@ Error GpuBackend::makeCurrent() {
 }
 
 Error GpuBackend::allocate(Allocation &allocation, uint64_t bytes,
-                           const char *what) {
+                           const char *what, CollectiveMemory *memory) {
   // cuMemAlloc refuses 0 bytes; every buffer gets at least 256.
   uint64_t size = bytes == 0 ? 256 : alignUp(bytes, 256);
-  if (DeviceStatus status = device->allocate(allocation.address, size))
+  if (memory) {
+    if (Error err = memory->allocate(size, allocation.address, what))
+      return err;
+  } else if (DeviceStatus status = device->allocate(allocation.address, size)) {
     return device->fail(
         concat(vendor.allocateCall, "(", what, ", ", size, " bytes)"), status);
+  }
   allocation.bytes = bytes;
+  allocation.memory = memory;
   return Error::success();
 }
 
 void GpuBackend::release(Allocation &allocation) {
-  if (allocation.address)
+  if (allocation.address && allocation.memory)
+    allocation.memory->release(allocation.address);
+  else if (allocation.address)
     device->deallocate(allocation.address);
   allocation = {};
+}
+
+DeviceRange GpuBackend::scratchRange() const {
+  if (!scratch.address)
+    return {};
+  // What allocate() allocated.
+  return {scratch.address,
+          scratch.bytes == 0 ? 256 : alignUp(scratch.bytes, 256)};
 }
 
 Error GpuBackend::uploadWeights(const HostBuffer &arena) {
@@ -127,7 +142,6 @@ Error GpuBackend::allocateState(uint64_t kvCacheBytes, int64_t maxBatch,
     release(*a);
   for (auto [allocation, bytes, what] :
        {std::tuple{&kvCache, sizes->kvCache, "KV cache"},
-        std::tuple{&scratch, sizes->scratch, "scratch"},
         // Two of each: one per step that may be in flight.
         std::tuple{&inputs, 2 * sizes->inputs, "per-sequence inputs"},
         std::tuple{&logits, sizes->logits, "logits"},
@@ -135,6 +149,9 @@ Error GpuBackend::allocateState(uint64_t kvCacheBytes, int64_t maxBatch,
                    "next_tokens"}})
     if (Error err = allocate(*allocation, bytes, what))
       return err;
+  if (Error err =
+          allocate(scratch, sizes->scratch, "scratch", scratchMemory.get()))
+    return err;
   if (Error err = zeroKVCacheAndScratch())
     return err;
   this->maxBatch = maxBatch;

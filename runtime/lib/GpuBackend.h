@@ -19,6 +19,7 @@
 #include "StagingBuffer.h"
 #include "StepGraph.h"
 
+#include "fdc/runtime/Collective.h"
 #include "fdc/runtime/DeviceBackend.h"
 
 #include <memory>
@@ -56,20 +57,27 @@ public:
     collectivesInGraphs = inGraphs;
   }
   void releaseStepGraphs() override;
+  void setScratchMemory(std::shared_ptr<CollectiveMemory> memory) override {
+    scratchMemory = std::move(memory);
+  }
+  DeviceRange scratchRange() const override;
 
 private:
   struct Allocation {
     DeviceAddress address = 0;
     uint64_t bytes = 0;
+    /// Where it came from when not from the device's allocator.
+    CollectiveMemory *memory = nullptr;
   };
 
   GpuBackend(const ModelLibrary &library, std::unique_ptr<GpuDevice> device,
              std::string description, std::string image);
 
   Error makeCurrent();
-  /// Allocates max(bytes, 1) rounded up to 256 bytes; `what` names the
-  /// buffer in errors.
-  Error allocate(Allocation &allocation, uint64_t bytes, const char *what);
+  /// Allocates max(bytes, 1) rounded up to 256 bytes, from `memory` when
+  /// given; `what` names the buffer in errors.
+  Error allocate(Allocation &allocation, uint64_t bytes, const char *what,
+                 CollectiveMemory *memory = nullptr);
   void release(Allocation &allocation);
   Error zeroKVCacheAndScratch();
 
@@ -129,6 +137,8 @@ private:
   KernelLauncher launcher;
 
   Allocation weights, kvCache, scratch, inputs, logits, nextTokens;
+  /// A tensor-parallel rank's source of scratch (setScratchMemory).
+  std::shared_ptr<CollectiveMemory> scratchMemory;
   int64_t maxBatch = 0;
   int64_t vocabSize = 0;
   /// The inputs on their way to `inputs`, and the sampled ids on their way

@@ -24,6 +24,7 @@
 using namespace fdc::runtime;
 
 CollectiveGroup::~CollectiveGroup() = default;
+CollectiveMemory::~CollectiveMemory() = default;
 
 namespace {
 

@@ -229,8 +229,11 @@ Model::create(std::unique_ptr<ModelLibrary> library,
         return createError("tensor-parallel group of ", ranks,
                            " ranks: ", group.error().message());
       tp->group = std::move(*group);
-      for (DeviceBackend *rank : backends)
-        rank->setCollectivesInGraphs(tp->group->runsInGraphs());
+      for (size_t r = 0; r < backends.size(); ++r) {
+        backends[r]->setCollectivesInGraphs(tp->group->runsInGraphs());
+        backends[r]->setScratchMemory(
+            tp->group->scratchMemory(static_cast<int64_t>(r)));
+      }
     }
   } else if (tp) {
     tp->group = createHostCollectiveGroup(ranks);
@@ -307,6 +310,14 @@ Model::create(std::unique_ptr<ModelLibrary> library,
       if (!nextTokens)
         return rankError(rank->index, nextTokens.error());
       rank->nextTokens = std::move(*nextTokens);
+    }
+    if (backend) {
+      std::vector<DeviceRange> scratch = {backend->scratchRange()};
+      for (std::unique_ptr<TensorParallel::Rank> &rank : tp->workers)
+        scratch.push_back(rank->backend->scratchRange());
+      if (Error err = tp->group->registerScratch(scratch))
+        return createError("tensor-parallel group of ", ranks,
+                           " ranks: ", err.message());
     }
     if (Error err = tp->startWorkers())
       return err;

@@ -125,6 +125,15 @@ private:
   Buffer workspace(MemRefType type) override;
 
   LogicalResult lowerOp(Operation &op, KernelContext &ctx);
+  /// Builds `op`'s kernels: `kernels` is its #decode.kernel or
+  /// #decode.dispatch.
+  LogicalResult lowerKernels(Operation &op, Attribute kernels,
+                             KernelContext &ctx);
+  /// A tensor-parallel rank's linear whose residual one rank adds
+  /// (residual_rank): that rank runs its kernels, the others those of the
+  /// same linear less its residual, in two branches on the rank.
+  LogicalResult lowerResidualOnOneRank(decode::LinearOp linear,
+                                       Attribute kernels, KernelContext &ctx);
   /// Builds one kernel of `op` (a family's build under the kernel key).
   LogicalResult buildKernel(Operation &op, decode::KernelAttr kernel,
                             KernelContext &ctx);
@@ -367,14 +376,52 @@ LogicalResult GpuStepLowering::lowerOp(Operation &op, KernelContext &ctx) {
   Attribute kernels = resolvedKernels.lookup(&op);
   if (!kernels)
     return lowerStructuralOp(op);
-  if (auto linear = dyn_cast<decode::LinearOp>(op))
+  if (auto linear = dyn_cast<decode::LinearOp>(op)) {
     recordLinear(linear, kernels, written);
+    if (linear.getResidualRank() && model.getTensorParallel() > 1)
+      return lowerResidualOnOneRank(linear, kernels, ctx);
+  }
+  return lowerKernels(op, kernels, ctx);
+}
+
+LogicalResult GpuStepLowering::lowerKernels(Operation &op, Attribute kernels,
+                                            KernelContext &ctx) {
   auto build = [&](decode::KernelAttr kernel) {
     return buildKernel(op, kernel, ctx);
   };
   if (auto kernel = dyn_cast<decode::KernelAttr>(kernels))
     return build(kernel);
   return lowerDispatch(op, cast<decode::KernelDispatchAttr>(kernels), build);
+}
+
+LogicalResult GpuStepLowering::lowerResidualOnOneRank(decode::LinearOp linear,
+                                                      Attribute kernels,
+                                                      KernelContext &ctx) {
+  // Both branches write the one result buffer: place it first.
+  Buffer out = result(linear.getResult());
+  Value rank = loadCollectiveRank(b, args);
+  Value adds =
+      arith::CmpIOp::create(b, arith::CmpIPredicate::eq, rank,
+                            arith::ConstantIntOp::create(
+                                b, b.getI64Type(), *linear.getResidualRank()));
+  HostBranches branches(b);
+  if (failed(branches.when(
+          adds, [&] { return lowerKernels(*linear, kernels, ctx); })))
+    return failure();
+  return branches.otherwise([&]() -> LogicalResult {
+    // The linear less its residual stands beside it in the step while its
+    // kernels are built (the families read the op), writing the same buffer.
+    OpBuilder beside(linear);
+    auto product = decode::LinearOp::create(
+        beside, linear.getLoc(), linear.getType(), linear.getInput(),
+        linear.getWeight(), linear.getBias(), /*residual=*/Value(),
+        linear.getActivation(), /*residual_rank=*/IntegerAttr());
+    buffers[product.getResult()] = out;
+    LogicalResult built = lowerKernels(*product, kernels, ctx);
+    buffers.erase(product.getResult());
+    product.erase();
+    return built;
+  });
 }
 
 LogicalResult GpuStepLowering::lowerDispatch(

@@ -240,8 +240,26 @@ LogicalResult StepLowering::lowerOp(Operation &op) {
           return quant ? loadInt4Weight(e, weight, quant, row, k)
                        : e.load(weight, {row, k});
         };
-        emitLinear(e, get(linear.getInput()), reader, bias, residual,
-                   linear.getActivation(), out(linear.getResult()));
+        Value input = get(linear.getInput());
+        Value result = out(linear.getResult());
+        std::optional<int64_t> residualRank = linear.getResidualRank();
+        if (!residual || !residualRank || model.getTensorParallel() == 1) {
+          emitLinear(e, input, reader, bias, residual, linear.getActivation(),
+                     result);
+          return success();
+        }
+        // Only rank `residualRank` adds the residual.
+        Value rank = loadCollectiveRank(b, args);
+        Value adds = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, rank,
+                                           e.i64(*residualRank));
+        auto ranks = scf::IfOp::create(b, adds, /*withElseRegion=*/true);
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPointToStart(ranks.thenBlock());
+        emitLinear(e, input, reader, bias, residual, linear.getActivation(),
+                   result);
+        b.setInsertionPointToStart(ranks.elseBlock());
+        emitLinear(e, input, reader, bias, /*residual=*/Value(),
+                   linear.getActivation(), result);
         return success();
       })
       .Case([&](decode::SparseLinearOp sparse) -> LogicalResult {

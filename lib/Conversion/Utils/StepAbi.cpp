@@ -115,6 +115,12 @@ void fdc::returnFromStepIfFailed(ImplicitLocOpBuilder &b, Value status) {
   b.setInsertionPointToStart(rest);
 }
 
+Value fdc::loadCollectiveRank(ImplicitLocOpBuilder &b, Value args) {
+  Value api = loadStepField(b, args, kStepCollective,
+                            LLVM::LLVMPointerType::get(b.getContext()));
+  return loadStepField(b, api, kCollectiveRank, b.getI64Type());
+}
+
 Value fdc::callCollective(ImplicitLocOpBuilder &b, Value args,
                           CollectiveField field, ValueRange operands) {
   auto ptrType = LLVM::LLVMPointerType::get(b.getContext());

@@ -82,6 +82,10 @@ Expected<const NcclApi *> fdc::runtime::cuda::loadNccl() {
       FDC_NCCL_RESOLVE(ncclGroupEnd)
 #undef FDC_NCCL_RESOLVE
       resolve(handle, "ncclGetLastError", api.ncclGetLastError);
+      resolve(handle, "ncclMemAlloc", api.ncclMemAlloc);
+      resolve(handle, "ncclMemFree", api.ncclMemFree);
+      resolve(handle, "ncclCommWindowRegister", api.ncclCommWindowRegister);
+      resolve(handle, "ncclCommWindowDeregister", api.ncclCommWindowDeregister);
       if (missing)
         slot->error = concat("NCCL ", path, " lacks ", missing,
                              " (NCCL 2.4 or newer is needed)");

@@ -28,6 +28,7 @@ class CudaDevice;
 namespace nccl {
 /// nccl.h's types: an opaque communicator and int-sized enums.
 using Comm = struct ncclComm *;
+using Window = struct ncclWindow *;
 using Result = int;
 using DataType = int;
 using RedOp = int;
@@ -38,6 +39,9 @@ constexpr DataType kFloat16 = 6;
 constexpr DataType kFloat32 = 7;
 constexpr DataType kBfloat16 = 9;
 constexpr RedOp kSum = 0;
+/// NCCL_WIN_COLL_SYMMETRIC: a window the ranks register at equal offsets,
+/// on which NCCL runs its symmetric-memory collective kernels.
+constexpr int kWindowCollSymmetric = 0x01;
 } // namespace nccl
 
 /// The resolved entry points of one NCCL library.
@@ -65,6 +69,20 @@ struct NcclApi {
   nccl::Result (*ncclGroupEnd)() = nullptr;
   /// Optional (NCCL 2.13+): the last error's details.
   const char *(*ncclGetLastError)(nccl::Comm comm) = nullptr;
+  /// Optional (NCCL 2.27+): memory for symmetric windows and the windows.
+  nccl::Result (*ncclMemAlloc)(void **pointer, size_t bytes) = nullptr;
+  nccl::Result (*ncclMemFree)(void *pointer) = nullptr;
+  nccl::Result (*ncclCommWindowRegister)(nccl::Comm comm, void *buffer,
+                                         size_t bytes, nccl::Window *window,
+                                         int flags) = nullptr;
+  nccl::Result (*ncclCommWindowDeregister)(nccl::Comm comm,
+                                           nccl::Window window) = nullptr;
+
+  /// Whether the symmetric-window entry points are all there.
+  bool hasWindows() const {
+    return ncclMemAlloc && ncclMemFree && ncclCommWindowRegister &&
+           ncclCommWindowDeregister;
+  }
 
   /// "unhandled cuda error (run with NCCL_DEBUG=INFO for details)", with
   /// ncclGetLastError's text when there is one.

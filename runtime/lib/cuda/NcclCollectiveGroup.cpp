@@ -11,6 +11,18 @@
 // on its own thread, as NCCL asks of one process driving several devices;
 // NCCL_GRAPH_MIXING_SUPPORT is then 0 unless set.
 //
+// With $FDC_NCCL_WINDOW=1 and NCCL 2.27 or later each rank's scratch, where
+// the step keeps the values it reduces and gathers, comes from ncclMemAlloc
+// and is registered in one symmetric window: every rank's scratch has the
+// same layout, so NCCL runs its symmetric-memory kernels on them (an 8 KB
+// all-reduce in a graph on 2 H100s: 2.9 us, against 5.5 on cuMemAlloc
+// memory). The group deregisters the windows before it destroys the
+// communicators; the backends free the memory. It is not the default: with
+// NCCL 2.28.9 a symmetric kernel waiting for a rank that failed before its
+// collective does not see ncclCommAbort, so the other ranks' steps never
+// end (on 2 H100s, the GPU rank-failure test hangs with windows, passes
+// without).
+//
 // abort() stops new calls, waits briefly for calls being enqueued, then
 // hands every communicator to ncclCommAbort() on a thread of its own,
 // started with the group and parked until then: the abort flag it raises
@@ -68,6 +80,40 @@ bool collectivesInGraphs(const NcclApi &nccl) {
          !(setting && std::strcmp(setting, "0") == 0);
 }
 
+/// The first NCCL with symmetric windows (ncclGetVersion's code).
+constexpr int kWindowNcclVersion = 22700;
+
+/// Whether the ranks' scratch goes into a symmetric window: when
+/// $FDC_NCCL_WINDOW is 1, with NCCL 2.27 or later and the window entry
+/// points.
+bool scratchInWindows(const NcclApi &nccl) {
+  const char *setting = std::getenv("FDC_NCCL_WINDOW");
+  return setting && std::strcmp(setting, "1") == 0 &&
+         nccl.version >= kWindowNcclVersion && nccl.hasWindows();
+}
+
+/// Device memory from ncclMemAlloc, on the calling thread's device.
+class NcclMemory final : public CollectiveMemory {
+public:
+  explicit NcclMemory(const NcclApi &nccl) : nccl(nccl) {}
+
+  Error allocate(uint64_t bytes, uint64_t &address, const char *what) override {
+    void *pointer = nullptr;
+    if (nccl::Result r = nccl.ncclMemAlloc(&pointer, bytes))
+      return createError("ncclMemAlloc(", what, ", ", bytes,
+                         " bytes) failed: ", nccl.describe(r));
+    address = static_cast<uint64_t>(reinterpret_cast<uintptr_t>(pointer));
+    return Error::success();
+  }
+  void release(uint64_t address) override {
+    nccl.ncclMemFree(reinterpret_cast<void *>(static_cast<uintptr_t>(address)));
+  }
+
+private:
+  /// Loaded for the life of the process: outlives any backend.
+  const NcclApi &nccl;
+};
+
 uint64_t address(const void *pointer) {
   return static_cast<uint64_t>(reinterpret_cast<uintptr_t>(pointer));
 }
@@ -91,6 +137,11 @@ public:
   void abort(std::string reason) override;
   std::string error() const override;
   bool runsInGraphs() const override { return inGraphs; }
+  std::shared_ptr<CollectiveMemory> scratchMemory(int64_t rank) override {
+    (void)rank;
+    return memory;
+  }
+  Error registerScratch(const std::vector<DeviceRange> &scratch) override;
 
   /// Starts one parked abort thread per communicator.
   Error startAborters();
@@ -134,6 +185,10 @@ private:
   /// The threads that ncclCommAbort() the communicators, one each.
   std::vector<std::thread> aborters;
   const bool inGraphs;
+  /// The ranks' scratch memory when it goes into symmetric windows, and
+  /// the windows once registered (rank r's at [r]).
+  std::shared_ptr<NcclMemory> memory;
+  std::vector<nccl::Window> windows;
 };
 
 NcclCollectiveGroup::NcclCollectiveGroup(
@@ -143,6 +198,41 @@ NcclCollectiveGroup::NcclCollectiveGroup(
       nccl(nccl), comms(std::move(comms)), inGraphs(inGraphs) {
   for (size_t r = 0; r < devices.size(); ++r)
     rankStates[r].device = devices[r];
+  if (scratchInWindows(nccl))
+    memory = std::make_shared<NcclMemory>(nccl);
+}
+
+Error NcclCollectiveGroup::registerScratch(
+    const std::vector<DeviceRange> &scratch) {
+  if (!memory)
+    return Error::success();
+  if (!windows.empty() || scratch.size() != comms.size())
+    return createError("registerScratch: ", scratch.size(),
+                       " scratch ranges for ", comms.size(),
+                       " ranks, or called twice");
+  for (size_t r = 0; r < scratch.size(); ++r)
+    if (!scratch[r].address || scratch[r].bytes != scratch[0].bytes)
+      return createError("the ranks' scratch differs (rank ", r, ": ",
+                         scratch[r].bytes, " bytes, rank 0: ", scratch[0].bytes,
+                         "): it cannot be one symmetric NCCL window");
+  // Collective: one thread registers every rank's, grouped.
+  std::vector<nccl::Window> registered(comms.size(), nullptr);
+  nccl::Result result = nccl.ncclGroupStart();
+  for (size_t r = 0; r < comms.size() && result == nccl::kSuccess; ++r)
+    result = nccl.ncclCommWindowRegister(
+        comms[r],
+        reinterpret_cast<void *>(static_cast<uintptr_t>(scratch[r].address)),
+        scratch[r].bytes, &registered[r], nccl::kWindowCollSymmetric);
+  nccl::Result ended = nccl.ncclGroupEnd();
+  if (result == nccl::kSuccess)
+    result = ended;
+  if (result != nccl::kSuccess)
+    return createError("ncclCommWindowRegister(scratch, ", scratch[0].bytes,
+                       " bytes a rank) failed: ", nccl.describe(result),
+                       " (unset FDC_NCCL_WINDOW to keep the scratch out of "
+                       "NCCL windows)");
+  windows = std::move(registered);
+  return Error::success();
 }
 
 NcclCollectiveGroup::~NcclCollectiveGroup() {
@@ -155,6 +245,14 @@ NcclCollectiveGroup::~NcclCollectiveGroup() {
   abortOrEnd.notify_all();
   for (std::thread &aborter : aborters)
     aborter.join();
+  // An aborted group's communicators, and their windows, are gone.
+  if (!windows.empty() && !comms.empty()) {
+    nccl.ncclGroupStart();
+    for (size_t r = 0; r < comms.size(); ++r)
+      if (windows[r])
+        nccl.ncclCommWindowDeregister(comms[r], windows[r]);
+    nccl.ncclGroupEnd();
+  }
   for (nccl::Comm comm : comms)
     nccl.ncclCommDestroy(comm);
 }

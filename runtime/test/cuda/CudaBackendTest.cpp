@@ -70,6 +70,11 @@ struct FakeNcclStats {
   int64_t allGathers;
   int64_t captured;
   int64_t destroyedWithLiveGraphs;
+  int64_t memAllocs;
+  int64_t memFrees;
+  int64_t windowsRegistered;
+  int64_t windowsDeregistered;
+  int64_t inWindows;
 };
 
 #ifdef FDC_FAKE_CUDA_DRIVER
@@ -1275,17 +1280,78 @@ TEST_F(CudaFakeDriverTest, NcclAsynchronousErrorFailsTheStep) {
 TEST_F(CudaFakeDriverTest, TensorParallelReleasesEverything) {
   ScopedEnv devices("FDC_FAKE_CUDA_DEVICES", "2");
   ScopedEnv nccl("FDC_NCCL_LIBRARY", FDC_FAKE_NCCL);
+  ScopedEnv windows("FDC_NCCL_WINDOW", "1");
+  FakeNcclStats before = fakeNcclStats();
   {
     Expected<std::unique_ptr<Model>> model = load(FDC_TEST_CUDA_TP);
     ASSERT_TRUE(model) << model.error().message();
     FakeCudaStats stats = fakeStats();
-    // Six buffers, a module and a stream per rank (the warm-up's freed).
+    // Six buffers (the scratch from ncclMemAlloc), a module and a stream
+    // per rank (the warm-up's freed).
     EXPECT_EQ(stats.liveAllocations, 12);
     EXPECT_EQ(stats.liveModules, 2);
     EXPECT_EQ(stats.liveStreams, 2);
     EXPECT_EQ(generate(**model, {3}, 2).tokens, (std::vector<int32_t>{4, 5}));
   }
   expectNothingLeaked();
+  FakeNcclStats after = fakeNcclStats();
+  EXPECT_EQ(after.memAllocs - before.memAllocs, 2);
+  EXPECT_EQ(after.memFrees - before.memFrees, 2);
+  EXPECT_EQ(after.windowsDeregistered - before.windowsDeregistered, 2);
+}
+
+TEST_F(CudaFakeDriverTest, TensorParallelScratchIsASymmetricWindow) {
+  ScopedEnv devices("FDC_FAKE_CUDA_DEVICES", "2");
+  ScopedEnv nccl("FDC_NCCL_LIBRARY", FDC_FAKE_NCCL);
+  for (bool windows : {true, false}) {
+    SCOPED_TRACE(windows ? "FDC_NCCL_WINDOW=1" : "by default");
+    ScopedEnv mode("FDC_NCCL_WINDOW", windows ? "1" : "");
+    FakeNcclStats before = fakeNcclStats();
+    {
+      Expected<std::unique_ptr<Model>> model = load(FDC_TEST_CUDA_TP);
+      ASSERT_TRUE(model) << model.error().message();
+      // Each rank's scratch from ncclMemAlloc, registered once.
+      FakeNcclStats loaded = fakeNcclStats();
+      EXPECT_EQ(loaded.memAllocs - before.memAllocs, windows ? 2 : 0);
+      EXPECT_EQ(loaded.windowsRegistered - before.windowsRegistered,
+                windows ? 2 : 0);
+      EXPECT_EQ(generate(**model, {3}, 2).tokens, (std::vector<int32_t>{4, 5}));
+      // The step gathers from the scratch into the scratch's workspace:
+      // inside the windows. Its sum is on the logits, outside.
+      FakeNcclStats ran = fakeNcclStats();
+      int64_t gathers = ran.allGathers - loaded.allGathers;
+      EXPECT_GT(gathers, 0);
+      EXPECT_EQ(ran.inWindows - loaded.inWindows, windows ? gathers : 0);
+      EXPECT_EQ(ran.windowsDeregistered, loaded.windowsDeregistered);
+    }
+    // Deregistered with the group, freed with the backends.
+    FakeNcclStats after = fakeNcclStats();
+    EXPECT_EQ(after.windowsDeregistered - before.windowsDeregistered,
+              windows ? 2 : 0);
+    EXPECT_EQ(after.memFrees - before.memFrees, windows ? 2 : 0);
+  }
+  expectNothingLeaked();
+}
+
+TEST_F(CudaFakeDriverTest, TensorParallelWindowFailureIsNamed) {
+  ScopedEnv devices("FDC_FAKE_CUDA_DEVICES", "2");
+  ScopedEnv nccl("FDC_NCCL_LIBRARY", FDC_FAKE_NCCL);
+  ScopedEnv windows("FDC_NCCL_WINDOW", "1");
+  ScopedEnv fail("FDC_FAKE_NCCL_WINDOW_FAIL", "1");
+  FakeNcclStats before = fakeNcclStats();
+  Expected<std::unique_ptr<Model>> model = load(FDC_TEST_CUDA_TP);
+  ASSERT_FALSE(model);
+  EXPECT_NE(model.error().message().find("tensor-parallel group of 2 ranks: "
+                                         "ncclCommWindowRegister(scratch, "),
+            std::string::npos)
+      << model.error().message();
+  EXPECT_NE(model.error().message().find("unset FDC_NCCL_WINDOW"),
+            std::string::npos);
+  expectNothingLeaked();
+  FakeNcclStats after = fakeNcclStats();
+  EXPECT_EQ(after.memFrees - before.memFrees,
+            after.memAllocs - before.memAllocs);
+  EXPECT_EQ(after.windowsRegistered, before.windowsRegistered);
 }
 
 #endif // FDC_FAKE_CUDA_DRIVER

@@ -16,8 +16,14 @@
 |* no graph holds a collective of it (here for at most 10 s, then it counts   *|
 |* destroyedWithLiveGraphs and goes on).                                      *|
 |*                                                                            *|
+|* ncclMemAlloc hands out host memory; ncclCommWindowRegister records the     *|
+|* window (the stats count the collectives whose buffers all lie in windows   *|
+|* of their communicator) and ncclCommWindowDeregister drops it.              *|
+|*                                                                            *|
 |* Environment, read at each call:                                            *|
 |*   FDC_FAKE_NCCL_INIT_FAIL=1     ncclCommInitAll fails (ncclSystemError)    *|
+|*   FDC_FAKE_NCCL_WINDOW_FAIL=1   ncclCommWindowRegister fails               *|
+|*                                 (ncclSystemError)                          *|
 |*   FDC_FAKE_NCCL_ASYNC_ERROR=1   ncclCommGetAsyncError reports              *|
 |*                                 ncclRemoteError                            *|
 |*                                                                            *|
@@ -84,6 +90,13 @@ typedef struct FakeNcclStats {
   int64_t allGathers;
   int64_t captured;
   int64_t destroyedWithLiveGraphs;
+  /* ncclMemAlloc / ncclMemFree calls, windows registered / deregistered,
+   * and collectives (as counted above) whose buffers lie in windows. */
+  int64_t memAllocs;
+  int64_t memFrees;
+  int64_t windowsRegistered;
+  int64_t windowsDeregistered;
+  int64_t inWindows;
 } FakeNcclStats;
 
 static FakeNcclStats stats;
@@ -96,7 +109,60 @@ EXPORT void fdc_fake_nccl_stats(void *out) {
   copy.captured = __atomic_load_n(&stats.captured, __ATOMIC_RELAXED);
   copy.destroyedWithLiveGraphs =
       __atomic_load_n(&stats.destroyedWithLiveGraphs, __ATOMIC_RELAXED);
+  copy.memAllocs = __atomic_load_n(&stats.memAllocs, __ATOMIC_RELAXED);
+  copy.memFrees = __atomic_load_n(&stats.memFrees, __ATOMIC_RELAXED);
+  copy.windowsRegistered =
+      __atomic_load_n(&stats.windowsRegistered, __ATOMIC_RELAXED);
+  copy.windowsDeregistered =
+      __atomic_load_n(&stats.windowsDeregistered, __ATOMIC_RELAXED);
+  copy.inWindows = __atomic_load_n(&stats.inWindows, __ATOMIC_RELAXED);
   memcpy(out, &copy, sizeof(copy));
+}
+
+/*===--- Symmetric windows ------------------------------------------------===*/
+
+enum { kMaxWindows = 64 };
+
+struct ncclWindow {
+  struct ncclComm *comm;
+  const char *begin;
+  size_t bytes;
+};
+
+static pthread_mutex_t windowsMutex = PTHREAD_MUTEX_INITIALIZER;
+static struct ncclWindow *windows[kMaxWindows];
+
+/* Whether [pointer, pointer + bytes) lies in a window of `comm`. */
+static int inWindow(struct ncclComm *comm, const void *pointer, size_t bytes) {
+  const char *p = (const char *)pointer;
+  int found = 0;
+  pthread_mutex_lock(&windowsMutex);
+  for (int i = 0; i < kMaxWindows && !found; ++i)
+    found = windows[i] && windows[i]->comm == comm && p >= windows[i]->begin &&
+            p + bytes <= windows[i]->begin + windows[i]->bytes;
+  pthread_mutex_unlock(&windowsMutex);
+  return found;
+}
+
+static size_t typeSize(int type);
+
+/* Counts a collective of `comm` whose buffers lie in its windows. */
+static void countWindows(struct ncclComm *comm, Call c, int ranks) {
+  size_t bytes = c.count * typeSize(c.type);
+  size_t out = c.op == kAllGather ? bytes * (size_t)ranks : bytes;
+  if (inWindow(comm, c.send, bytes) && inWindow(comm, c.recv, out))
+    __atomic_fetch_add(&stats.inWindows, 1, __ATOMIC_RELAXED);
+}
+
+/* Drops the windows of `comm` (its end frees them, as in NCCL). */
+static void dropWindows(struct ncclComm *comm) {
+  pthread_mutex_lock(&windowsMutex);
+  for (int i = 0; i < kMaxWindows; ++i)
+    if (windows[i] && windows[i]->comm == comm) {
+      free(windows[i]);
+      windows[i] = NULL;
+    }
+  pthread_mutex_unlock(&windowsMutex);
 }
 
 static void count(Op op) {
@@ -232,6 +298,7 @@ static int collective(struct ncclComm *comm, Call call) {
   Clique *clique = comm->clique;
   int rank = comm->rank;
   count(call.op);
+  countWindows(comm, call, clique->ranks);
   size_t size = typeSize(call.type);
   if (!size)
     return kInvalidArgument;
@@ -297,6 +364,7 @@ static __thread struct {
 
 static int defer(struct ncclComm *comm, Call call) {
   count(call.op);
+  countWindows(comm, call, comm->clique->ranks);
   if (deferredCount == kMaxDeferred || !typeSize(call.type))
     return kInvalidArgument;
   deferred[deferredCount].comm = comm;
@@ -512,6 +580,7 @@ EXPORT int ncclCommGetAsyncError(struct ncclComm *comm, int *error) {
 }
 
 static int drop(struct ncclComm *comm, int abort) {
+  dropWindows(comm);
   Clique *clique = comm->clique;
   pthread_mutex_lock(&clique->mutex);
   if (abort) {
@@ -537,6 +606,87 @@ static int drop(struct ncclComm *comm, int abort) {
   if (!abort && !orphaned)
     free(comm);
   release(clique);
+  return kSuccess;
+}
+
+/* Entry point `name` of the driver the runtime loaded ($FDC_CUDA_DRIVER),
+ * as NCCL's memory comes from the driver; NULL without one. */
+static void *driverFunction(const char *name) {
+  const char *driver = getenv("FDC_CUDA_DRIVER");
+  void *handle = dlopen(driver && *driver ? driver : "libcuda.so.1",
+                        RTLD_NOW | RTLD_NOLOAD);
+  if (!handle)
+    return NULL;
+  void *fn = dlsym(handle, name);
+  dlclose(handle);
+  return fn;
+}
+
+EXPORT int ncclMemAlloc(void **pointer, size_t bytes) {
+  int (*alloc)(uint64_t *, size_t) =
+      (int (*)(uint64_t *, size_t))driverFunction("cuMemAlloc_v2");
+  uint64_t address = 0;
+  if (!pointer || !alloc || alloc(&address, bytes ? bytes : 1) != 0)
+    return kSystemError;
+  *pointer = (void *)(uintptr_t)address;
+  __atomic_fetch_add(&stats.memAllocs, 1, __ATOMIC_RELAXED);
+  return kSuccess;
+}
+
+EXPORT int ncclMemFree(void *pointer) {
+  int (*release)(uint64_t) = (int (*)(uint64_t))driverFunction("cuMemFree_v2");
+  if (!release || release((uint64_t)(uintptr_t)pointer) != 0)
+    return kInvalidArgument;
+  __atomic_fetch_add(&stats.memFrees, 1, __ATOMIC_RELAXED);
+  return kSuccess;
+}
+
+EXPORT int ncclCommWindowRegister(struct ncclComm *comm, void *buffer,
+                                  size_t bytes, struct ncclWindow **window,
+                                  int flags) {
+  (void)flags;
+  if (envLong("FDC_FAKE_NCCL_WINDOW_FAIL"))
+    return kSystemError;
+  if (!comm || !buffer || !window)
+    return kInvalidArgument;
+  struct ncclWindow *created =
+      (struct ncclWindow *)calloc(1, sizeof(struct ncclWindow));
+  if (!created)
+    return kSystemError;
+  created->comm = comm;
+  created->begin = (const char *)buffer;
+  created->bytes = bytes;
+  int slot = -1;
+  pthread_mutex_lock(&windowsMutex);
+  for (int i = 0; i < kMaxWindows && slot < 0; ++i)
+    if (!windows[i])
+      slot = i;
+  if (slot >= 0)
+    windows[slot] = created;
+  pthread_mutex_unlock(&windowsMutex);
+  if (slot < 0) {
+    free(created);
+    return kSystemError;
+  }
+  *window = created;
+  __atomic_fetch_add(&stats.windowsRegistered, 1, __ATOMIC_RELAXED);
+  return kSuccess;
+}
+
+EXPORT int ncclCommWindowDeregister(struct ncclComm *comm,
+                                    struct ncclWindow *window) {
+  int found = 0;
+  pthread_mutex_lock(&windowsMutex);
+  for (int i = 0; i < kMaxWindows && !found; ++i)
+    if (windows[i] == window && window && window->comm == comm) {
+      windows[i] = NULL;
+      found = 1;
+    }
+  pthread_mutex_unlock(&windowsMutex);
+  if (!found)
+    return kInvalidArgument;
+  free(window);
+  __atomic_fetch_add(&stats.windowsDeregistered, 1, __ATOMIC_RELAXED);
   return kSuccess;
 }
 

@@ -383,6 +383,22 @@ func.func @f(%x: tensor<?x256xf32>, %w: tensor<512x256xf32>, %r: tensor<?x512xbf
 
 // -----
 
+func.func @f(%x: tensor<?x256xf32>, %w: tensor<512x256xf32>) {
+  // expected-error @+1 {{'decode.linear' op has residual_rank 0 but no residual to add on that rank}}
+  %0 = decode.linear %x, %w {residual_rank = 0 : i64} : tensor<?x256xf32>, tensor<512x256xf32> -> tensor<?x512xf32>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<?x256xf32>, %w: tensor<512x256xf32>, %r: tensor<?x512xf32>) {
+  // expected-error @+1 {{'decode.linear' op residual_rank must be a rank (>= 0), got -1}}
+  %0 = decode.linear %x, %w residual %r {residual_rank = -1 : i64} : tensor<?x256xf32>, tensor<512x256xf32>, tensor<?x512xf32> -> tensor<?x512xf32>
+  return
+}
+
+// -----
+
 func.func @f(%x: tensor<?x256xf32>, %w: !decode.qtensor<512x128xi4, group_size = 128, scale = f16>) {
   // expected-error @+1 {{'decode.linear' op input dimension K = 256 does not match weight dimension K = 128}}
   %0 = decode.linear %x, %w : tensor<?x256xf32>, !decode.qtensor<512x128xi4, group_size = 128, scale = f16> -> tensor<?x512xf32>
@@ -746,6 +762,20 @@ decode.model @m attributes {config = {vocab_size = 8 : i64}, tensor_parallel = 2
     %x = decode.embedding %w[%tokens] : tensor<8x8xf32>, tensor<?xi32> -> tensor<?x8xf32>
     // expected-error @+1 {{'decode.all_reduce' op group_size 4 must be the model's tensor_parallel 2}}
     %r = decode.all_reduce sum %x {group_size = 4 : i64} : tensor<?x8xf32>
+    return %r, %tokens, %cache : tensor<?x8xf32>, tensor<?xi32>, !decode.kv_cache<layers = 1, kv_heads = 1, head_dim = 4, f32>
+  }
+}
+
+// -----
+
+decode.model @m attributes {config = {vocab_size = 8 : i64}, tensor_parallel = 2 : i64} {
+  decode.weight @w : tensor<8x8xf32>
+  func.func @step(%tokens: tensor<?xi32>, %positions: tensor<?xi32>, %slots: tensor<?xi32>, %temperature: tensor<?xf32>, %top_k: tensor<?xi32>, %top_p: tensor<?xf32>, %uniform: tensor<?xf32>, %cache: !decode.kv_cache<layers = 1, kv_heads = 1, head_dim = 4, f32>) -> (tensor<?x8xf32>, tensor<?xi32>, !decode.kv_cache<layers = 1, kv_heads = 1, head_dim = 4, f32>) {
+    %w = decode.weight_ref @w : tensor<8x8xf32>
+    %x = decode.embedding %w[%tokens] : tensor<8x8xf32>, tensor<?xi32> -> tensor<?x8xf32>
+    // expected-error @+1 {{'decode.linear' op residual_rank 2 is not a rank of the model's tensor-parallel group of 2}}
+    %y = decode.linear %x, %w residual %x {residual_rank = 2 : i64} : tensor<?x8xf32>, tensor<8x8xf32>, tensor<?x8xf32> -> tensor<?x8xf32>
+    %r = decode.all_reduce sum %y {group_size = 2 : i64} : tensor<?x8xf32>
     return %r, %tokens, %cache : tensor<?x8xf32>, tensor<?xi32>, !decode.kv_cache<layers = 1, kv_heads = 1, head_dim = 4, f32>
   }
 }

@@ -3,7 +3,9 @@
 close), and the per-token latency of the 7B-wide model (32 layers, bf16) at
 B = 1, 8 and 32 with 1 and 2 ranks, in the same run on the same machine:
 eager steps, step graphs, and for 2 ranks step graphs cut at the
-collectives (FDC_NCCL_GRAPHS=0) beside those that hold them; one rank's
+collectives (FDC_NCCL_GRAPHS=0) beside those that hold them, and step graphs
+with the ranks' scratch in NCCL symmetric windows (FDC_NCCL_WINDOW=1)
+beside those without; one rank's
 share of the model (wide32-share: half the heads, MLP columns and
 vocabulary) on one GPU, which TP 2's step exceeds by what its collectives
 and their waits cost; and NCCL's all-reduce of one step's sizes alone.
@@ -64,12 +66,14 @@ BATCHES = (1, 8, 32)
 
 def latency(name, ckpt, ranks, mode, steps=64):
     """us per token at each batch of BATCHES, one load of the model. `mode`:
-    "eager", "graphs" (NCCL inside them) or "graphs-cut" (cut at each
-    collective, which runs between the segments)."""
+    "eager", "graphs" (NCCL inside them), "graphs-cut" (cut at each
+    collective, which runs between the segments) or "graphs-window" (the
+    scratch in NCCL symmetric windows)."""
     so = MODELS / f"{name}-tp{ranks}.so"
     # Read when the backend and the group are created.
     os.environ["FDC_CUDA_GRAPHS"] = "0" if mode == "eager" else "1"
     os.environ["FDC_NCCL_GRAPHS"] = "0" if mode == "graphs-cut" else "1"
+    os.environ["FDC_NCCL_WINDOW"] = "1" if mode == "graphs-window" else "0"
     times = {}
     with Model(so, ckpt, max_context=256, num_slots=max(BATCHES)) as model:
         for batch in BATCHES:
@@ -152,14 +156,18 @@ def all_reduce_alone(hidden, layers, iterations=200):
 
 
 def main():
+    """Arguments: --no-latency (the ids only), --no-ids (the latency only),
+    --wide32-only / --wide13b-only (one model's latency)."""
     work = Path(tempfile.mkdtemp(prefix="fdc-tp-"))
-    for variant in ("gqa", "mha"):
-        ckpt = work / variant
-        make_tiny_checkpoint(str(ckpt), variant, "f32", seed=0)
-        compare(f"tiny-{variant}-f32", ckpt)
-    wide = work / "wide-f32"
-    wide_model.build(str(wide), str(MODELS / "wide-f32-config.json"), 0, dtype="float32")
-    compare("wide-f32", wide, steps=24)
+    if "--no-ids" not in sys.argv:
+        for variant in ("gqa", "mha"):
+            ckpt = work / variant
+            make_tiny_checkpoint(str(ckpt), variant, "f32", seed=0)
+            compare(f"tiny-{variant}-f32", ckpt)
+        wide = work / "wide-f32"
+        wide_model.build(str(wide), str(MODELS / "wide-f32-config.json"), 0,
+                         dtype="float32")
+        compare("wide-f32", wide, steps=24)
     if "--no-latency" not in sys.argv:
         import shutil
         import torch
@@ -167,6 +175,8 @@ def main():
                   ("wide13b-bf16", "wide13b-config.json"))
         if "--wide32-only" in sys.argv:
             models = models[:1]
+        elif "--wide13b-only" in sys.argv:
+            models = models[1:]
         for name, config in models:
             ckpt = work / name
             wide_model.build(str(ckpt), str(MODELS / config), 0)
@@ -174,10 +184,11 @@ def main():
             # 1 and 2 ranks, eager and replaying step graphs; 2 ranks also
             # with graphs cut at the collectives.
             modes = ((1, "eager"), (1, "graphs"), (2, "eager"),
-                     (2, "graphs-cut"), (2, "graphs"))
+                     (2, "graphs-cut"), (2, "graphs"), (2, "graphs-window"))
             measured = {mode: latency(name, ckpt, *mode) for mode in modes}
             for two, one in (("eager", "eager"), ("graphs", "graphs"),
-                             ("graphs-cut", "graphs")):
+                             ("graphs-cut", "graphs"),
+                             ("graphs-window", "graphs")):
                 for batch in BATCHES:
                     ratio = measured[(2, two)][batch] / measured[(1, one)][batch]
                     print(f"ratio {name} tp2 {two} / tp1 {one} B={batch}: "

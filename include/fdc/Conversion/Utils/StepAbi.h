@@ -54,6 +54,11 @@ void returnFromStepIfFailed(mlir::ImplicitLocOpBuilder &b, mlir::Value status);
 mlir::Value callCollective(mlir::ImplicitLocOpBuilder &b, mlir::Value args,
                            CollectiveField field, mlir::ValueRange operands);
 
+/// This rank's index in its tensor-parallel group (an i64, FdcCollectiveApi
+/// field `rank` of the FdcStepArgs at `args`); only for a tensor-parallel
+/// library, whose collective field is set.
+mlir::Value loadCollectiveRank(mlir::ImplicitLocOpBuilder &b, mlir::Value args);
+
 /// Loads field `field` of the FdcStepArgs at `args` as `type`.
 mlir::Value loadStepField(mlir::ImplicitLocOpBuilder &b, mlir::Value args,
                           int64_t field, mlir::Type type);

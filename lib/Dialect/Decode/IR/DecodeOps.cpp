@@ -296,7 +296,15 @@ private:
           return success(succeeded(activation(op, "input", norm.getInput())) &&
                          succeeded(weight(op, "weight", norm.getWeight())));
         })
-        .Case<LinearOp, SparseLinearOp>([&](auto linear) {
+        .Case([&](LinearOp linear) {
+          return success(
+              succeeded(activation(op, "input", linear.getInput())) &&
+              succeeded(activation(op, "residual", linear.getResidual())) &&
+              succeeded(weight(op, "weight", linear.getWeight())) &&
+              succeeded(weight(op, "bias", linear.getBias())) &&
+              succeeded(residualRank(linear)));
+        })
+        .Case([&](SparseLinearOp linear) {
           return success(
               succeeded(activation(op, "input", linear.getInput())) &&
               succeeded(activation(op, "residual", linear.getResidual())) &&
@@ -355,6 +363,17 @@ private:
               succeeded(groupSize(op, gather.getGroupSize())));
         })
         .Default([](Operation *) { return success(); });
+  }
+
+  /// A linear adds its residual on one of the model's ranks.
+  LogicalResult residualRank(LinearOp linear) {
+    std::optional<int64_t> rank = linear.getResidualRank();
+    if (!rank || *rank < ranks)
+      return success();
+    return linear.emitOpError()
+           << "residual_rank " << *rank
+           << " is not a rank of the model's tensor-parallel group of "
+           << ranks;
   }
 
   /// A collective spans the model's tensor-parallel group.
@@ -702,6 +721,14 @@ LogicalResult verifyLinearLike(Operation *op, RankedTensorType input,
 } // namespace
 
 LogicalResult LinearOp::verify() {
+  if (std::optional<int64_t> rank = getResidualRank()) {
+    if (!getResidual())
+      return emitOpError() << "has residual_rank " << *rank
+                           << " but no residual to add on that rank";
+    if (*rank < 0)
+      return emitOpError() << "residual_rank must be a rank (>= 0), got "
+                           << *rank;
+  }
   ArrayRef<int64_t> weightShape;
   if (auto dense = dyn_cast<RankedTensorType>(getWeight().getType())) {
     if (failed(checkRank(*this, "weight", dense, 2, "[N, K]")))

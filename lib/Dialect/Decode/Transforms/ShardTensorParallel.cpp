@@ -285,20 +285,20 @@ LogicalResult TensorParallelSharder::shardRows(LinearOp linear) {
            << bias.getType() << ") is not supported yet";
   if (failed(shardWeight(linear, /*dim=*/1, /*parts=*/1)))
     return failure();
-  // The rank's partial product, then the sum over the ranks plus the
-  // residual, added once.
+  // The rank's partial product, then the sum over the ranks. The residual
+  // is added once: by rank 0's partial product, in its epilogue.
   OpBuilder b(linear->getContext());
   b.setInsertionPoint(linear);
   Value residual = linear.getResidual();
-  auto partial =
-      LinearOp::create(b, linear.getLoc(), linear.getResult().getType(),
-                       linear.getInput(), linear.getWeight(), /*bias=*/Value(),
-                       /*residual=*/Value(), Activation::none);
+  auto partial = LinearOp::create(
+      b, linear.getLoc(), linear.getResult().getType(), linear.getInput(),
+      linear.getWeight(), /*bias=*/Value(), residual, Activation::none,
+      residual ? b.getI64IntegerAttr(0) : IntegerAttr());
   partial->setDiscardableAttrs(linear->getDiscardableAttrDictionary());
   partial->removeAttr(KernelAttr::getOpAttrName());
-  auto reduce =
-      AllReduceOp::create(b, linear.getLoc(), linear.getResult().getType(),
-                          Reduction::sum, partial.getResult(), residual, ranks);
+  auto reduce = AllReduceOp::create(
+      b, linear.getLoc(), linear.getResult().getType(), Reduction::sum,
+      partial.getResult(), /*residual=*/Value(), ranks);
   linear.getResult().replaceAllUsesWith(reduce.getResult());
   linear.erase();
   return success();

@@ -26,6 +26,26 @@ namespace fdc::runtime {
 
 class DeviceBackend;
 
+/// Device memory that a group's collectives run fastest on (NCCL: from
+/// ncclMemAlloc, for a symmetric window), from which a rank's backend takes
+/// its scratch. Thread-safe; a backend keeps it while it holds memory from
+/// it, which may be after the group is gone.
+class CollectiveMemory {
+public:
+  virtual ~CollectiveMemory();
+  /// Allocates `bytes` on the calling thread's current device; the error
+  /// names `what`.
+  virtual Error allocate(uint64_t bytes, uint64_t &address,
+                         const char *what) = 0;
+  virtual void release(uint64_t address) = 0;
+};
+
+/// A range of device memory: its address and size in bytes.
+struct DeviceRange {
+  uint64_t address = 0;
+  uint64_t bytes = 0;
+};
+
 class CollectiveGroup {
 public:
   virtual ~CollectiveGroup();
@@ -46,6 +66,22 @@ public:
   /// thread). Otherwise a capture is cut at each collective, which runs
   /// between the segments.
   virtual bool runsInGraphs() const { return false; }
+  /// Where rank `rank`'s scratch (the step's values, the collectives'
+  /// buffers among them) should come from, or null: the device's own
+  /// allocator. Asked before the backends allocate their state.
+  virtual std::shared_ptr<CollectiveMemory> scratchMemory(int64_t rank) {
+    (void)rank;
+    return nullptr;
+  }
+  /// Called once, after every rank allocated its state from scratchMemory
+  /// (scratch[r] is rank r's scratch): readies the group's collectives on
+  /// them (NCCL: registers each rank's scratch in one symmetric window,
+  /// which the group's end deregisters). Every rank's scratch has the same
+  /// size and layout, so a value lies at one offset on every rank.
+  virtual Error registerScratch(const std::vector<DeviceRange> &scratch) {
+    (void)scratch;
+    return Error::success();
+  }
 };
 
 /// One rank's record in a CollectiveGroupImpl; an implementation derives its

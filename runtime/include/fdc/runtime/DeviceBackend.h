@@ -23,8 +23,10 @@
 
 namespace fdc::runtime {
 
+class CollectiveMemory;
 class GpuDevice;
 class ModelLibrary;
+struct DeviceRange;
 
 class DeviceBackend {
 public:
@@ -90,6 +92,13 @@ public:
   /// NCCL keeps a communicator a live graph captured: the graphs go before
   /// the group.
   virtual void releaseStepGraphs() {}
+  /// Takes the scratch from `memory` (CollectiveGroup::scratchMemory) rather
+  /// than the device's allocator; set before allocateState().
+  virtual void setScratchMemory(std::shared_ptr<CollectiveMemory> memory) {
+    (void)memory;
+  }
+  /// The scratch allocateState() allocated ({0, 0} before, or with none).
+  virtual DeviceRange scratchRange() const;
 };
 
 /// True when `target` names a GPU target some backend could run: it starts

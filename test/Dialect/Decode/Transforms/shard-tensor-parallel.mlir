@@ -5,8 +5,9 @@
 // RUN: not fdc-opt %S/Inputs/tp-model.mlir --pass-pipeline='builtin.module(decode.model(decode-shard-tensor-parallel{ranks=65}))' 2>&1 | FileCheck %s --check-prefix=RANKS
 
 // Megatron-style: Q, K, V and gate-up column-parallel (the rank's rows),
-// o_proj and down_proj row-parallel (the rank's columns, then an all-reduce
-// that adds the residual once), the LM head split over the vocabulary and
+// o_proj and down_proj row-parallel (the rank's columns, rank 0 adding the
+// residual in the linear's epilogue, then an all-reduce that sums the ranks'
+// partials), the LM head split over the vocabulary and
 // gathered; the embedding and norms replicated. The tied LM head gets a
 // declaration of its own for its shard.
 
@@ -30,12 +31,13 @@
 // CHECK: decode.kv_append {{.*}} : tensor<?x1x4xf32>, tensor<?x1x4xf32> into !decode.kv_cache<layers = 1, kv_heads = 1, head_dim = 4, f32>
 // CHECK: decode.attention {{.*}} : tensor<?x2x4xf32>, !decode.kv_cache<layers = 1, kv_heads = 1, head_dim = 4, f32> -> tensor<?x2x4xf32>
 // CHECK: tensor.collapse_shape {{.*}} : tensor<?x2x4xf32> into tensor<?x8xf32>
-// CHECK: %[[PO:.*]] = decode.linear %{{.*}}, %{{.*}} : tensor<?x8xf32>, tensor<16x8xf32> -> tensor<?x16xf32>
-// CHECK: %[[H1:.*]] = decode.all_reduce sum %[[PO]] residual %[[H0]] {group_size = 2 : i64} : tensor<?x16xf32>, tensor<?x16xf32>
+// CHECK: %[[PO:.*]] = decode.linear %{{.*}}, %{{.*}} residual %[[H0]] {residual_rank = 0 : i64} : tensor<?x8xf32>, tensor<16x8xf32>, tensor<?x16xf32> -> tensor<?x16xf32>
+// CHECK: %[[H1:.*]] = decode.all_reduce sum %[[PO]] {group_size = 2 : i64} : tensor<?x16xf32>
 // CHECK: decode.rms_norm %[[H1]]
 // CHECK: decode.linear {{.*}} {activation = #decode<activation silu_gate_up>} : tensor<?x16xf32>, tensor<32x16xf32> -> tensor<?x16xf32>
-// CHECK: %[[PD:.*]] = decode.linear %{{.*}}, %{{.*}} : tensor<?x16xf32>, tensor<16x16xf32> -> tensor<?x16xf32>
-// CHECK: %[[H2:.*]] = decode.all_reduce sum %[[PD]] residual %[[H1]] {group_size = 2 : i64}
+// CHECK: %[[PD:.*]] = decode.linear %{{.*}}, %{{.*}} residual %[[H1]] {residual_rank = 0 : i64} : tensor<?x16xf32>, tensor<16x16xf32>, tensor<?x16xf32> -> tensor<?x16xf32>
+// CHECK: %[[H2:.*]] = decode.all_reduce sum %[[PD]] {group_size = 2 : i64} : tensor<?x16xf32>
+// CHECK-NOT: residual_rank
 // CHECK: %[[LM:.*]] = decode.weight_ref @embed.tp_shard : tensor<4x16xf32>
 // CHECK: %[[PART:.*]] = decode.linear %[[H2]], %[[LM]] : tensor<?x16xf32>, tensor<4x16xf32> -> tensor<?x4xf32>
 // CHECK: %[[LOGITS:.*]] = decode.all_gather %[[PART]] {group_size = 2 : i64} : tensor<?x4xf32> -> tensor<?x8xf32>

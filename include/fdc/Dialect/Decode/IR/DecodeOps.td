@@ -178,7 +178,12 @@ def Decode_LinearOp : Decode_Op<"linear", [Pure, AttrSizedOperandSegments]> {
     - `activation = silu_gate_up`: the first N/2 columns are the gate g, the
       last N/2 the up projection u, and the result is `silu(g) * u`
       ([M, N/2]); otherwise the result is acc ([M, N]);
-    - `residual` (same type as the result) is added if present.
+    - `residual` (same type as the result) is added if present; with
+      `residual_rank = r`, in a tensor-parallel model, only on rank r (the
+      other ranks' results are the product alone). A row-parallel linear's
+      partial product takes the residual that way, so that the
+      `decode.all_reduce` sum that follows adds it once and no kernel of its
+      own adds it after the reduction.
     The result is stored in its own element type (the input's, or f32 for
     logits). With M = 1 this is a GEMV; with small M a flat GEMM.
   }];
@@ -186,7 +191,8 @@ def Decode_LinearOp : Decode_Op<"linear", [Pure, AttrSizedOperandSegments]> {
                        Optional<Decode_FloatTensor>:$bias,
                        Optional<Decode_FloatTensor>:$residual,
                        DefaultValuedAttr<Decode_ActivationAttr,
-                                         "Activation::none">:$activation);
+                                         "Activation::none">:$activation,
+                       OptionalAttr<I64Attr>:$residual_rank);
   let results = (outs Decode_FloatTensor:$result);
   let assemblyFormat = [{
     $input `,` $weight (`bias` $bias^)? (`residual` $residual^)? attr-dict

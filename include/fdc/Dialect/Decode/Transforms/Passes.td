@@ -33,8 +33,9 @@ def DecodeShardTensorParallel : Pass<"decode-shard-tensor-parallel",
       (`kv_heads / ranks`) and attention then run on the rank's heads;
     - row-parallel linears (a split input times the rank's columns of the
       weight, o_proj and down_proj): the linear computes the rank's partial
-      sum, and `decode.all_reduce sum` adds the ranks' partials and the
-      residual (once);
+      sum, rank 0's with the residual in its epilogue (`residual_rank = 0`),
+      and `decode.all_reduce sum` adds the ranks' partials, so the residual
+      is added once and needs no kernel after the reduction;
     - the LM head is split over the vocabulary, and `decode.all_gather`
       assembles the logits before sampling, so every rank samples the same
       ids;
