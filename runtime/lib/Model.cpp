@@ -8,7 +8,9 @@
 #include <algorithm>
 #include <cmath>
 #include <condition_variable>
+#include <deque>
 #include <exception>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <system_error>
@@ -21,6 +23,10 @@ using namespace fdc::runtime;
 /// weights, cache and backend), the group joining all N, and the workers:
 /// one persistent thread per rank 1..N-1, woken for every step.
 struct Model::TensorParallel {
+  /// What a worker runs when woken: a whole step, or an overlapped step's
+  /// launch or finish (DeviceBackend::launchStep / finishStep).
+  enum class Task { Step, Launch, Finish };
+
   struct Rank {
     int64_t index = 0;
     /// A host library's weight arena and KV cache.
@@ -28,13 +34,27 @@ struct Model::TensorParallel {
     std::optional<KVCache> cache;
     /// A GPU library's backend.
     std::unique_ptr<DeviceBackend> backend;
-    /// The rank's host outputs: [maxStepRows][vocab] f32, [maxStepRows].
+    /// The rank's host outputs: [maxStepRows][vocab] f32, and
+    /// [2][maxStepRows] ids (one half per overlapped step in flight).
     HostBuffer logits;
     HostBuffer nextTokens;
-    /// This step's arguments (set before the workers are woken) and outcome.
+    /// This task's arguments (set before the workers are woken) and outcome.
+    Task task = Task::Step;
     FdcStepArgs args = {};
+    /// A launch's rows whose tokens are the last step's ids.
+    int64_t fed = 0;
     Error result = Error::success();
     std::thread thread;
+    /// The arguments of the overlapped steps launched and not finished,
+    /// oldest first, and the half of nextTokens the next one's ids go to.
+    std::deque<FdcStepArgs> launched;
+    int nextHalf = 0;
+
+    int32_t *ids(int half) {
+      return reinterpret_cast<int32_t *>(nextTokens.data()) +
+             static_cast<size_t>(half) *
+                 (nextTokens.size() / (2 * sizeof(int32_t)));
+    }
   };
 
   TensorParallel(const ModelLibrary &library, int64_t ranks)
@@ -45,6 +65,18 @@ struct Model::TensorParallel {
   /// `cache`, or the rank's backend.
   Error runRank(FdcStepArgs &args, HostBuffer &weights, KVCache *cache,
                 DeviceBackend *backend);
+  /// Runs a worker's task.
+  Error runTask(Rank &rank);
+  /// Runs `task` on every rank: `prepare` sets each worker's arguments
+  /// before the workers are woken, `rankZero` runs rank 0's here; then
+  /// waits for the workers. Returns the group's failure (after aborting the
+  /// group for it, so the model refuses later steps), or success.
+  Error run(Task task, const std::function<void(Rank &)> &prepare,
+            const std::function<Error()> &rankZero);
+  /// Fails, naming the row, unless every worker's ids (`ids(rank)`) equal
+  /// rank 0's, `batch` rows.
+  Error checkIds(const int32_t *rankZero, int64_t batch,
+                 const std::function<const int32_t *(Rank &)> &ids);
   /// A worker's loop.
   void work(Rank &rank);
   Error startWorkers();
@@ -91,6 +123,81 @@ Error Model::TensorParallel::runRank(FdcStepArgs &args, HostBuffer &weights,
   return Error::success();
 }
 
+Error Model::TensorParallel::runTask(Rank &rank) {
+  switch (rank.task) {
+  case Task::Launch:
+    return rank.backend->launchStep(rank.args, rank.fed);
+  case Task::Finish:
+    return rank.backend->finishStep(rank.args);
+  case Task::Step:
+    break;
+  }
+  return runRank(rank.args, rank.weights, rank.cache ? &*rank.cache : nullptr,
+                 rank.backend.get());
+}
+
+Error Model::TensorParallel::run(Task task,
+                                 const std::function<void(Rank &)> &prepare,
+                                 const std::function<Error()> &rankZero) {
+  for (std::unique_ptr<Rank> &rank : workers) {
+    rank->task = task;
+    rank->result = Error::success();
+    prepare(*rank);
+  }
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    pending = ranks - 1;
+    ++generation;
+  }
+  wake.notify_all();
+
+  Error err = Error::success();
+  try {
+    err = rankZero();
+  } catch (const std::exception &e) {
+    // The workers must still be waited for.
+    err = createError("the step threw: ", e.what());
+  }
+  if (err)
+    rankFailed(0, err);
+  {
+    std::unique_lock<std::mutex> lock(mutex);
+    done.wait(lock, [&] { return pending == 0; });
+  }
+
+  // Every failure aborted the group with its reason (the first one is kept);
+  // a collective's own failure is recorded there too.
+  std::string failure = group->error();
+  if (failure.empty() && err)
+    failure =
+        concat("tensor-parallel rank 0 of ", ranks, " failed: ", err.message());
+  for (std::unique_ptr<Rank> &rank : workers)
+    if (failure.empty() && rank->result)
+      failure = concat("tensor-parallel rank ", rank->index, " of ", ranks,
+                       " failed: ", rank->result.message());
+  if (failure.empty())
+    return Error::success();
+  // The ranks' KV caches and devices may be out of step: no more steps.
+  group->abort(failure);
+  abortReason = failure;
+  return createError(failure);
+}
+
+Error Model::TensorParallel::checkIds(
+    const int32_t *rankZero, int64_t batch,
+    const std::function<const int32_t *(Rank &)> &ids) {
+  // The ranks sample from the same logits: they must agree.
+  for (std::unique_ptr<Rank> &rank : workers) {
+    const int32_t *next = ids(*rank);
+    for (int64_t i = 0; i < batch; ++i)
+      if (next[i] != rankZero[i])
+        return createError("tensor-parallel ranks disagree: row ", i,
+                           ": rank 0 chose token ", rankZero[i], ", rank ",
+                           rank->index, " token ", next[i]);
+  }
+  return Error::success();
+}
+
 void Model::TensorParallel::rankFailed(int64_t rank, const Error &err) {
   group->abort(concat("tensor-parallel rank ", rank, " of ", ranks,
                       " failed: ", err.message()));
@@ -107,8 +214,7 @@ void Model::TensorParallel::work(Rank &rank) {
     lock.unlock();
     Error err = Error::success();
     try {
-      err = runRank(rank.args, rank.weights,
-                    rank.cache ? &*rank.cache : nullptr, rank.backend.get());
+      err = runTask(rank);
     } catch (const std::exception &e) {
       err = createError("the step threw: ", e.what());
     }
@@ -305,7 +411,7 @@ Model::create(std::unique_ptr<ModelLibrary> library,
         return rankError(rank->index, logits.error());
       rank->logits = std::move(*logits);
       Expected<HostBuffer> nextTokens = HostBuffer::allocate(
-          static_cast<uint64_t>(stepRows) * sizeof(int32_t),
+          2 * static_cast<uint64_t>(stepRows) * sizeof(int32_t),
           "tensor-parallel rank next_tokens");
       if (!nextTokens)
         return rankError(rank->index, nextTokens.error());
@@ -409,7 +515,14 @@ Error Model::step(FdcStepArgs &args) {
 }
 
 bool Model::canOverlapSteps() const {
-  return !tp && backend && backend->canOverlapSteps();
+  if (!backend || !backend->canOverlapSteps())
+    return false;
+  // A tensor-parallel model overlaps where every rank's backend does.
+  if (tp)
+    for (const std::unique_ptr<TensorParallel::Rank> &rank : tp->workers)
+      if (!rank->backend || !rank->backend->canOverlapSteps())
+        return false;
+  return true;
 }
 
 Error Model::launchStep(FdcStepArgs &args, int64_t tokensFromLastStep) {
@@ -419,13 +532,53 @@ Error Model::launchStep(FdcStepArgs &args, int64_t tokensFromLastStep) {
     return err;
   args.num_slots = cache.numSlots();
   args.max_context = cache.maxContext();
-  return backend->launchStep(args, tokensFromLastStep);
+  if (!tp)
+    return backend->launchStep(args, tokensFromLastStep);
+  // Every rank launches its step (each captures and replays its graph on
+  // its own thread), its ids into its half for this step.
+  TensorParallel &t = *tp;
+  if (!t.abortReason.empty())
+    return createError("tensor-parallel group aborted: ", t.abortReason);
+  auto prepare = [&](TensorParallel::Rank &rank) {
+    rank.args = args;
+    rank.args.logits = nullptr;
+    rank.args.next_tokens = rank.ids(rank.nextHalf);
+    rank.args.collective = t.group->api(rank.index);
+    rank.fed = tokensFromLastStep;
+    rank.nextHalf ^= 1;
+    rank.launched.push_back(rank.args);
+  };
+  auto rankZero = [&]() -> Error {
+    args.collective = t.group->api(0);
+    Error err = backend->launchStep(args, tokensFromLastStep);
+    args.collective = nullptr;
+    return err;
+  };
+  return t.run(TensorParallel::Task::Launch, prepare, rankZero);
 }
 
 Error Model::finishStep(FdcStepArgs &args) {
   if (!canOverlapSteps())
     return createError("model step: this model does not overlap steps");
-  return backend->finishStep(args);
+  if (!tp)
+    return backend->finishStep(args);
+  TensorParallel &t = *tp;
+  if (!t.abortReason.empty())
+    return createError("tensor-parallel group aborted: ", t.abortReason);
+  for (const std::unique_ptr<TensorParallel::Rank> &rank : t.workers)
+    if (rank->launched.empty())
+      return createError("model step: no overlapped step to finish");
+  auto prepare = [&](TensorParallel::Rank &rank) {
+    rank.args = rank.launched.front();
+    rank.launched.pop_front();
+  };
+  if (Error err = t.run(TensorParallel::Task::Finish, prepare,
+                        [&] { return backend->finishStep(args); }))
+    return err;
+  return t.checkIds(
+      args.next_tokens, args.batch, [](TensorParallel::Rank &rank) {
+        return static_cast<const int32_t *>(rank.args.next_tokens);
+      });
 }
 
 Error Model::runStep(FdcStepArgs &args) {
@@ -443,66 +596,23 @@ Error Model::stepRanks(FdcStepArgs &args) {
   TensorParallel &t = *tp;
   if (!t.abortReason.empty())
     return createError("tensor-parallel group aborted: ", t.abortReason);
-  for (std::unique_ptr<TensorParallel::Rank> &rank : t.workers) {
-    rank->args = args;
+  auto prepare = [&](TensorParallel::Rank &rank) {
+    rank.args = args;
     // A GPU rank copies its logits back only when rank 0's are wanted.
-    rank->args.logits = args.logits || !rank->backend
-                            ? reinterpret_cast<float *>(rank->logits.data())
-                            : nullptr;
-    rank->args.next_tokens =
-        reinterpret_cast<int32_t *>(rank->nextTokens.data());
-    rank->args.collective = t.group->api(rank->index);
-    rank->result = Error::success();
-  }
-  {
-    std::lock_guard<std::mutex> lock(t.mutex);
-    t.pending = t.ranks - 1;
-    ++t.generation;
-  }
-  t.wake.notify_all();
-
-  args.collective = t.group->api(0);
-  Error err = Error::success();
-  try {
-    err = t.runRank(args, weightArena, &cache, backend.get());
-  } catch (const std::exception &e) {
-    // The workers must still be waited for.
-    err = createError("the step threw: ", e.what());
-  }
-  args.collective = nullptr;
-  if (err)
-    t.rankFailed(0, err);
-  {
-    std::unique_lock<std::mutex> lock(t.mutex);
-    t.done.wait(lock, [&] { return t.pending == 0; });
-  }
-
-  // Every failure aborted the group with its reason (the first one is kept);
-  // a collective's own failure is recorded there too.
-  std::string failure = t.group->error();
-  if (failure.empty() && err)
-    failure = concat("tensor-parallel rank 0 of ", t.ranks,
-                     " failed: ", err.message());
-  for (std::unique_ptr<TensorParallel::Rank> &rank : t.workers)
-    if (failure.empty() && rank->result)
-      failure = concat("tensor-parallel rank ", rank->index, " of ", t.ranks,
-                       " failed: ", rank->result.message());
-  if (!failure.empty()) {
-    // The ranks' KV caches and devices may be out of step: no more steps.
-    t.group->abort(failure);
-    t.abortReason = failure;
-    return createError(failure);
-  }
-
-  // The ranks sample from the same logits: they must agree.
-  for (std::unique_ptr<TensorParallel::Rank> &rank : t.workers) {
-    const int32_t *next =
-        reinterpret_cast<const int32_t *>(rank->nextTokens.data());
-    for (int64_t i = 0; i < args.batch; ++i)
-      if (next[i] != args.next_tokens[i])
-        return createError("tensor-parallel ranks disagree: row ", i,
-                           ": rank 0 chose token ", args.next_tokens[i],
-                           ", rank ", rank->index, " token ", next[i]);
-  }
-  return Error::success();
+    rank.args.logits = args.logits || !rank.backend
+                           ? reinterpret_cast<float *>(rank.logits.data())
+                           : nullptr;
+    rank.args.next_tokens = rank.ids(0);
+    rank.args.collective = t.group->api(rank.index);
+  };
+  auto rankZero = [&]() -> Error {
+    args.collective = t.group->api(0);
+    Error err = t.runRank(args, weightArena, &cache, backend.get());
+    args.collective = nullptr;
+    return err;
+  };
+  if (Error err = t.run(TensorParallel::Task::Step, prepare, rankZero))
+    return err;
+  return t.checkIds(args.next_tokens, args.batch,
+                    [](TensorParallel::Rank &rank) { return rank.ids(0); });
 }

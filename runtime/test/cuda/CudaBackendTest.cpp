@@ -1300,6 +1300,44 @@ TEST_F(CudaFakeDriverTest, TensorParallelReleasesEverything) {
   EXPECT_EQ(after.windowsDeregistered - before.windowsDeregistered, 2);
 }
 
+TEST_F(CudaFakeDriverTest, TensorParallelOverlappedStepsMatchStepsOneByOne) {
+  ScopedEnv devices("FDC_FAKE_CUDA_DEVICES", "2");
+  ScopedEnv nccl("FDC_NCCL_LIBRARY", FDC_FAKE_NCCL);
+  {
+    Expected<std::unique_ptr<Model>> model = load(FDC_TEST_CUDA_TP);
+    ASSERT_TRUE(model) << model.error().message();
+    OverlapRun oneByOne = runOverlapWorkload(**model, false);
+    ASSERT_TRUE((*model)->canOverlapSteps());
+    FakeCudaStats before = fakeStats();
+    FakeNcclStats ncclBefore = fakeNcclStats();
+    OverlapRun overlapped = runOverlapWorkload(**model, true);
+    FakeCudaStats after = fakeStats();
+    FakeNcclStats ncclAfter = fakeNcclStats();
+    EXPECT_EQ(oneByOne.launchedAhead, 0);
+    EXPECT_GT(overlapped.launchedAhead, 0);
+    EXPECT_EQ(overlapped.steps, oneByOne.steps);
+    // Every rank overlaps: per step, each rank's kernels wait for its
+    // inputs' copy and its ids' copy for its kernels; each rank's gather
+    // and sum run every step (replayed from the graphs).
+    EXPECT_EQ(after.streamWaits - before.streamWaits, 2 * 2 * overlapped.steps);
+    EXPECT_EQ(ncclAfter.allGathers - ncclBefore.allGathers,
+              2 * overlapped.steps);
+    EXPECT_EQ(ncclAfter.allReduces - ncclBefore.allReduces,
+              2 * overlapped.steps);
+    ASSERT_EQ(overlapped.results.size(), oneByOne.results.size());
+    for (size_t i = 0; i < oneByOne.results.size(); ++i) {
+      SCOPED_TRACE("request " + std::to_string(oneByOne.results[i].id));
+      EXPECT_EQ(overlapped.results[i].tokens, oneByOne.results[i].tokens);
+      EXPECT_EQ(overlapped.results[i].reason, oneByOne.results[i].reason);
+      EXPECT_EQ(overlapped.results[i].error, "");
+    }
+    // Greedy: the fed token + 1.
+    EXPECT_EQ(oneByOne.results[0].tokens,
+              (std::vector<int32_t>{3, 4, 5, 6, 7, 8, 9, 10, 11, 12}));
+  }
+  expectNothingLeaked();
+}
+
 TEST_F(CudaFakeDriverTest, TensorParallelScratchIsASymmetricWindow) {
   ScopedEnv devices("FDC_FAKE_CUDA_DEVICES", "2");
   ScopedEnv nccl("FDC_NCCL_LIBRARY", FDC_FAKE_NCCL);

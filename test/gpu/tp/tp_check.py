@@ -157,7 +157,8 @@ def all_reduce_alone(hidden, layers, iterations=200):
 
 def main():
     """Arguments: --no-latency (the ids only), --no-ids (the latency only),
-    --wide32-only / --wide13b-only (one model's latency)."""
+    --wide32-only / --wide13b-only (one model's latency), --graphs-only
+    (graphs and graphs-window only: no eager or cut steps, no share)."""
     work = Path(tempfile.mkdtemp(prefix="fdc-tp-"))
     if "--no-ids" not in sys.argv:
         for variant in ("gqa", "mha"):
@@ -185,17 +186,20 @@ def main():
             # with graphs cut at the collectives.
             modes = ((1, "eager"), (1, "graphs"), (2, "eager"),
                      (2, "graphs-cut"), (2, "graphs"), (2, "graphs-window"))
+            pairs = (("eager", "eager"), ("graphs", "graphs"),
+                     ("graphs-cut", "graphs"), ("graphs-window", "graphs"))
+            if "--graphs-only" in sys.argv:
+                modes = ((1, "graphs"), (2, "graphs"), (2, "graphs-window"))
+                pairs = (("graphs", "graphs"), ("graphs-window", "graphs"))
             measured = {mode: latency(name, ckpt, *mode) for mode in modes}
-            for two, one in (("eager", "eager"), ("graphs", "graphs"),
-                             ("graphs-cut", "graphs"),
-                             ("graphs-window", "graphs")):
+            for two, one in pairs:
                 for batch in BATCHES:
                     ratio = measured[(2, two)][batch] / measured[(1, one)][batch]
                     print(f"ratio {name} tp2 {two} / tp1 {one} B={batch}: "
                           f"{ratio:.3f}", flush=True)
                     results["latency"].append(dict(model=name, batch=batch,
                                                    mode=two, ratio=ratio))
-            if name == "wide32-bf16":
+            if name == "wide32-bf16" and "--graphs-only" not in sys.argv:
                 share(measured[(2, "graphs")], work)
             config = json.loads((MODELS / config).read_text())
             all_reduce_alone(config["hidden_size"], config["num_hidden_layers"])

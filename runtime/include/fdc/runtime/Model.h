@@ -102,12 +102,14 @@ public:
   /// ...") or when the ranks' next_tokens disagree.
   Error step(FdcStepArgs &args);
 
-  /// Overlapped steps (DeviceBackend::launchStep): a single-device GPU
-  /// model can launch a step before it has read the sampled ids of the one
-  /// before. launchStep checks the inputs as step() does (the rows whose
-  /// tokens come from the last step's ids on the device hold a valid
-  /// placeholder) and starts the step without logits; finishStep waits for
-  /// the oldest launched step and fills its args.next_tokens.
+  /// Overlapped steps (DeviceBackend::launchStep): a GPU model (every rank
+  /// of a tensor-parallel one) can launch a step before it has read the
+  /// sampled ids of the one before. launchStep checks the inputs as step()
+  /// does (the rows whose tokens come from the last step's ids on the
+  /// device hold a valid placeholder) and starts the step without logits;
+  /// finishStep waits for the oldest launched step and fills its
+  /// args.next_tokens (tensor-parallel: after checking that the ranks
+  /// agree). A rank's failure in either aborts the group, as in step().
   bool canOverlapSteps() const;
   Error launchStep(FdcStepArgs &args, int64_t tokensFromLastStep);
   Error finishStep(FdcStepArgs &args);
