@@ -101,8 +101,9 @@ private:
   Error stepFailed(const std::string &call, DeviceStatus status,
                    const StepGraph *replayed) const;
   /// Opens the copy stream and creates the events of overlapped steps (on
-  /// the first canOverlapSteps(): a model that never overlaps, e.g. a
-  /// tensor-parallel rank, has neither); `overlap` says whether it worked.
+  /// the first canOverlapSteps(): a model that never overlaps, e.g. one
+  /// whose engine turned them off, has neither); `overlap` says whether it
+  /// worked.
   void prepareOverlap();
   void releaseOverlap();
   /// The step's arguments on the device: the inputs as stageInputs put them

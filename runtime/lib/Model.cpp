@@ -21,7 +21,8 @@ using namespace fdc::runtime;
 
 /// Ranks 1..N-1 of a tensor-parallel model (rank 0 is the Model's own
 /// weights, cache and backend), the group joining all N, and the workers:
-/// one persistent thread per rank 1..N-1, woken for every step.
+/// one persistent thread per rank 1..N-1, woken for every step (or
+/// overlapped step's launch and finish).
 struct Model::TensorParallel {
   /// What a worker runs when woken: a whole step, or an overlapped step's
   /// launch or finish (DeviceBackend::launchStep / finishStep).
@@ -34,8 +35,8 @@ struct Model::TensorParallel {
     std::optional<KVCache> cache;
     /// A GPU library's backend.
     std::unique_ptr<DeviceBackend> backend;
-    /// The rank's host outputs: [maxStepRows][vocab] f32, and
-    /// [2][maxStepRows] ids (one half per overlapped step in flight).
+    /// The rank's host outputs: [maxStepRows][vocab] f32, [maxStepRows]
+    /// (an overlapped step's ids reach it when the step finishes).
     HostBuffer logits;
     HostBuffer nextTokens;
     /// This task's arguments (set before the workers are woken) and outcome.
@@ -46,15 +47,10 @@ struct Model::TensorParallel {
     Error result = Error::success();
     std::thread thread;
     /// The arguments of the overlapped steps launched and not finished,
-    /// oldest first, and the half of nextTokens the next one's ids go to.
+    /// oldest first (at most two).
     std::deque<FdcStepArgs> launched;
-    int nextHalf = 0;
 
-    int32_t *ids(int half) {
-      return reinterpret_cast<int32_t *>(nextTokens.data()) +
-             static_cast<size_t>(half) *
-                 (nextTokens.size() / (2 * sizeof(int32_t)));
-    }
+    int32_t *ids() { return reinterpret_cast<int32_t *>(nextTokens.data()); }
   };
 
   TensorParallel(const ModelLibrary &library, int64_t ranks)
@@ -73,10 +69,9 @@ struct Model::TensorParallel {
   /// group for it, so the model refuses later steps), or success.
   Error run(Task task, const std::function<void(Rank &)> &prepare,
             const std::function<Error()> &rankZero);
-  /// Fails, naming the row, unless every worker's ids (`ids(rank)`) equal
-  /// rank 0's, `batch` rows.
-  Error checkIds(const int32_t *rankZero, int64_t batch,
-                 const std::function<const int32_t *(Rank &)> &ids);
+  /// Fails, naming the row, unless every worker's ids equal rank 0's,
+  /// `batch` rows.
+  Error checkIds(const int32_t *rankZero, int64_t batch);
   /// A worker's loop.
   void work(Rank &rank);
   Error startWorkers();
@@ -183,12 +178,10 @@ Error Model::TensorParallel::run(Task task,
   return createError(failure);
 }
 
-Error Model::TensorParallel::checkIds(
-    const int32_t *rankZero, int64_t batch,
-    const std::function<const int32_t *(Rank &)> &ids) {
+Error Model::TensorParallel::checkIds(const int32_t *rankZero, int64_t batch) {
   // The ranks sample from the same logits: they must agree.
   for (std::unique_ptr<Rank> &rank : workers) {
-    const int32_t *next = ids(*rank);
+    const int32_t *next = rank->ids();
     for (int64_t i = 0; i < batch; ++i)
       if (next[i] != rankZero[i])
         return createError("tensor-parallel ranks disagree: row ", i,
@@ -411,7 +404,7 @@ Model::create(std::unique_ptr<ModelLibrary> library,
         return rankError(rank->index, logits.error());
       rank->logits = std::move(*logits);
       Expected<HostBuffer> nextTokens = HostBuffer::allocate(
-          2 * static_cast<uint64_t>(stepRows) * sizeof(int32_t),
+          static_cast<uint64_t>(stepRows) * sizeof(int32_t),
           "tensor-parallel rank next_tokens");
       if (!nextTokens)
         return rankError(rank->index, nextTokens.error());
@@ -535,17 +528,32 @@ Error Model::launchStep(FdcStepArgs &args, int64_t tokensFromLastStep) {
   if (!tp)
     return backend->launchStep(args, tokensFromLastStep);
   // Every rank launches its step (each captures and replays its graph on
-  // its own thread), its ids into its half for this step.
+  // its own thread). What a backend would refuse is refused here first: a
+  // rank's refusal would abort the group. A step of new rows waits for
+  // the steps in flight (NCCL_GRAPH_MIXING_SUPPORT=0: a rank never has a
+  // step graph's collectives and an eager step's in flight together).
   TensorParallel &t = *tp;
   if (!t.abortReason.empty())
     return createError("tensor-parallel group aborted: ", t.abortReason);
+  const std::deque<FdcStepArgs> &inFlight = t.workers.front()->launched;
+  if (inFlight.size() >= 2)
+    return createError("model step: a third overlapped step");
+  if (tokensFromLastStep == 0
+          ? !inFlight.empty()
+          : tokensFromLastStep != args.batch || inFlight.empty() ||
+                inFlight.back().batch != args.batch)
+    return createError(
+        "model step: a tensor-parallel model launches a step of new rows "
+        "when none is in flight, and a step fed from the last one with all "
+        "of its rows (",
+        tokensFromLastStep, " of ", args.batch, " rows fed, ", inFlight.size(),
+        " in flight)");
   auto prepare = [&](TensorParallel::Rank &rank) {
     rank.args = args;
     rank.args.logits = nullptr;
-    rank.args.next_tokens = rank.ids(rank.nextHalf);
+    rank.args.next_tokens = rank.ids();
     rank.args.collective = t.group->api(rank.index);
     rank.fed = tokensFromLastStep;
-    rank.nextHalf ^= 1;
     rank.launched.push_back(rank.args);
   };
   auto rankZero = [&]() -> Error {
@@ -565,9 +573,13 @@ Error Model::finishStep(FdcStepArgs &args) {
   TensorParallel &t = *tp;
   if (!t.abortReason.empty())
     return createError("tensor-parallel group aborted: ", t.abortReason);
-  for (const std::unique_ptr<TensorParallel::Rank> &rank : t.workers)
-    if (rank->launched.empty())
-      return createError("model step: no overlapped step to finish");
+  const std::deque<FdcStepArgs> &inFlight = t.workers.front()->launched;
+  if (inFlight.empty())
+    return createError("model step: no overlapped step to finish");
+  if (inFlight.front().batch != args.batch)
+    return createError("model step: finishing a step of ",
+                       inFlight.front().batch,
+                       " sequences with the arguments of one of ", args.batch);
   auto prepare = [&](TensorParallel::Rank &rank) {
     rank.args = rank.launched.front();
     rank.launched.pop_front();
@@ -575,10 +587,7 @@ Error Model::finishStep(FdcStepArgs &args) {
   if (Error err = t.run(TensorParallel::Task::Finish, prepare,
                         [&] { return backend->finishStep(args); }))
     return err;
-  return t.checkIds(
-      args.next_tokens, args.batch, [](TensorParallel::Rank &rank) {
-        return static_cast<const int32_t *>(rank.args.next_tokens);
-      });
+  return t.checkIds(args.next_tokens, args.batch);
 }
 
 Error Model::runStep(FdcStepArgs &args) {
@@ -596,13 +605,15 @@ Error Model::stepRanks(FdcStepArgs &args) {
   TensorParallel &t = *tp;
   if (!t.abortReason.empty())
     return createError("tensor-parallel group aborted: ", t.abortReason);
+  if (!t.workers.front()->launched.empty())
+    return createError("model step: overlapped steps are in flight");
   auto prepare = [&](TensorParallel::Rank &rank) {
     rank.args = args;
     // A GPU rank copies its logits back only when rank 0's are wanted.
     rank.args.logits = args.logits || !rank.backend
                            ? reinterpret_cast<float *>(rank.logits.data())
                            : nullptr;
-    rank.args.next_tokens = rank.ids(0);
+    rank.args.next_tokens = rank.ids();
     rank.args.collective = t.group->api(rank.index);
   };
   auto rankZero = [&]() -> Error {
@@ -613,6 +624,5 @@ Error Model::stepRanks(FdcStepArgs &args) {
   };
   if (Error err = t.run(TensorParallel::Task::Step, prepare, rankZero))
     return err;
-  return t.checkIds(args.next_tokens, args.batch,
-                    [](TensorParallel::Rank &rank) { return rank.ids(0); });
+  return t.checkIds(args.next_tokens, args.batch);
 }

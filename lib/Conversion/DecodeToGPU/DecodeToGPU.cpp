@@ -397,8 +397,11 @@ LogicalResult GpuStepLowering::lowerKernels(Operation &op, Attribute kernels,
 LogicalResult GpuStepLowering::lowerResidualOnOneRank(decode::LinearOp linear,
                                                       Attribute kernels,
                                                       KernelContext &ctx) {
-  // Both branches write the one result buffer: place it first.
+  // Both branches write the one result buffer: place it first. The kernels
+  // in the branches take no other scratch (it would be placed in one branch
+  // and counted in both).
   Buffer out = result(linear.getResult());
+  llvm::SaveAndRestore inBranches(inDispatch, true);
   Value rank = loadCollectiveRank(b, args);
   Value adds =
       arith::CmpIOp::create(b, arith::CmpIPredicate::eq, rank,

@@ -12,7 +12,8 @@
 // NCCL_GRAPH_MIXING_SUPPORT is then 0 unless set.
 //
 // With $FDC_NCCL_WINDOW=1 and NCCL 2.27 or later each rank's scratch, where
-// the step keeps the values it reduces and gathers, comes from ncclMemAlloc
+// the step keeps its intermediate values (the partial sums it all-reduces
+// among them), comes from ncclMemAlloc
 // and is registered in one symmetric window: every rank's scratch has the
 // same layout, so NCCL runs its symmetric-memory kernels on them (an 8 KB
 // all-reduce in a graph on 2 H100s: 2.9 us, against 5.5 on cuMemAlloc
@@ -226,6 +227,8 @@ Error NcclCollectiveGroup::registerScratch(
   nccl::Result ended = nccl.ncclGroupEnd();
   if (result == nccl::kSuccess)
     result = ended;
+  // A window some rank registered before another failed is freed with its
+  // communicator (ncclCommDestroy frees the windows left registered).
   if (result != nccl::kSuccess)
     return createError("ncclCommWindowRegister(scratch, ", scratch[0].bytes,
                        " bytes a rank) failed: ", nccl.describe(result),
@@ -516,7 +519,10 @@ fdc::runtime::cuda::createNcclCollectiveGroup(
   // Captured collectives without NCCL's support for mixing them with
   // uncaptured ones on a communicator (a 7B-wide step on 2 H100s: 3.99 ->
   // 3.82 ms, 65 collectives): the ranks never have both in flight, since
-  // every step ends with its devices synchronized, as does the warm-up.
+  // the warm-up ends with its devices synchronized, and a step launched
+  // while another is in flight (overlapped steps) is one of the same rows,
+  // so of the same batch size: a graph behind a graph, or an eager step
+  // behind an eager one (Model::launchStep refuses anything else).
   // NCCL reads it once per process, for all its communicators: a value set
   // already (1 where the process mixes them elsewhere) stays.
   bool inGraphs = collectivesInGraphs(**nccl);

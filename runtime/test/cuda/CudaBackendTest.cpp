@@ -18,6 +18,7 @@
 #include "fdc/runtime/Collective.h"
 #include "fdc/runtime/Engine.h"
 #include "fdc/runtime/RunCommand.h"
+#include "fdc/runtime/StepArrays.h"
 #include "fdc_runtime.h"
 
 #include "GpuTestUtil.h"
@@ -1334,6 +1335,64 @@ TEST_F(CudaFakeDriverTest, TensorParallelOverlappedStepsMatchStepsOneByOne) {
     // Greedy: the fed token + 1.
     EXPECT_EQ(oneByOne.results[0].tokens,
               (std::vector<int32_t>{3, 4, 5, 6, 7, 8, 9, 10, 11, 12}));
+  }
+  expectNothingLeaked();
+}
+
+TEST_F(CudaFakeDriverTest, TensorParallelOverlapRefusesWithoutAborting) {
+  // What one backend would refuse is refused before any rank sees it, and
+  // the group goes on.
+  ScopedEnv devices("FDC_FAKE_CUDA_DEVICES", "2");
+  ScopedEnv nccl("FDC_NCCL_LIBRARY", FDC_FAKE_NCCL);
+  {
+    Expected<std::unique_ptr<Model>> loaded = load(FDC_TEST_CUDA_TP);
+    ASSERT_TRUE(loaded) << loaded.error().message();
+    Model &model = **loaded;
+    ASSERT_TRUE(model.canOverlapSteps());
+    auto row = [&](int32_t token, int32_t position) {
+      StepArrays a;
+      a.tokens = {token};
+      a.positions = {position};
+      a.slots = {0};
+      a.topK = {0};
+      a.temperature = {0};
+      a.topP = {1};
+      a.uniform = {0};
+      a.logits.resize(static_cast<size_t>(model.vocabSize()));
+      a.nextTokens = {-1};
+      return a;
+    };
+    StepArrays first = row(3, 0), second = row(0, 1), third = row(0, 2);
+    FdcStepArgs a1 = first.args(), a2 = second.args(), a3 = third.args();
+    Error fedFirst = model.launchStep(a1, 1);
+    ASSERT_TRUE(fedFirst);
+    EXPECT_CONTAINS(fedFirst.message(), "launches a step of new rows when "
+                                        "none is in flight");
+    ASSERT_FALSE(model.launchStep(a1, 0));
+    Error newRows = model.launchStep(a2, 0);
+    EXPECT_CONTAINS(newRows.message(), "(0 of 1 rows fed, 1 in flight)");
+    EXPECT_EQ(model.step(a2).message(),
+              "model step: overlapped steps are in flight");
+    ASSERT_FALSE(model.launchStep(a2, 1)); // its token: step 1's id, 4
+    EXPECT_EQ(model.launchStep(a3, 1).message(),
+              "model step: a third overlapped step");
+    StepArrays wide = row(0, 2);
+    wide.tokens = {1, 2};
+    FdcStepArgs two = wide.args();
+    EXPECT_EQ(model.finishStep(two).message(),
+              "model step: finishing a step of 1 sequences with the "
+              "arguments of one of 2");
+    ASSERT_FALSE(model.finishStep(a1));
+    EXPECT_EQ(first.nextTokens[0], 4);
+    ASSERT_FALSE(model.finishStep(a2));
+    EXPECT_EQ(second.nextTokens[0], 5);
+    EXPECT_EQ(model.finishStep(a3).message(),
+              "model step: no overlapped step to finish");
+    // Not aborted: a step runs.
+    third.tokens = {5};
+    FdcStepArgs again = third.args();
+    ASSERT_FALSE(model.step(again));
+    EXPECT_EQ(third.nextTokens[0], 6);
   }
   expectNothingLeaked();
 }

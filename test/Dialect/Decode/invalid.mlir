@@ -391,6 +391,14 @@ func.func @f(%x: tensor<?x256xf32>, %w: tensor<512x256xf32>) {
 
 // -----
 
+func.func @f(%x: tensor<?x256xf32>, %w: tensor<512x256xf32>, %b: tensor<512xf32>, %r: tensor<?x512xf32>) {
+  // expected-error @+1 {{'decode.linear' op has residual_rank 0 and a bias ('tensor<512xf32>'): the other ranks' results would add the bias too}}
+  %0 = decode.linear %x, %w bias %b residual %r {residual_rank = 0 : i64} : tensor<?x256xf32>, tensor<512x256xf32>, tensor<512xf32>, tensor<?x512xf32> -> tensor<?x512xf32>
+  return
+}
+
+// -----
+
 func.func @f(%x: tensor<?x256xf32>, %w: tensor<512x256xf32>, %r: tensor<?x512xf32>) {
   // expected-error @+1 {{'decode.linear' op residual_rank must be a rank (>= 0), got -1}}
   %0 = decode.linear %x, %w residual %r {residual_rank = -1 : i64} : tensor<?x256xf32>, tensor<512x256xf32>, tensor<?x512xf32> -> tensor<?x512xf32>

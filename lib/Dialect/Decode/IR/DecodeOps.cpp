@@ -728,6 +728,11 @@ LogicalResult LinearOp::verify() {
     if (*rank < 0)
       return emitOpError() << "residual_rank must be a rank (>= 0), got "
                            << *rank;
+    if (Value bias = getBias())
+      return emitOpError()
+             << "has residual_rank " << *rank << " and a bias ("
+             << bias.getType()
+             << "): the other ranks' results would add the bias too";
   }
   ArrayRef<int64_t> weightShape;
   if (auto dense = dyn_cast<RankedTensorType>(getWeight().getType())) {

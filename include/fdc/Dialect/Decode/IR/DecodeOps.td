@@ -180,7 +180,8 @@ def Decode_LinearOp : Decode_Op<"linear", [Pure, AttrSizedOperandSegments]> {
       ([M, N/2]); otherwise the result is acc ([M, N]);
     - `residual` (same type as the result) is added if present; with
       `residual_rank = r`, in a tensor-parallel model, only on rank r (the
-      other ranks' results are the product alone). A row-parallel linear's
+      other ranks' results are the product alone; such a linear has no
+      bias). A row-parallel linear's
       partial product takes the residual that way, so that the
       `decode.all_reduce` sum that follows adds it once and no kernel of its
       own adds it after the reduction.
