@@ -1350,15 +1350,8 @@ TEST_F(CudaFakeDriverTest, TensorParallelOverlapRefusesWithoutAborting) {
     Model &model = **loaded;
     ASSERT_TRUE(model.canOverlapSteps());
     auto row = [&](int32_t token, int32_t position) {
-      StepArrays a;
-      a.tokens = {token};
+      StepArrays a = greedyFirstRow(token, model.vocabSize());
       a.positions = {position};
-      a.slots = {0};
-      a.topK = {0};
-      a.temperature = {0};
-      a.topP = {1};
-      a.uniform = {0};
-      a.logits.resize(static_cast<size_t>(model.vocabSize()));
       a.nextTokens = {-1};
       return a;
     };

@@ -424,18 +424,23 @@ typedef int (*CaptureHostFn)(void *stream, void (*run)(const uint64_t *),
                              void (*release)(const uint64_t *),
                              const uint64_t *values, int count);
 
+/* Entry point `name` of the driver the runtime loaded ($FDC_CUDA_DRIVER),
+ * as NCCL's memory comes from the driver; NULL without one. */
+static void *driverFunction(const char *name) {
+  const char *driver = getenv("FDC_CUDA_DRIVER");
+  void *handle = dlopen(driver && *driver ? driver : "libcuda.so.1",
+                        RTLD_NOW | RTLD_NOLOAD);
+  if (!handle)
+    return NULL;
+  void *fn = dlsym(handle, name);
+  dlclose(handle);
+  return fn;
+}
+
 /* fdc_fake_cuda_capture_host of the fake driver the runtime loaded; NULL
  * for another driver. */
 static CaptureHostFn captureHost(void) {
-  const char *driver = getenv("FDC_CUDA_DRIVER");
-  if (!driver || !*driver)
-    return NULL;
-  void *handle = dlopen(driver, RTLD_NOW | RTLD_NOLOAD);
-  if (!handle)
-    return NULL;
-  CaptureHostFn fn = (CaptureHostFn)dlsym(handle, "fdc_fake_cuda_capture_host");
-  dlclose(handle);
-  return fn;
+  return (CaptureHostFn)driverFunction("fdc_fake_cuda_capture_host");
 }
 
 static void runCaptured(const uint64_t *v) {
@@ -607,19 +612,6 @@ static int drop(struct ncclComm *comm, int abort) {
     free(comm);
   release(clique);
   return kSuccess;
-}
-
-/* Entry point `name` of the driver the runtime loaded ($FDC_CUDA_DRIVER),
- * as NCCL's memory comes from the driver; NULL without one. */
-static void *driverFunction(const char *name) {
-  const char *driver = getenv("FDC_CUDA_DRIVER");
-  void *handle = dlopen(driver && *driver ? driver : "libcuda.so.1",
-                        RTLD_NOW | RTLD_NOLOAD);
-  if (!handle)
-    return NULL;
-  void *fn = dlsym(handle, name);
-  dlclose(handle);
-  return fn;
 }
 
 EXPORT int ncclMemAlloc(void **pointer, size_t bytes) {
