@@ -48,14 +48,14 @@ mlir::gpu::GPUFuncOp KernelContext::deduplicate(mlir::gpu::GPUFuncOp func,
 }
 
 void KernelContext::launch(StringRef name, ArrayRef<KernelArg> args,
-                           std::array<Value, 3> grid, int64_t block,
+                           std::array<Value, 3> grid, Workgroup block,
                            int64_t workgroupF32, BodyBuilder body) {
   launch(name, args, grid, block, SharedMemory{workgroupF32, host.getF32Type()},
          std::move(body));
 }
 
 void KernelContext::launch(StringRef name, ArrayRef<KernelArg> args,
-                           std::array<Value, 3> grid, int64_t block,
+                           std::array<Value, 3> grid, Workgroup block,
                            SharedMemory shared, BodyBuilder body) {
   MLIRContext *ctx = host.getContext();
   auto ptrType = LLVM::LLVMPointerType::get(ctx);
@@ -104,14 +104,15 @@ void KernelContext::launch(StringRef name, ArrayRef<KernelArg> args,
         arith::ConstantIntOp::create(host, host.getI32Type(), shared.bytes());
   mlir::gpu::LaunchFuncOp::create(
       host, func, mlir::gpu::KernelDim3{grid[0], grid[1], grid[2]},
-      mlir::gpu::KernelDim3{hostIndex(block), hostIndex(1), hostIndex(1)},
+      mlir::gpu::KernelDim3{hostIndex(block.threads), hostIndex(1),
+                            hostIndex(1)},
       dynamicBytes, operands);
 }
 
 mlir::gpu::GPUFuncOp
 KernelContext::buildKernel(StringRef name, ArrayRef<Type> types,
                            ArrayRef<Type> workgroup, ArrayRef<KernelArg> args,
-                           int64_t block, MemRefType dynamicShared,
+                           Workgroup block, MemRefType dynamicShared,
                            const BodyBuilder &body) {
   MLIRContext *ctx = host.getContext();
   OpBuilder moduleBuilder = OpBuilder::atBlockEnd(module.getBody());
@@ -121,7 +122,9 @@ KernelContext::buildKernel(StringRef name, ArrayRef<Type> types,
   func->setAttr(mlir::gpu::GPUDialect::getKernelFuncAttrName(),
                 UnitAttr::get(ctx));
   func.setKnownBlockSizeAttr(
-      DenseI32ArrayAttr::get(ctx, {static_cast<int32_t>(block), 1, 1}));
+      DenseI32ArrayAttr::get(ctx, {static_cast<int32_t>(block.threads), 1, 1}));
+  if (block.minPerUnit > 0)
+    primitives.setMinWorkgroupsPerUnit(func, block.threads, block.minPerUnit);
   // Shared memory aligned for the target's widest vector access (tiles
   // copied and read vectorBytes() at a time).
   if (!workgroup.empty())

@@ -50,6 +50,18 @@ public:
   /// The target's widest global load or store, in bytes.
   int64_t vectorBytes() const { return primitives.vectorBytes(); }
 
+  /// A kernel's workgroup: its threads and, where a generator wants several
+  /// workgroups resident per compute unit (to keep more loads in flight
+  /// than one workgroup's subgroups do), the fewest it asks the target's
+  /// compiler to fit, which bounds the registers a thread may take
+  /// (GpuPrimitives::setMinWorkgroupsPerUnit; 0: the compiler's choice).
+  struct Workgroup {
+    int64_t threads;
+    int64_t minPerUnit = 0;
+    Workgroup(int64_t threads, int64_t minPerUnit = 0)
+        : threads(threads), minPerUnit(minPerUnit) {}
+  };
+
   /// Body of a kernel: the emitter inside it and its arguments, buffers
   /// already viewed as memrefs, scalars as i64, in the order given.
   using BodyBuilder =
@@ -57,12 +69,12 @@ public:
 
   /// Creates a gpu.func of kernel family `name` with `workgroupF32` f32s of
   /// shared memory (passed after the args, if non-zero), and launches it with
-  /// `grid` (host index values) and `block` threads. A kernel identical to
+  /// `grid` (host index values) and `block`. A kernel identical to
   /// one built before is not kept: the launch reuses that one, so every
   /// distinct kernel exists once however many layers use it. Kernels are
   /// named `<family>_<n>`, n counting the family's distinct kernels.
   void launch(llvm::StringRef name, llvm::ArrayRef<KernelArg> args,
-              std::array<mlir::Value, 3> grid, int64_t block,
+              std::array<mlir::Value, 3> grid, Workgroup block,
               int64_t workgroupF32, BodyBuilder body);
 
   /// A kernel's shared memory: `elements` of `element`. Up to the target's
@@ -79,7 +91,7 @@ public:
   };
   /// As above, with shared memory of any element type.
   void launch(llvm::StringRef name, llvm::ArrayRef<KernelArg> args,
-              std::array<mlir::Value, 3> grid, int64_t block,
+              std::array<mlir::Value, 3> grid, Workgroup block,
               SharedMemory shared, BodyBuilder body);
 
   mlir::ImplicitLocOpBuilder &host;
@@ -127,7 +139,7 @@ private:
   mlir::gpu::GPUFuncOp
   buildKernel(llvm::StringRef name, llvm::ArrayRef<mlir::Type> types,
               llvm::ArrayRef<mlir::Type> workgroup,
-              llvm::ArrayRef<KernelArg> args, int64_t block,
+              llvm::ArrayRef<KernelArg> args, Workgroup block,
               mlir::MemRefType dynamicShared, const BodyBuilder &body);
 
   llvm::StringMap<mlir::gpu::GPUFuncOp> kernelsByText;

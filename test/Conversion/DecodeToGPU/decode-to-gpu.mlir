@@ -60,7 +60,7 @@
 // CHECK-COUNT-8: nvvm.mma.sync
 // CHECK:     nvvm.bar.warp.sync
 // CHECK:     arith.maximumf
-// CHECK:     math.exp
+// CHECK:     llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f32"
 // CHECK:     nvvm.bar.warp.sync
 // CHECK-COUNT-16: nvvm.mma.sync
 // CHECK:     nvvm.bar.warp.sync

@@ -65,6 +65,28 @@
 // INT4:           scf.yield
 // INT4:         gpu.barrier
 
+// The steps: a first loop over those whose loads (a step ahead) lie inside
+// the split reads their rows unclamped, then a second takes the rest, each
+// position clamped to the last readable one. The softmax's head rows (16:
+// the group as A rows of mma.sync) are shared by two lanes each, which
+// agree on a step's max with one butterfly shuffle; its exponentials are
+// ex2.approx.ftz. Pinned, blocks_per_unit asks the target's compiler to
+// fit that many blocks on a unit: nvvm.minctasm on sm_90, and on gfx942
+// rocdl.waves_per_eu (3 blocks of 4 wave64s over a CU's 4 SIMDs: 3).
+// RUN: sed 's/256/128/g; s/4096/2048/g; s/softmax = #decode.softmax<online>/softmax = #decode.softmax<online>, decode.kernel = #decode.kernel<"gqa_attention", {blocks_per_unit = 3}>/' %s \
+// RUN:   | fdc-opt --decode-assign-weight-layout --convert-decode-to-gpu=target=sm_90 | FileCheck %s --check-prefix=STEPS
+// STEPS-LABEL: gpu.func @{{gqa_attention_partial_[0-9]+}}(
+// STEPS-SAME:    nvvm.minctasm = 3 : i32
+// STEPS:         scf.for
+// STEPS-NOT:       arith.minui
+// STEPS:           gpu.shuffle  xor %{{.*}}, %c1_i32{{.*}} : f32
+// STEPS:           llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f32"
+// STEPS:         scf.for
+// STEPS:           arith.minui
+// RUN: sed 's/256/128/g; s/4096/2048/g; s/softmax = #decode.softmax<online>/softmax = #decode.softmax<online>, decode.kernel = #decode.kernel<"gqa_attention", {blocks_per_unit = 3}>/' %s \
+// RUN:   | fdc-opt --decode-assign-weight-layout --convert-decode-to-gpu=target=gfx942 | FileCheck %s --check-prefix=WAVES
+// WAVES: gpu.func @{{gqa_attention_partial_[0-9]+}}({{.*}}rocdl.waves_per_eu = 3 : i32
+
 // head_dim 256 with a group of 16 needs 66048 bytes of shared memory on
 // gfx942, which has 65536: the default is the per-query-head kernel, and
 // the probe of gqa_attention reports nothing. On sm_90 its accumulators

@@ -72,11 +72,12 @@ mlir::Value getAttentionSplits(KernelContext &ctx,
                                const AttentionSplitPolicy &policy,
                                mlir::Value blocksPerSplit);
 
-/// exp(x) of the softmax, as the target's base-2 exponential of x log2(e):
-/// math.exp2 becomes one ex2.approx on NVIDIA (v_exp_f32 and a subnormal
-/// range fix-up on AMD) after a multiply, where math.exp takes a dozen
-/// instructions to be exact to the last bit. Its relative error (a few ulp, plus the rounding of x log2(e):
-/// about 1e-6 for |x| < 100) stays far below the cache's precision.
+/// exp(x) of the softmax, as the target's base-2 exponential of x log2(e)
+/// (GpuPrimitives::exp2: one ex2.approx.ftz on NVIDIA, v_exp_f32 and a
+/// subnormal range fix-up on AMD) after a multiply, where math.exp takes a
+/// dozen instructions to be exact to the last bit. Its relative error (a
+/// few ulp, plus the rounding of x log2(e): about 1e-6 for |x| < 100) stays
+/// far below the cache's precision; weights below 2^-126 may flush to 0.
 mlir::Value attentionExp(GpuEmitter &e, mlir::Value x);
 
 /// exp(x - max) (attentionExp), 0 when x is -inf (an empty split or a

@@ -57,7 +57,7 @@ Value fdc::gpu::getAttentionSplits(KernelContext &ctx,
 
 Value fdc::gpu::attentionExp(GpuEmitter &e, Value x) {
   Value scaled = e.mul(x, e.f32(llvm::numbers::log2e));
-  return math::Exp2Op::create(e.builder(), scaled);
+  return e.target().exp2(e.builder(), scaled);
 }
 
 Value fdc::gpu::attentionScaleFactor(GpuEmitter &e, Value x, Value max) {

@@ -17,10 +17,11 @@
 //   lane's k slots in any order, if A and B use the same map (MmaLayout),
 //   so Q's slots are loaded in the order K's runs arrive (an INT4 cache's
 //   runs are dequantised in registers, Int4Vectors.h).
-// - The scores go to shared memory; one lane per head row applies the
-//   softmax scheme to the step's T scores: online (running max, sum, and a
+// - The scores go to shared memory; the lanes of each head row
+//   (softmax_lanes, a part of the step's T scores each) apply the softmax
+//   scheme: online (running max, agreed over the row's lanes, sum, and a
 //   correction of the accumulators) or unified max (exp(x - phi), sum and
-//   the out-of-range flag, no correction), and writes the weights P back.
+//   the out-of-range flag, no correction), and write the weights P back.
 //   Or, with the heads as A rows and `register_softmax` (where the target's
 //   MMA accumulators are its A operand, AccumulatorOperandMap), the
 //   softmax stays in registers: the k / n score tiles' accumulators are P's
@@ -31,6 +32,9 @@
 //   positions, and its MMA column c (A row r) of output tile t is head dim
 //   c * D/n + t (r * D/m + t), so a lane loads the consecutive dims of each
 //   of its positions in runs as well.
+// - The steps inside the split (with prefetch, whose next step is too) run
+//   in a first loop that reads rows unclamped; the rest, in a second loop,
+//   clamp each position to the last readable row.
 //
 // Q and K have the cache's type, so S is exact up to f32 accumulation. With
 // f32_operands, P is carried as a pair hi + lo of that type (two MMAs),
@@ -68,6 +72,9 @@ struct GqaAttentionConfig {
   bool f32Operands;
   /// Each step's loads are issued a step ahead (1) or at the step (0).
   bool prefetch;
+  /// The lanes that share a head row of the softmax through shared memory,
+  /// at most (GqaAttentionShape::softmaxRowLanes).
+  int64_t softmaxLanes;
   /// The group's heads as the MMA's B columns, keys and values as A (1),
   /// or the heads as A rows, keys and values as B (0).
   bool headsAsB;
@@ -76,6 +83,10 @@ struct GqaAttentionConfig {
   /// GqaAttentionShape::accumulatorAsA), or through shared memory by one
   /// lane per head row (0, and elsewhere).
   bool registerSoftmax;
+  /// The blocks per unit the kernel is compiled to fit at once (the target's
+  /// compiler bounds a lane's registers to let them), or 0: as many as the
+  /// compiler's register choice lets fit.
+  int64_t blocksPerUnit;
 
   explicit GqaAttentionConfig(const KernelConfig &config)
       : subgroups(config.get("subgroups")),
@@ -83,8 +94,10 @@ struct GqaAttentionConfig {
                config.get("min_split_length"), /*wholeWaves=*/true},
         f32Operands(config.get("f32_operands") != 0),
         prefetch(config.get("prefetch") != 0),
+        softmaxLanes(config.get("softmax_lanes")),
         headsAsB(config.get("heads_as_b") != 0),
-        registerSoftmax(config.get("register_softmax") != 0) {}
+        registerSoftmax(config.get("register_softmax") != 0),
+        blocksPerUnit(config.get("blocks_per_unit")) {}
 };
 
 /// The sizes that follow from the MMA layout and the head dim.
@@ -110,6 +123,9 @@ struct GqaAttentionShape {
   /// vector width), and the f32 stride of a head row of them (one vector
   /// of padding).
   int64_t scoreLanes, scoreStride;
+  /// The softmax through shared memory: the head rows of the scores (the
+  /// MMA's n heads as B columns, else its m rows).
+  int64_t scoreRows;
   /// With the heads as A rows: where the score tiles' accumulators are P's
   /// A operand, if the target's MMA allows the softmax in registers.
   std::optional<AccumulatorOperandMap> accumulatorAsA;
@@ -136,6 +152,18 @@ struct GqaAttentionShape {
   }
   int64_t subgroupFloats() const {
     return layout.m() * scoreStride + layout.m();
+  }
+
+  /// The consecutive lanes that share a head row of the softmax through
+  /// shared memory, a part of the step's positions each: the most, up to
+  /// `most`, for which the subgroup has that many lanes for every row and
+  /// each part is whole vectors of scoreLanes (a power of two).
+  int64_t softmaxRowLanes(int64_t most, int64_t subgroupSize) const {
+    int64_t lanes = 1;
+    while (lanes * 2 <= most && lanes * 2 * scoreRows <= subgroupSize &&
+           stepPositions % (lanes * 2 * scoreLanes) == 0)
+      lanes *= 2;
+    return lanes;
   }
 
   /// An estimate of the 32-bit registers a lane holds across a step: Q's
@@ -214,6 +242,7 @@ GqaAttentionShape::get(decode::AttentionOp op, const GpuPrimitives &target,
   shape.valueRun = shape.outputTiles;
   shape.scoreLanes = target.vectorBytes() / 4;
   shape.scoreStride = shape.stepPositions + shape.scoreLanes;
+  shape.scoreRows = headsAsB ? layout->n() : layout->m();
   bool groupFits =
       headsAsB ? shape.group <= layout->n() && layout->m() == layout->k()
                : shape.group <= layout->m();
@@ -325,18 +354,36 @@ public:
     // flight while the step before them computes.
     int64_t stateCount = init.size();
     if (config.prefetch)
-      llvm::append_range(init, loadStep(first));
-    SmallVector<Value> state =
-        e.reduce(first, end, stride, init, [&](Value base, ValueRange carried) {
-          ValueRange stepState = carried.take_front(stateCount);
-          if (!config.prefetch)
-            return step(base, loadStep(base), stepState);
-          SmallVector<Value> next = loadStep(addI(b, base, stride));
-          SmallVector<Value> current(carried.drop_front(stateCount));
-          SmallVector<Value> result = step(base, current, stepState);
-          llvm::append_range(result, next);
-          return result;
-        });
+      llvm::append_range(init, loadStep(first, /*clamp=*/true));
+    auto stepsFrom = [&](Value lb, Value ub, ValueRange state, bool clamp) {
+      return e.reduce(
+          lb, ub, stride, state, [&](Value base, ValueRange carried) {
+            ValueRange stepState = carried.take_front(stateCount);
+            if (!config.prefetch)
+              return step(base, loadStep(base, clamp), stepState);
+            SmallVector<Value> next = loadStep(addI(b, base, stride), clamp);
+            SmallVector<Value> current(carried.drop_front(stateCount));
+            SmallVector<Value> result = step(base, current, stepState);
+            llvm::append_range(result, next);
+            return result;
+          });
+    };
+    // The steps whose loads (with prefetch, the next step's) lie inside the
+    // split, all but a subgroup's last one or two, read their rows as they
+    // lie; the rest clamp each position (loadStep).
+    int64_t lead =
+        shape.stepPositions +
+        (config.prefetch ? config.subgroups * shape.stepPositions : 0);
+    // (One op-creating call per argument list: the IR must not depend on
+    // the C++ compiler's order of evaluation.)
+    Value pastEnd = addI(b, end, e.index(1));
+    Value lastInside = arith::SubIOp::create(b, pastEnd, e.index(lead));
+    Value insideLimit = arith::MaxSIOp::create(b, first, lastInside);
+    SmallVector<Value> state = stepsFrom(first, insideLimit, init, false);
+    Value insideSteps = arith::CeilDivSIOp::create(
+        b, arith::SubIOp::create(b, insideLimit, first), stride);
+    Value rest = addI(b, first, mulI(b, insideSteps, stride));
+    state = stepsFrom(rest, end, state, true);
     e.barrier(); // every subgroup is done with its scores
     writeSubgroupResult(state);
     e.barrier();
@@ -391,8 +438,16 @@ private:
     Value scoresBase = mulI(b, subgroup, e.index(shape.subgroupFloats()));
     scores = scoresBase;
     corrections = addI(b, scoresBase, e.index(layout.m() * shape.scoreStride));
-    ownerRow = arith::RemUIOp::create(b, lane, e.index(layout.m()));
-    isOwner = e.cmpi(CmpIPredicate::ult, lane, e.index(layout.m()));
+    // Lanes [r * rowLanes, (r + 1) * rowLanes) share score row r, lane
+    // part p taking positions [p, p + 1) * stepPositions / rowLanes.
+    softmaxLanes =
+        shape.softmaxRowLanes(config.softmaxLanes, target.subgroupSize());
+    Value rowLanes = e.index(softmaxLanes);
+    Value ownerLanes = e.index(shape.scoreRows * softmaxLanes);
+    Value ownerLane = arith::RemUIOp::create(b, lane, ownerLanes);
+    ownerRow = arith::DivUIOp::create(b, ownerLane, rowLanes);
+    ownerPart = arith::RemUIOp::create(b, lane, rowLanes);
+    isOwner = e.cmpi(CmpIPredicate::ult, lane, ownerLanes);
   }
 
   /// Head `row` of the group's query head, clamped, and whether it is one.
@@ -552,13 +607,18 @@ private:
 
   /// Every cache load of the step from `base`, in a fixed order: per key
   /// position (keyOffsets) and k run a lane's key run, then per k slot its
-  /// value runs. Positions past the split read the last readable one.
-  SmallVector<Value> loadStep(Value base) {
+  /// value runs. With `clamp`, a position past the split reads the last
+  /// readable one, which costs each row a clamp and an address of its own;
+  /// without, the step must lie inside the split.
+  SmallVector<Value> loadStep(Value base, bool clamp) {
+    auto positionAt = [&](Value offset) {
+      Value position = addI(b, base, offset);
+      return clamp ? minU(position, lastReadable) : position;
+    };
     SmallVector<Value> loads;
     int64_t runs = shape.headDim / shape.runDims;
     for (Value keyOffset : keyOffsets()) {
-      Value position = minU(addI(b, base, keyOffset), lastReadable);
-      SmallVector<Value> row = cacheRow(0, position);
+      SmallVector<Value> row = cacheRow(0, positionAt(keyOffset));
       for (int64_t run = 0; run < runs; ++run)
         loadRun(row, runStart(run), shape.laneRun, loads);
     }
@@ -568,7 +628,7 @@ private:
          shape.headsAsB ? ArrayRef<Value>(aRows) : ArrayRef<Value>(column))
       valueDims.push_back(mulI(b, valueRow, e.index(shape.valueRun)));
     for (int64_t s = 0; s < layout.kPerLane; ++s) {
-      Value position = minU(addI(b, base, slotOffsets[s]), lastReadable);
+      Value position = positionAt(slotOffsets[s]);
       for (Value valueDim : valueDims)
         loadRun(cacheRow(1, position), valueDim, shape.valueRun, loads);
     }
@@ -816,9 +876,24 @@ private:
     if (rowLanes > 1)
       stepMax = target.subgroupReduce(b, stepMax, ReduceKind::Max, rowLanes);
     Value newMax = arith::MaximumFOp::create(b, max, stepMax);
-    Value correction = attentionScaleFactor(e, max, newMax);
+    // exp(x - newMax) as 2^(x log2(e) - newMax log2(e)): one fma and one
+    // exponential per score. A row with no valid score yet (newMax -inf)
+    // subtracts 0, so that a masked score's (-inf) weight, and the
+    // correction of a max that was -inf, are 0, not NaN.
+    Value log2e = e.f32(llvm::numbers::log2e);
+    Value empty = e.cmpf(CmpFPredicate::OEQ, newMax, e.f32(-INFINITY));
+    Value scaledMax = e.mul(newMax, log2e);
+    Value negated = arith::NegFOp::create(b, scaledMax);
+    Value offset = e.select(empty, e.f32(0), negated);
+    auto contract = arith::FastMathFlags::contract;
+    auto weightOf = [&](Value x) {
+      Value scaled = arith::MulFOp::create(b, x, log2e, contract);
+      Value exponent = arith::AddFOp::create(b, scaled, offset, contract);
+      return target.exp2(b, exponent);
+    };
+    Value correction = weightOf(max);
     for (Value score : scores)
-      weights.push_back(attentionScaleFactor(e, score, newMax));
+      weights.push_back(weightOf(score));
     Value stepSum = treeReduce(weights, add);
     sum = e.add(e.mul(sum, correction), stepSum);
     max = newMax;
@@ -841,8 +916,8 @@ private:
       Value above = e.cmpf(CmpFPredicate::OGT, x, hi);
       Value outside = arith::OrIOp::create(b, below, above);
       flags.push_back(arith::AndIOp::create(b, valid, outside));
-      Value weight = attentionExp(e, x);
-      weights.push_back(e.select(valid, weight, e.f32(0)));
+      // (exp(-inf) is 0: a masked score needs no select.)
+      weights.push_back(attentionExp(e, x));
     }
     return treeReduce(
         flags, [&](Value x, Value y) { return arith::OrIOp::create(b, x, y); });
@@ -896,41 +971,50 @@ private:
     acc.assign(branch.getResults().begin(), branch.getResults().end());
   }
 
-  /// The owner lane of each head row turns the row's T scores into weights
-  /// in place and updates the row's (max or flag, sum); online, it also
-  /// stores the accumulators' correction. Returns the new (max or flag,
-  /// sum) (meaningful in owner lanes).
+  /// The owner lanes of each head row (rowLanes of them, each a part of the
+  /// row's T scores) turn the scores into weights in place and update the
+  /// row's (max or flag, sum): the max of the step agreed over the row's
+  /// lanes, each lane's part of the sum (and unified max's flag) its own
+  /// until writeSubgroupResult combines them. Online, the row's first lane
+  /// also stores the accumulators' correction. Returns the lane's new (max or
+  /// flag, sum) (meaningful in owner lanes).
   SmallVector<Value> applySoftmax(Value runningMax, Value runningSum) {
+    int64_t partScores = shape.stepPositions / softmaxLanes;
     Value rowBase = mulI(b, ownerRow, e.index(shape.scoreStride));
-    Value rowAt = addI(b, scores, rowBase);
+    Value partBase = mulI(b, ownerPart, e.index(partScores));
+    Value partAt = addI(b, scores, addI(b, rowBase, partBase));
     int64_t lanes = shape.scoreLanes;
     auto pieceType = VectorType::get({lanes}, b.getF32Type());
-    SmallVector<Value> row;
-    for (int64_t c = 0; c < shape.stepPositions; c += lanes) {
-      Value at = addI(b, rowAt, e.index(c));
+    SmallVector<Value> part;
+    for (int64_t c = 0; c < partScores; c += lanes) {
+      Value at = addI(b, partAt, e.index(c));
       Value piece = vector::LoadOp::create(
           b, pieceType, shared, ValueRange{at},
           /*nontemporal=*/false, llvm::MaybeAlign(target.vectorBytes()));
       for (int64_t i = 0; i < lanes; ++i)
-        row.push_back(e.extract(piece, i));
+        part.push_back(e.extract(piece, i));
     }
     SmallVector<Value> weights;
     Value max = runningMax, sum = runningSum;
-    Value correction = softmaxStep(row, /*rowLanes=*/1, max, sum, weights);
+    Value correction = softmaxStep(part, softmaxLanes, max, sum, weights);
     e.ifThenElse(isOwner, [&] {
-      for (int64_t c = 0; c < shape.stepPositions; c += lanes) {
+      for (int64_t c = 0; c < partScores; c += lanes) {
         Value piece = vector::FromElementsOp::create(
             b, pieceType, ArrayRef<Value>(weights).slice(c, lanes));
-        Value at = addI(b, rowAt, e.index(c));
+        Value at = addI(b, partAt, e.index(c));
         vector::StoreOp::create(b, piece, shared, ValueRange{at},
                                 /*nontemporal=*/false,
                                 llvm::MaybeAlign(target.vectorBytes()));
       }
-      if (correction) {
+    });
+    if (correction) {
+      Value first = e.cmpi(CmpIPredicate::eq, ownerPart, e.index(0));
+      Value stores = arith::AndIOp::create(b, isOwner, first);
+      e.ifThenElse(stores, [&] {
         Value at = addI(b, corrections, ownerRow);
         memref::StoreOp::create(b, correction, shared, ValueRange{at});
-      }
-    });
+      });
+    }
     return {max, sum};
   }
 
@@ -963,11 +1047,19 @@ private:
       memref::StoreOp::create(b, sum, shared, ValueRange{sumAt});
     };
     if (!config.registerSoftmax) {
-      Value ownsHead = e.cmpi(CmpIPredicate::ult, lane, e.index(shape.group));
-      e.ifThenElse(ownsHead, [&] {
-        storeRowState(lane, state[shape.outputTiles],
-                      state[shape.outputTiles + 1]);
-      });
+      // The row's lanes combine their parts of the sum (and flags); its
+      // first lane stores them.
+      Value max = state[shape.outputTiles];
+      Value sum = state[shape.outputTiles + 1];
+      if (softmaxLanes > 1) {
+        max = target.subgroupReduce(b, max, ReduceKind::Max, softmaxLanes);
+        sum = target.subgroupReduce(b, sum, ReduceKind::Sum, softmaxLanes);
+      }
+      Value isHead = e.cmpi(CmpIPredicate::ult, ownerRow, e.index(shape.group));
+      Value first = e.cmpi(CmpIPredicate::eq, ownerPart, e.index(0));
+      Value owns = arith::AndIOp::create(b, isOwner, first);
+      Value stores = arith::AndIOp::create(b, isHead, owns);
+      e.ifThenElse(stores, [&] { storeRowState(ownerRow, max, sum); });
       return;
     }
     // Each lane holds its part of its rows' sums (and unified max's flags):
@@ -1074,7 +1166,9 @@ private:
   Value start, end, lastReadable;
   /// The scores' factor: the op's scale, times 2^k for a rescaled query.
   Value scoreScale;
-  Value column, kGroup, scores, corrections, ownerRow, isOwner;
+  Value column, kGroup, scores, corrections, ownerRow, ownerPart, isOwner;
+  /// The lanes per head row of the softmax through shared memory.
+  int64_t softmaxLanes = 1;
   SmallVector<Value> aRows;
   /// The heads whose query (and weights) the lane holds as MMA operands.
   SmallVector<Value> laneHeads;
@@ -1142,6 +1236,13 @@ public:
     // accumulators of the heads as B columns, which the steps, bound by
     // their instructions, feel more than the trip through shared memory.
     bool registerSoftmax = false;
+    // The softmax's head rows shared by as many lanes as fit (a shorter
+    // chain of dependent instructions per step: bf16 MQA at B = 1, S =
+    // 32768, unified max: 13.5 against 14.1 us with a lane per row), but
+    // one lane per row for INT4, whose steps, bound by their instructions,
+    // lose more to the shuffles of the shared max than the lanes save (B =
+    // 64: 45.4 against 43.2 us; H100, 2026-11-26).
+    int64_t softmaxLanes = shape && shape->int4 ? 1 : 64;
     // Splits for whole waves of two blocks per unit (as many as the
     // registers of a 4-subgroup block let a unit hold): a block per
     // (sequence, KV head, split) leaves few blocks per split.
@@ -1153,7 +1254,9 @@ public:
                        {"f32_operands", f32Operands},
                        {"prefetch", prefetch},
                        {"heads_as_b", shape && shape->headsAsB},
-                       {"register_softmax", registerSoftmax}});
+                       {"register_softmax", registerSoftmax},
+                       {"softmax_lanes", softmaxLanes},
+                       {"blocks_per_unit", 0}});
   }
   LogicalResult verifyConfig(Operation *op, const KernelConfig &config,
                              const GpuPrimitives &target) const override {
@@ -1166,7 +1269,9 @@ public:
         failed(checkRange(op, config, "f32_operands", 0, 1)) ||
         failed(checkRange(op, config, "prefetch", 0, 1)) ||
         failed(checkRange(op, config, "heads_as_b", 0, 1)) ||
-        failed(checkRange(op, config, "register_softmax", 0, 1)))
+        failed(checkRange(op, config, "register_softmax", 0, 1)) ||
+        failed(checkRange(op, config, "softmax_lanes", 1, 64)) ||
+        failed(checkRange(op, config, "blocks_per_unit", 0, 64)))
       return failure();
     auto attention = cast<decode::AttentionOp>(op);
     bool headsAsB = config.get("heads_as_b") != 0;
@@ -1232,7 +1337,7 @@ public:
          KernelArg::scalar(layer)},
         {ctx.toIndex(numSplits), ctx.hostIndex(problem.kvHeads()),
          ctx.toIndex(ctx.batch)},
-        threads,
+        KernelContext::Workgroup(threads, config.blocksPerUnit),
         KernelContext::SharedMemory{shape.sharedFloats(config.subgroups),
                                     builder.getF32Type()},
         [&](GpuEmitter &e, ArrayRef<Value> v) {

@@ -122,28 +122,35 @@ Value fdc::gpu::dequantizeInt4Run(GpuEmitter &e, const Int4RowLayout &layout,
   }
   Value scale = vector::FromElementsOp::create(b, halvesType, scales);
   Value min = vector::FromElementsOp::create(b, halvesType, mins);
-  auto splat = [&](int64_t bits) {
+  auto halves = [&](double value) {
     return arith::ConstantOp::create(
-        b, wordsType,
-        DenseElementsAttr::get(wordsType, b.getI32IntegerAttr(bits)));
+        b, halvesType,
+        DenseElementsAttr::get(halvesType, b.getF16FloatAttr(value)));
   };
-  Value mask = splat(0x000F000F);
-  Value magic = splat(0x64006400);
-  Value bias = arith::ConstantOp::create(
-      b, halvesType,
-      DenseElementsAttr::get(halvesType, b.getF16FloatAttr(1024.0)));
+  // The odd pieces' nibbles sit 4 bits up: 1024 + 16q, whose scale is a
+  // sixteenth (exact, but for a scale below 2^-10, whose sixteenth rounds to
+  // a multiple of f16's subnormal step 2^-24).
+  Value sixteenth = halves(1.0 / 16);
+  Value highScale = arith::MulFOp::create(b, scale, sixteenth);
+  Value bias = halves(1024.0);
+  Value byteShift = arith::ConstantOp::create(
+      b, wordsType, DenseElementsAttr::get(wordsType, b.getI32IntegerAttr(8)));
+  Value shifted = arith::ShRUIOp::create(b, run.words, byteShift);
   SmallVector<Value> pieces;
   for (int64_t j = 0; j < 4; ++j) {
-    Value shifted =
-        j == 0 ? run.words : arith::ShRUIOp::create(b, run.words, splat(4 * j));
-    Value masked = arith::AndIOp::create(b, shifted, mask);
-    Value biased = arith::OrIOp::create(b, masked, magic);
-    Value halves = vector::BitCastOp::create(b, halvesType, biased);
-    Value q = arith::SubFOp::create(b, halves, bias);
+    // Piece j: nibbles j and j + 4 (bits 4j and 16 + 4j) of each word, or-ed
+    // into f16 1024 + q (j even) or 1024 + 16q (j odd) in one maskOr.
+    bool odd = j % 2 == 1;
+    Value source = j < 2 ? run.words : shifted;
+    Value biased =
+        e.target().maskOr(b, source, odd ? 0x00F000F0 : 0x000F000F, 0x64006400);
+    Value values = vector::BitCastOp::create(b, halvesType, biased);
+    Value q = arith::SubFOp::create(b, values, bias);
     // q * scale + min, contracted to one fma (math.fma would be widened
     // to f32 on the way to a libdevice call).
     auto contract = arith::FastMathFlags::contract;
-    Value scaled = arith::MulFOp::create(b, q, scale, contract);
+    Value scaled =
+        arith::MulFOp::create(b, q, odd ? highScale : scale, contract);
     pieces.push_back(arith::AddFOp::create(b, scaled, min, contract));
   }
   return e.concatVectors(pieces);

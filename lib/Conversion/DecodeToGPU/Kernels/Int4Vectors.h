@@ -6,12 +6,15 @@
 // vector load and dequantise it in registers with no per-element shift or
 // convert:
 //
-// A 32-bit word holds 8 nibbles. (word >> 4j) & 0x000F000F keeps nibbles j
-// and j + 4, one per 16-bit half; or-ing in 0x6400 makes each half the f16
-// 1024 + q exactly (f16 has 10 mantissa bits). Subtracting 1024 is exact,
-// and one f16 fma (a contracted multiply and add) applies the group's scale and
-// min: two packed f16 operations per two elements, plus a shift and a mask per
-// four.
+// A 32-bit word holds 8 nibbles. word & 0x000F000F keeps nibbles 0 and 4,
+// one per 16-bit half; or-ing in 0x6400 makes each half the f16 1024 + q
+// exactly (f16 has 10 mantissa bits). word & 0x00F000F0 keeps nibbles 1 and 5
+// as 1024 + 16q, and the word shifted down a byte gives nibbles 2, 6 and 3, 7
+// the same way. Subtracting 1024 is exact, and one f16 fma (a contracted
+// multiply and add) applies the group's scale (a sixteenth of it for 16q,
+// exact above f16's subnormals) and min: per word one shift, four mask-and-ors
+// (one instruction each where the target has one: GpuPrimitives::maskOr) and
+// eight packed f16 operations.
 //
 // A run comes out in "decoded order": element j * 2W + 2w + h of a run of
 // W words is dim 8w + j + 4h of the run.

@@ -6,6 +6,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
 using namespace mlir;
@@ -30,6 +31,38 @@ Value GpuPrimitives::shuffleXor(ImplicitLocOpBuilder &b, Value value,
   return mlir::gpu::ShuffleOp::create(b, value, offset, subgroupSize(),
                                       mlir::gpu::ShuffleMode::XOR)
       .getShuffleResult();
+}
+
+Value GpuPrimitives::perElement(ImplicitLocOpBuilder &b, Value value,
+                                function_ref<Value(Value)> scalar) {
+  auto vectorType = dyn_cast<VectorType>(value.getType());
+  if (!vectorType)
+    return scalar(value);
+  SmallVector<Value> elements;
+  for (int64_t i = 0; i < vectorType.getNumElements(); ++i) {
+    Value element = vector::ExtractOp::create(b, value, i);
+    elements.push_back(scalar(element));
+  }
+  return vector::FromElementsOp::create(b, vectorType, elements);
+}
+
+Value GpuPrimitives::exp2(ImplicitLocOpBuilder &b, Value x) const {
+  return math::Exp2Op::create(b, x);
+}
+
+Value GpuPrimitives::maskOr(ImplicitLocOpBuilder &b, Value value, uint32_t mask,
+                            uint32_t bits) const {
+  auto constant = [&](uint32_t pattern) -> Value {
+    Attribute word = b.getI32IntegerAttr(static_cast<int32_t>(pattern));
+    if (auto vector = dyn_cast<VectorType>(value.getType()))
+      return arith::ConstantOp::create(b, vector,
+                                       DenseElementsAttr::get(vector, word));
+    return arith::ConstantOp::create(b, cast<TypedAttr>(word));
+  };
+  Value maskValue = constant(mask);
+  Value masked = arith::AndIOp::create(b, value, maskValue);
+  Value bitsValue = constant(bits);
+  return arith::OrIOp::create(b, masked, bitsValue);
 }
 
 void GpuPrimitives::barrier(ImplicitLocOpBuilder &b) const {

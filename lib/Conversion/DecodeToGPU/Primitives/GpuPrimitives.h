@@ -14,6 +14,7 @@
 
 #include "fdc/Dialect/Decode/IR/Decode.h"
 
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 
@@ -131,6 +132,31 @@ public:
   /// stored before it. Subgroups of a block may pass it different numbers of
   /// times.
   virtual void subgroupBarrier(mlir::ImplicitLocOpBuilder &b) const = 0;
+
+  /// 2^x of an f32 `x`, to a few ulp (the softmax's exponential); results
+  /// below f32's normal range may flush to zero. The default is math.exp2.
+  virtual mlir::Value exp2(mlir::ImplicitLocOpBuilder &b, mlir::Value x) const;
+
+  /// (value & mask) | bits, per element of an i32 or vector of i32 `value`,
+  /// for constants `mask` and `bits`. The default is an and and an or; a
+  /// target with one instruction for both overrides it where its backend
+  /// does not fuse the pair on two constants (NVIDIA's lop3, AMD's
+  /// v_and_or_b32).
+  virtual mlir::Value maskOr(mlir::ImplicitLocOpBuilder &b, mlir::Value value,
+                             uint32_t mask, uint32_t bits) const;
+
+  /// `scalar` applied to each element of `value` (a scalar or a vector), for
+  /// overrides whose instruction takes scalars.
+  static mlir::Value
+  perElement(mlir::ImplicitLocOpBuilder &b, mlir::Value value,
+             llvm::function_ref<mlir::Value(mlir::Value)> scalar);
+
+  /// Asks the target's compiler to fit `workgroups` workgroups of `threads`
+  /// threads of kernel `func` on one compute unit at once (so it bounds the
+  /// registers a thread takes, spilling if it must). Nothing by default.
+  virtual void setMinWorkgroupsPerUnit(mlir::gpu::GPUFuncOp func,
+                                       int64_t threads,
+                                       int64_t workgroups) const {}
 
   /// The 32-bit registers one workgroup's threads share, or 0 where a
   /// generator cannot bound its threads' registers by it.

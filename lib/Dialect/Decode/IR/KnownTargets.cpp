@@ -47,6 +47,9 @@ struct KnownTarget {
   /// Programmatic dependent launch (NVIDIA sm_90+): a kernel may launch
   /// before the one before it ends and waits for it at its start.
   bool dependentLaunch = false;
+  /// The SIMDs (schedulers) of a unit that its resident subgroups are
+  /// spread over: 4 on NVIDIA SMs and CDNA CUs, 2 on an RDNA3 CU.
+  int64_t simdsPerUnit = 4;
 };
 
 constexpr int64_t KiB = 1024;
@@ -161,7 +164,10 @@ const KnownTarget kKnownTargets[] = {
      16,
      1024,
      "wmma",
-     RDNA3_WMMA},
+     RDNA3_WMMA,
+     {},
+     /*dependentLaunch=*/false,
+     /*simdsPerUnit=*/2},
 };
 
 #undef NVIDIA_MMA
@@ -239,6 +245,12 @@ StringRef fdc::decode::getKnownMmaFamily(StringRef arch) {
   if (const KnownTarget *target = find(arch))
     return target->mmaFamily;
   return {};
+}
+
+int64_t fdc::decode::getKnownSimdsPerUnit(StringRef arch) {
+  if (const KnownTarget *target = find(arch))
+    return target->simdsPerUnit;
+  return 0;
 }
 
 SmallVector<int64_t> fdc::decode::getSubgroupChoices(StringRef arch) {

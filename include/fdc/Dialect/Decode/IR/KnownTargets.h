@@ -30,6 +30,11 @@ llvm::SmallVector<int64_t> getSubgroupChoices(llvm::StringRef arch);
 /// "wmma"); empty for an unknown arch.
 llvm::StringRef getKnownMmaFamily(llvm::StringRef arch);
 
+/// The SIMDs (schedulers) of one unit of a known arch, over which its
+/// resident subgroups are spread (4 on NVIDIA SMs and CDNA CUs, 2 on an
+/// RDNA3 CU); 0 for an unknown arch.
+int64_t getKnownSimdsPerUnit(llvm::StringRef arch);
+
 /// The table's description of `arch`; an error naming the arch and the known
 /// ones through `emitError` if there is none. "sm_90a" is sm_90's entry
 /// plus its group MMA (wgmma), under its own name.

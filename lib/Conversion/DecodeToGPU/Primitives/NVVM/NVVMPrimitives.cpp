@@ -27,6 +27,8 @@
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
+#include "llvm/Support/FormatVariadic.h"
+
 using namespace mlir;
 using namespace fdc;
 using namespace fdc::gpu;
@@ -238,6 +240,45 @@ public:
   }
   void waitGroupMmas(ImplicitLocOpBuilder &b, int64_t pending) const override {
     NVVM::WgmmaWaitGroupSyncOp::create(b, pending);
+  }
+
+  /// ex2.approx.ftz.f32: one MUFU.EX2, where ex2.approx.f32 (math.exp2's
+  /// lowering) adds a scaling of subnormal results around it (a compare and
+  /// two predicated multiplies).
+  Value exp2(ImplicitLocOpBuilder &b, Value x) const override {
+    return LLVM::CallIntrinsicOp::create(
+               b, b.getF32Type(),
+               b.getStringAttr("llvm.nvvm.ex2.approx.ftz.f32"), ValueRange{x})
+        .getResult(0);
+  }
+
+  /// One lop3 per element: ptxas does not fuse an and and an or of two
+  /// immediates (a LOP3 takes one), so the pair would stay two instructions.
+  Value maskOr(ImplicitLocOpBuilder &b, Value value, uint32_t mask,
+               uint32_t bits) const override {
+    // lop3's lookup table of (a & b) | c: 0xF0 & 0xCC | 0xAA.
+    std::string code =
+        llvm::formatv("lop3.b32 $0, $1, {0}, {1}, 0xEA;", mask, bits).str();
+    Type i32 = b.getI32Type();
+    auto one = [&](Value word) -> Value {
+      return LLVM::InlineAsmOp::create(b, i32, ValueRange{word}, code, "=r,r",
+                                       /*has_side_effects=*/false,
+                                       /*is_align_stack=*/false,
+                                       LLVM::tailcallkind::TailCallKind::None,
+                                       LLVM::AsmDialectAttr(), ArrayAttr())
+          .getResult(0);
+    };
+    return perElement(b, value, one);
+  }
+
+  /// `.minnctapersm` (nvvm.minctasm): ptxas bounds the registers per thread
+  /// so that `workgroups` blocks fit an SM (beside `.maxntid`, which
+  /// gpu.known_block_size gives).
+  void setMinWorkgroupsPerUnit(mlir::gpu::GPUFuncOp func, int64_t,
+                               int64_t workgroups) const override {
+    func->setAttr(
+        NVVM::NVVMDialect::getMinctasmAttrName(),
+        IntegerAttr::get(IntegerType::get(func.getContext(), 32), workgroups));
   }
 
   /// 64 Ki 32-bit registers per thread block (sm_80 and later).

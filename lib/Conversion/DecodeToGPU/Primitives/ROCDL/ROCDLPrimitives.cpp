@@ -23,6 +23,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/ROCDLDialect.h"
 
 using namespace mlir;
 using namespace fdc;
@@ -111,6 +112,43 @@ public:
 
 private:
   /// WMMA on RDNA3, MFMA on CDNA: the known-targets table's family.
+  /// One v_and_or_b32 per element, the mask in a scalar register and the
+  /// bits in a vector register (a VOP3 reads one scalar register on gfx9):
+  /// the backend keeps an and and an or of two literal constants apart (a
+  /// VOP3 takes no literal on gfx9, one on gfx10+).
+  Value maskOr(ImplicitLocOpBuilder &b, Value value, uint32_t mask,
+               uint32_t bits) const override {
+    Type i32 = b.getI32Type();
+    Value maskValue =
+        arith::ConstantIntOp::create(b, i32, static_cast<int32_t>(mask));
+    Value bitsValue =
+        arith::ConstantIntOp::create(b, i32, static_cast<int32_t>(bits));
+    auto one = [&](Value word) -> Value {
+      return LLVM::InlineAsmOp::create(
+                 b, i32, ValueRange{word, maskValue, bitsValue},
+                 "v_and_or_b32 $0, $1, $2, $3", "=v,v,s,v",
+                 /*has_side_effects=*/false, /*is_align_stack=*/false,
+                 LLVM::tailcallkind::TailCallKind::None, LLVM::AsmDialectAttr(),
+                 ArrayAttr())
+          .getResult(0);
+    };
+    return perElement(b, value, one);
+  }
+
+  /// amdgpu-waves-per-eu (rocdl.waves_per_eu): the backend bounds the VGPRs
+  /// of a lane so that each SIMD holds the wavefronts of `workgroups`
+  /// workgroups spread over the CU's SIMDs.
+  void setMinWorkgroupsPerUnit(mlir::gpu::GPUFuncOp func, int64_t threads,
+                               int64_t workgroups) const override {
+    int64_t simds = decode::getKnownSimdsPerUnit(target().getArch().getValue());
+    if (simds <= 0)
+      return;
+    int64_t waves = llvm::divideCeil(threads, subgroupSize()) * workgroups;
+    func->setAttr(ROCDL::ROCDLDialect::WavesPerEuAttrHelper::getNameStr(),
+                  IntegerAttr::get(IntegerType::get(func.getContext(), 32),
+                                   llvm::divideCeil(waves, simds)));
+  }
+
   bool isWmma() const {
     return decode::getKnownMmaFamily(target().getArch().getValue()) == "wmma";
   }
