@@ -440,14 +440,16 @@ private:
     corrections = addI(b, scoresBase, e.index(layout.m() * shape.scoreStride));
     // Lanes [r * rowLanes, (r + 1) * rowLanes) share score row r, lane
     // part p taking positions [p, p + 1) * stepPositions / rowLanes.
-    softmaxLanes =
+    rowLanes =
         shape.softmaxRowLanes(config.softmaxLanes, target.subgroupSize());
-    Value rowLanes = e.index(softmaxLanes);
-    Value ownerLanes = e.index(shape.scoreRows * softmaxLanes);
+    Value lanesOfRow = e.index(rowLanes);
+    Value ownerLanes = e.index(shape.scoreRows * rowLanes);
     Value ownerLane = arith::RemUIOp::create(b, lane, ownerLanes);
-    ownerRow = arith::DivUIOp::create(b, ownerLane, rowLanes);
-    ownerPart = arith::RemUIOp::create(b, lane, rowLanes);
+    ownerRow = arith::DivUIOp::create(b, ownerLane, lanesOfRow);
+    ownerPart = arith::RemUIOp::create(b, lane, lanesOfRow);
     isOwner = e.cmpi(CmpIPredicate::ult, lane, ownerLanes);
+    Value firstPart = e.cmpi(CmpIPredicate::eq, ownerPart, e.index(0));
+    isFirstOwner = arith::AndIOp::create(b, isOwner, firstPart);
   }
 
   /// Head `row` of the group's query head, clamped, and whether it is one.
@@ -979,7 +981,7 @@ private:
   /// also stores the accumulators' correction. Returns the lane's new (max or
   /// flag, sum) (meaningful in owner lanes).
   SmallVector<Value> applySoftmax(Value runningMax, Value runningSum) {
-    int64_t partScores = shape.stepPositions / softmaxLanes;
+    int64_t partScores = shape.stepPositions / rowLanes;
     Value rowBase = mulI(b, ownerRow, e.index(shape.scoreStride));
     Value partBase = mulI(b, ownerPart, e.index(partScores));
     Value partAt = addI(b, scores, addI(b, rowBase, partBase));
@@ -996,7 +998,7 @@ private:
     }
     SmallVector<Value> weights;
     Value max = runningMax, sum = runningSum;
-    Value correction = softmaxStep(part, softmaxLanes, max, sum, weights);
+    Value correction = softmaxStep(part, rowLanes, max, sum, weights);
     e.ifThenElse(isOwner, [&] {
       for (int64_t c = 0; c < partScores; c += lanes) {
         Value piece = vector::FromElementsOp::create(
@@ -1008,9 +1010,7 @@ private:
       }
     });
     if (correction) {
-      Value first = e.cmpi(CmpIPredicate::eq, ownerPart, e.index(0));
-      Value stores = arith::AndIOp::create(b, isOwner, first);
-      e.ifThenElse(stores, [&] {
+      e.ifThenElse(isFirstOwner, [&] {
         Value at = addI(b, corrections, ownerRow);
         memref::StoreOp::create(b, correction, shared, ValueRange{at});
       });
@@ -1051,14 +1051,12 @@ private:
       // first lane stores them.
       Value max = state[shape.outputTiles];
       Value sum = state[shape.outputTiles + 1];
-      if (softmaxLanes > 1) {
-        max = target.subgroupReduce(b, max, ReduceKind::Max, softmaxLanes);
-        sum = target.subgroupReduce(b, sum, ReduceKind::Sum, softmaxLanes);
+      if (rowLanes > 1) {
+        max = target.subgroupReduce(b, max, ReduceKind::Max, rowLanes);
+        sum = target.subgroupReduce(b, sum, ReduceKind::Sum, rowLanes);
       }
       Value isHead = e.cmpi(CmpIPredicate::ult, ownerRow, e.index(shape.group));
-      Value first = e.cmpi(CmpIPredicate::eq, ownerPart, e.index(0));
-      Value owns = arith::AndIOp::create(b, isOwner, first);
-      Value stores = arith::AndIOp::create(b, isHead, owns);
+      Value stores = arith::AndIOp::create(b, isHead, isFirstOwner);
       e.ifThenElse(stores, [&] { storeRowState(ownerRow, max, sum); });
       return;
     }
@@ -1166,9 +1164,12 @@ private:
   Value start, end, lastReadable;
   /// The scores' factor: the op's scale, times 2^k for a rescaled query.
   Value scoreScale;
-  Value column, kGroup, scores, corrections, ownerRow, ownerPart, isOwner;
-  /// The lanes per head row of the softmax through shared memory.
-  int64_t softmaxLanes = 1;
+  /// The softmax through shared memory: the lane's head row and part of it,
+  /// whether it owns one (and is the row's first lane), and the lanes of a
+  /// row (config.softmaxLanes, as the shape allows).
+  Value column, kGroup, scores, corrections, ownerRow, ownerPart, isOwner,
+      isFirstOwner;
+  int64_t rowLanes = 1;
   SmallVector<Value> aRows;
   /// The heads whose query (and weights) the lane holds as MMA operands.
   SmallVector<Value> laneHeads;
