@@ -4,7 +4,11 @@
 // MMA's swizzled layout) with cp.async; before a stage's MMAs every thread
 // waits for its copies, fences them for the MMA unit (fence.proxy.async)
 // and synchronises; the MMAs of a stage are one batch (fence, k steps of
-// wgmma.mma_async on the carried accumulators, commit, wait 0).
+// wgmma.mma_async on the carried accumulators, commit). With three stages
+// or more a stage's batch runs on into the next iteration (wait 1), so
+// stages - 2 tiles are copied ahead; the first tile is outside the loop,
+// its first k step (scale-d 0) starting the sums, so that no other
+// instruction defines the accumulators (ptxas would serialise the MMAs).
 // RUN: sed 's/%q_0 = decode.linear %x_0, %wq_0 :/%q_0 = decode.linear %x_0, %wq_0 {decode.kernel = #decode.kernel<"group_gemm", {groups = 2, row_tiles = 1, batch = 32, stages = 3}>} :/' %S/Inputs/head128-bf16.mlir > %t.group.mlir
 // RUN: fdc-opt %t.group.mlir --decode-assign-weight-layout --convert-decode-to-gpu=target=sm_90a | FileCheck %s --check-prefix=SM90A
 // 2 warpgroups (256 threads); 3 stages of (128 weight rows + 32 batch rows)
@@ -28,8 +32,7 @@
 // SM90A: nvgpu.device_async_copy {{.*}} : memref<512x512xbf16> to memref<31232xbf16, #gpu.address_space<workgroup>>
 // SM90A: nvgpu.device_async_copy {{.*}} : memref<?x512xbf16> to memref<31232xbf16, #gpu.address_space<workgroup>>
 // SM90A: nvvm.cp.async.commit.group
-// SM90A: scf.for {{.*}} -> (!llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>)
-// SM90A-NEXT: nvvm.cp.async.wait.group 1
+// SM90A:      nvvm.cp.async.wait.group 0
 // SM90A-NEXT: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
 // SM90A-NEXT: gpu.barrier
 // SM90A: nvvm.cp.async.commit.group
@@ -42,8 +45,23 @@
 // SM90A-NEXT: %[[START:.*]] = arith.shrui %[[MASKED]], %c4_i64{{.*}} : i64
 // SM90A-NEXT: %c4611686293305360384_i64{{.*}} = arith.constant 4611686293305360384 : i64
 // SM90A-NEXT: arith.ori %[[START]], %c4611686293305360384_i64{{.*}} : i64
+// SM90A: %[[NONE:.*]] = llvm.mlir.poison : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+// SM90A-NEXT: nvvm.wgmma.mma_async {{.*}}, %[[NONE]], <m = 64, n = 32, k = 16>, D[<f32>, <zero>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>]
+// SM90A-COUNT-3: nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 32, k = 16>, D[<f32>, <one>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>]
+// SM90A-NEXT: nvvm.wgmma.commit.group.sync.aligned
+// SM90A-NEXT: nvvm.wgmma.wait.group.sync.aligned 1
+// SM90A: scf.for {{.*}} -> (!llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>)
+// SM90A-NEXT: nvvm.cp.async.wait.group 0
+// SM90A-NEXT: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
+// SM90A-NEXT: gpu.barrier
+// SM90A: nvvm.cp.async.commit.group
+// SM90A: nvvm.wgmma.fence.aligned
+// SM90A-NOT: <zero>
 // SM90A-COUNT-4: nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 32, k = 16>, D[<f32>, <one>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>]
 // SM90A-NEXT: nvvm.wgmma.commit.group.sync.aligned
+// SM90A-NEXT: nvvm.wgmma.wait.group.sync.aligned 1
+// SM90A: scf.yield
+// SM90A-NEXT: }
 // SM90A-NEXT: nvvm.wgmma.wait.group.sync.aligned 0
 // SM90A: gpu.return
 // Grid x covers the batch in blocks of 32 rows, grid y N in blocks of 128
@@ -75,9 +93,20 @@
 // linear_epilogue adds them.
 // RUN: sed 's/batch = 32, stages = 3/batch = 32, stages = 3, split_k = 2/' %t.group.mlir \
 // RUN:   | fdc-opt --decode-assign-weight-layout --convert-decode-to-gpu=target=sm_90a | FileCheck %s --check-prefix=SPLIT
+// A split's few k tiles keep the deeper prefetch: two tiles copied ahead
+// (stages - 1), each batch of wgmmas waited for.
 // SPLIT: gpu.func @[[K:linear_[0-9]+]]
 // SPLIT: gpu.block_id  z
-// SPLIT: nvvm.wgmma.mma_async
+// SPLIT: nvvm.cp.async.commit.group
+// SPLIT: nvvm.cp.async.commit.group
+// SPLIT: nvvm.cp.async.wait.group 1
+// SPLIT: nvvm.wgmma.mma_async {{.*}} D[<f32>, <zero>]
+// SPLIT: nvvm.wgmma.commit.group.sync.aligned
+// SPLIT-NEXT: nvvm.wgmma.wait.group.sync.aligned 0
+// SPLIT: scf.for
+// SPLIT: nvvm.cp.async.wait.group 1
+// SPLIT: nvvm.wgmma.commit.group.sync.aligned
+// SPLIT-NEXT: nvvm.wgmma.wait.group.sync.aligned 0
 // SPLIT: memref.store {{.*}} : memref<?x1024xf32>
 // SPLIT: gpu.func @[[E:linear_epilogue_[0-9]+]]
 // SPLIT: func.func @fdc_model_step

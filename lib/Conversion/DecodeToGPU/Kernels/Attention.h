@@ -90,11 +90,13 @@ mlir::Value loadCacheVector(GpuEmitter &e, mlir::Value cache,
                             decode::KVCacheType type, mlir::ValueRange row,
                             mlir::Value d0, int64_t vecLen);
 
-/// Launches attention_reduce: one block per (query head, sequence) combines
-/// the `numSplits` (host i64) partial rows in `partials` into problem.out.
-/// Online: rescale to the global max. Unified max: add and divide; a
-/// flagged row (or an under- or overflowed sum) is recomputed with the
-/// online scheme right there, so the result is always right.
+/// Launches attention_reduce, which combines the `numSplits` (host i64)
+/// partial rows in `partials` of each (sequence, query head) into
+/// problem.out: a subgroup-wide unit of head dims takes as many groups of
+/// lanes as its splits need for one round of loads, and a block as many
+/// units as its groups allow. Online: rescale to the global max. Unified max:
+/// add and divide; a flagged row (or an under- or overflowed sum) is recomputed
+/// with the online scheme right there, so the result is always right.
 void launchAttentionReduce(KernelContext &ctx, const AttentionProblem &problem,
                            Buffer partials, mlir::Value numSplits);
 

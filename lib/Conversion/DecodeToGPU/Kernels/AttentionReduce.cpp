@@ -88,29 +88,42 @@ Value fdc::gpu::loadCacheVector(GpuEmitter &e, Value cache,
 
 namespace {
 
-/// The shape of attention_reduce's block: `splitGroups` groups of
-/// `rowThreads` threads (one per head dim, up to the block's limit); group w
-/// combines splits w,
-/// w + splitGroups, ..., so that a thread's loads of the partial rows are
-/// few, then group 0 merges the groups' results through shared memory.
+/// The most split groups of one unit (below) and the partial rows a lane
+/// of a group loads at once: 64 splits take one round of loads, whose
+/// latency the lanes wait for once.
+constexpr int64_t kMaxSplitGroups = 16;
+constexpr int64_t kSplitsPerRound = 4;
+
+/// The shape of attention_reduce's block: `groups` groups of `rowThreads`
+/// threads (a subgroup each; groups a power of two). A unit of work is
+/// `rowThreads` head dims of one (sequence, query head) row, one thread per
+/// dim. The host gives each unit P groups (a power of two: enough for the
+/// splits in one round of loads, and more while the units would leave
+/// compute units without a block; at most `groups`), group p combining
+/// splits p, p + P, ..., and a block takes groups / P units. With few
+/// splits and many rows a block serves many rows; with a small batch's few
+/// rows, many lanes combine a row's splits at once instead of a few lanes
+/// that each wait on one load after another.
 struct ReduceShape {
-  int64_t rowThreads, splitGroups;
-  int64_t threads() const { return rowThreads * splitGroups; }
+  int64_t rowThreads, groups, headDim;
+  int64_t threads() const { return rowThreads * groups; }
+  /// Units per (sequence, query head) row.
+  int64_t chunks() const { return llvm::divideCeil(headDim, rowThreads); }
   /// f32s of shared memory: (max or flag, sum, acc) per thread.
   int64_t sharedFloats() const { return 3 * threads(); }
 };
 
 ReduceShape getReduceShape(const AttentionProblem &problem, int64_t subgroup,
                            int64_t maxThreads) {
-  constexpr int64_t kMaxSplitGroups = 4;
-  int64_t rowThreads = std::min(
-      (problem.headDim() + subgroup - 1) / subgroup * subgroup, maxThreads);
+  int64_t rowThreads = std::min(subgroup, maxThreads);
   int64_t groups =
       std::clamp<int64_t>(maxThreads / rowThreads, 1, kMaxSplitGroups);
-  return {rowThreads, groups};
+  return {rowThreads,
+          static_cast<int64_t>(llvm::bit_floor(static_cast<uint64_t>(groups))),
+          problem.headDim()};
 }
 
-/// The body of attention_reduce: one block per (query head, sequence).
+/// The body of attention_reduce.
 class AttentionReduceBuilder {
 public:
   AttentionReduceBuilder(GpuEmitter &e, const AttentionProblem &problem,
@@ -118,73 +131,158 @@ public:
       : e(e), b(e.builder()), problem(problem), shape(shape) {}
 
   /// Kernel arguments, by position in the launch.
-  enum Arg { Query, Cache, Slots, Positions, Partials, NumSplits, Out, Layer };
+  enum Arg {
+    Query,
+    Cache,
+    Slots,
+    Positions,
+    Partials,
+    NumSplits,
+    GroupsPerUnitLog2,
+    Units,
+    Out,
+    Layer
+  };
 
   void build(ArrayRef<Value> v) {
     args = v;
     shared = v.back();
     layerIndex = idx(b, v[Layer]);
-    h = e.blockId(Dimension::x);
-    i = e.blockId(Dimension::y);
     numSplits = idx(b, v[NumSplits]);
-    Value rowIndex = addI(b, mulI(b, i, e.index(problem.queryHeads())), h);
-    Value firstSplit = mulI(b, rowIndex, numSplits);
-    base = mulI(b, firstSplit, e.index(problem.partialRowFloats()));
-    kvHead = arith::DivUIOp::create(b, h, e.index(problem.group()));
-    slot = e.loadIndex(v[Slots], i);
-    Value position = e.loadIndex(v[Positions], i);
-    length = addI(b, position, e.index(1));
-
-    // Head dims in chunks of rowThreads (one chunk unless head_dim exceeds
-    // the block): every thread runs every chunk, for the barriers inside.
-    int64_t chunks =
-        (problem.headDim() + shape.rowThreads - 1) / shape.rowThreads;
-    e.loop(chunks, [&](Value chunk) { combineChunk(chunk); });
-  }
-
-private:
-  /// Dims [chunk · rowThreads, + rowThreads): each group combines its
-  /// splits, then group 0 merges the groups' results and writes the output.
-  void combineChunk(Value chunk) {
+    // Powers of two: shifts and masks, not divisions.
+    Value log2GroupsPerUnit = idx(b, v[GroupsPerUnitLog2]);
+    Value one = e.index(1);
+    Value groupsPerUnit = arith::ShLIOp::create(b, one, log2GroupsPerUnit);
+    Value units = idx(b, v[Units]);
     Value thread = e.threadId();
     Value rowThreads = e.index(shape.rowThreads);
     Value lane = arith::RemUIOp::create(b, thread, rowThreads);
-    Value group = arith::DivUIOp::create(b, thread, rowThreads);
+    Value warp = arith::DivUIOp::create(b, thread, rowThreads);
+    Value groupMask = arith::SubIOp::create(b, groupsPerUnit, one);
+    Value group = arith::AndIOp::create(b, warp, groupMask);
+    Value unitInBlock = arith::ShRUIOp::create(b, warp, log2GroupsPerUnit);
+    Value groups = e.index(shape.groups);
+    Value unitsPerBlock = arith::ShRUIOp::create(b, groups, log2GroupsPerUnit);
+    Value firstUnit = mulI(b, e.blockId(Dimension::x), unitsPerBlock);
+    Value unit = addI(b, firstUnit, unitInBlock);
+    Value active = e.cmpi(CmpIPredicate::ult, unit, units);
+    // Past the last unit a group runs no split (its state stays the
+    // identity) and writes nothing, but it reaches the barrier.
+    Value lastUnit = arith::SubIOp::create(b, units, one);
+    Value inRange = arith::MinUIOp::create(b, unit, lastUnit);
+    Value chunks = e.index(shape.chunks());
+    Value chunk = arith::RemUIOp::create(b, inRange, chunks);
+    Value rowIndex = arith::DivUIOp::create(b, inRange, chunks);
+    Value heads = e.index(problem.queryHeads());
+    h = arith::RemUIOp::create(b, rowIndex, heads);
+    i = arith::DivUIOp::create(b, rowIndex, heads);
+    Value firstSplit = mulI(b, rowIndex, numSplits);
+    base = mulI(b, firstSplit, e.index(problem.partialRowFloats()));
     Value chunkBase = mulI(b, chunk, rowThreads);
     Value j = addI(b, chunkBase, lane);
     Value lastDim = e.index(problem.headDim() - 1);
-    Value dim = arith::MinUIOp::create(b, j, lastDim);
-    Value step = e.index(shape.splitGroups);
-    SmallVector<Value> init = {e.f32(problem.unified() ? 0.0 : -INFINITY),
-                               e.f32(0), e.f32(0)};
+    dim = arith::MinUIOp::create(b, j, lastDim);
+
+    // Each group's rounds: kSplitsPerRound partial rows loaded at once,
+    // those past the last split as the identity.
+    Value end = e.select(active, numSplits, e.index(0));
+    Value round = mulI(b, groupsPerUnit, e.index(kSplitsPerRound));
     SmallVector<Value> state =
-        e.reduce(group, numSplits, step, init, [&](Value sp, ValueRange c) {
-          SmallVector<Value> split = {maxAt(sp), sumAt(sp), partialAt(sp, dim)};
-          return merge(c, split);
+        e.reduce(group, end, round, identity(), [&](Value first, ValueRange c) {
+          SmallVector<SmallVector<Value>> states = {llvm::to_vector(c)};
+          for (int64_t k = 0; k < kSplitsPerRound; ++k) {
+            Value offset = mulI(b, groupsPerUnit, e.index(k));
+            states.push_back(splitState(addI(b, first, offset)));
+          }
+          return mergeAll(states);
         });
-    for (int64_t k = 0; k < 3; ++k)
-      memref::StoreOp::create(b, state[k], shared,
-                              ValueRange{sharedAt(thread, k)});
-    e.barrier();
-    Value firstGroup = e.cmpi(CmpIPredicate::ult, thread, rowThreads);
+    state = mergeGroups(thread, group, groupsPerUnit, state);
+    // The unit's first group holds the row's result and writes it.
+    Value firstGroup = e.cmpi(CmpIPredicate::eq, group, e.index(0));
     Value inRow = e.cmpi(CmpIPredicate::ult, j, e.index(problem.headDim()));
     Value writes = arith::AndIOp::create(b, firstGroup, inRow);
+    writes = arith::AndIOp::create(b, writes, active);
     e.ifThenElse(writes, [&] {
-      SmallVector<Value> merged = state;
-      for (int64_t w = 1; w < shape.splitGroups; ++w) {
-        Value other = addI(b, thread, e.index(w * shape.rowThreads));
-        SmallVector<Value> result;
-        for (int64_t k = 0; k < 3; ++k)
-          result.push_back(memref::LoadOp::create(
-              b, shared, ValueRange{sharedAt(other, k)}));
-        merged = merge(merged, result);
-      }
+      ArrayRef<Value> merged = state;
       if (problem.unified())
         finishUnified(j, merged);
       else
         e.store(e.div(merged[2], merged[1]), args[Out], {i, h, j});
     });
-    e.barrier(); // the next chunk rewrites the shared results
+  }
+
+private:
+  /// The unit's groups' states merged into its first group's, through
+  /// shared memory in a tree: at level l (while 2^l < the groups per unit,
+  /// the same for the whole block), group g with g mod 2^(l+1) = 0 merges
+  /// group g + 2^l's state (the thread 2^l subgroups on), and stores the
+  /// result where the next level reads it. Returns this thread's state
+  /// after the last level: the unit's in its first group.
+  SmallVector<Value> mergeGroups(Value thread, Value group, Value groupsPerUnit,
+                                 ArrayRef<Value> state) {
+    SmallVector<Value> current(state);
+    for (int64_t k = 0; k < 3; ++k)
+      memref::StoreOp::create(b, current[k], shared,
+                              ValueRange{sharedAt(thread, k)});
+    SmallVector<Type> types(current.size(), b.getF32Type());
+    for (int64_t stride = 1; stride < shape.groups; stride *= 2) {
+      Value level = e.cmpi(CmpIPredicate::ult, e.index(stride), groupsPerUnit);
+      auto levelIf =
+          scf::IfOp::create(b, types, level, /*withElseRegion=*/true);
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(levelIf.thenBlock());
+      e.barrier(); // the last level's stores
+      Value bits = e.index(2 * stride - 1);
+      Value position = arith::AndIOp::create(b, group, bits);
+      Value first = e.cmpi(CmpIPredicate::eq, position, e.index(0));
+      Value partner = addI(b, group, e.index(stride));
+      Value inUnit = e.cmpi(CmpIPredicate::ult, partner, groupsPerUnit);
+      Value merges = arith::AndIOp::create(b, first, inUnit);
+      auto mergeIf =
+          scf::IfOp::create(b, types, merges, /*withElseRegion=*/true);
+      {
+        OpBuilder::InsertionGuard inner(b);
+        b.setInsertionPointToStart(mergeIf.thenBlock());
+        Value other = addI(b, thread, e.index(stride * shape.rowThreads));
+        SmallVector<Value> loaded;
+        for (int64_t k = 0; k < 3; ++k)
+          loaded.push_back(memref::LoadOp::create(
+              b, shared, ValueRange{sharedAt(other, k)}));
+        SmallVector<Value> merged = mergeAll({current, loaded});
+        for (int64_t k = 0; k < 3; ++k)
+          memref::StoreOp::create(b, merged[k], shared,
+                                  ValueRange{sharedAt(thread, k)});
+        scf::YieldOp::create(b, merged);
+        b.setInsertionPointToStart(mergeIf.elseBlock());
+        scf::YieldOp::create(b, current);
+      }
+      scf::YieldOp::create(b, mergeIf.getResults());
+      b.setInsertionPointToStart(levelIf.elseBlock());
+      scf::YieldOp::create(b, current);
+      current.assign(levelIf.getResults().begin(), levelIf.getResults().end());
+    }
+    return current;
+  }
+
+  /// (max or flag, sum, acc) of no split.
+  SmallVector<Value> identity() {
+    Value first = e.f32(problem.unified() ? 0.0 : -INFINITY);
+    Value zero = e.f32(0);
+    return {first, zero, zero};
+  }
+  /// Split `split`'s (max or flag, sum, acc) of this thread's dim; the
+  /// identity past the last split (whose row it reads instead).
+  SmallVector<Value> splitState(Value split) {
+    Value valid = e.cmpi(CmpIPredicate::ult, split, numSplits);
+    Value last = arith::SubIOp::create(b, numSplits, e.index(1));
+    Value readable = arith::MinUIOp::create(b, split, last);
+    SmallVector<Value> loaded = {maxAt(readable), sumAt(readable),
+                                 partialAt(readable, dim)};
+    SmallVector<Value> none = identity();
+    SmallVector<Value> state;
+    for (int64_t k = 0; k < 3; ++k)
+      state.push_back(e.select(valid, loaded[k], none[k]));
+    return state;
   }
 
   Value sharedAt(Value thread, int64_t k) {
@@ -210,21 +308,26 @@ private:
     return e.extract(vector, 0);
   }
 
-  /// Two (max or flag, sum, acc) combined. Online: both rescaled to the
-  /// larger max; unified max: flags or'ed (as a max), sums added.
-  SmallVector<Value> merge(ValueRange x, ValueRange y) {
-    if (problem.unified()) {
-      Value flag = arith::MaximumFOp::create(b, x[0], y[0]);
-      return {flag, e.add(x[1], y[1]), e.add(x[2], y[2])};
+  /// Several (max or flag, sum, acc) combined. Online: each rescaled to
+  /// the largest max; unified max: flags or'ed (as a max), sums added.
+  SmallVector<Value> mergeAll(ArrayRef<SmallVector<Value>> states) {
+    Value first = states.front()[0];
+    for (const SmallVector<Value> &state : states.drop_front())
+      first = arith::MaximumFOp::create(b, first, state[0]);
+    Value sum = e.f32(0), acc = e.f32(0);
+    for (const SmallVector<Value> &state : states) {
+      if (problem.unified()) {
+        sum = e.add(sum, state[1]);
+        acc = e.add(acc, state[2]);
+        continue;
+      }
+      Value factor = attentionScaleFactor(e, state[0], first);
+      Value scaledSum = e.mul(state[1], factor);
+      Value scaledAcc = e.mul(state[2], factor);
+      sum = e.add(sum, scaledSum);
+      acc = e.add(acc, scaledAcc);
     }
-    Value max = arith::MaximumFOp::create(b, x[0], y[0]);
-    Value cx = attentionScaleFactor(e, x[0], max);
-    Value cy = attentionScaleFactor(e, y[0], max);
-    Value sumX = e.mul(x[1], cx);
-    Value sumY = e.mul(y[1], cy);
-    Value accX = e.mul(x[2], cx);
-    Value accY = e.mul(y[2], cy);
-    return {max, e.add(sumX, sumY), e.add(accX, accY)};
+    return {first, sum, acc};
   }
 
   /// Unified max: add and divide, unless a split is flagged or the sum
@@ -248,6 +351,10 @@ private:
 
   /// Single-thread-per-dimension online softmax over the whole row.
   void recompute(Value j) {
+    kvHead = arith::DivUIOp::create(b, h, e.index(problem.group()));
+    slot = e.loadIndex(args[Slots], i);
+    Value position = e.loadIndex(args[Positions], i);
+    Value length = addI(b, position, e.index(1));
     Value zeroIndex = e.index(0);
     Value oneIndex = e.index(1);
     SmallVector<Value> st = e.reduce(
@@ -278,7 +385,7 @@ private:
   const AttentionProblem &problem;
   const ReduceShape &shape;
   ArrayRef<Value> args;
-  Value shared, layerIndex, h, i, numSplits, base, kvHead, slot, length;
+  Value shared, layerIndex, h, i, numSplits, base, dim, kvHead, slot;
 };
 } // namespace
 
@@ -288,6 +395,37 @@ void fdc::gpu::launchAttentionReduce(KernelContext &ctx,
   ReduceShape shape =
       getReduceShape(problem, ctx.subgroupSize(),
                      ctx.primitives.target().getMaxWorkgroupSize());
+  ImplicitLocOpBuilder &host = ctx.host;
+  Value rows =
+      arith::MulIOp::create(host, ctx.batch, ctx.hostI64(problem.queryHeads()));
+  Value units = arith::MulIOp::create(host, rows, ctx.hostI64(shape.chunks()));
+  // log2 of the groups per unit, the larger of (a) the fewest groups that
+  // take the splits in one round and (b) the block's groups over the most
+  // units per block (2^k) that still give every compute unit a block
+  // (units >= 2^k x the compute units); at most log2 of the block's groups.
+  Value rounds = ctx.ceilDiv(numSplits, ctx.hostI64(kSplitsPerRound));
+  Value log2ForSplits = ctx.hostI64(0);
+  Value log2UnitsPerBlock = ctx.hostI64(0);
+  int64_t log2Groups = llvm::Log2_64(shape.groups);
+  for (int64_t k = 1; k <= log2Groups; ++k) {
+    Value half = ctx.hostI64(int64_t(1) << (k - 1));
+    Value more = arith::CmpIOp::create(host, CmpIPredicate::sgt, rounds, half);
+    Value log2 = ctx.hostI64(k);
+    log2ForSplits = arith::SelectOp::create(host, more, log2, log2ForSplits);
+    Value filled = ctx.hostI64(ctx.primitives.units() << k);
+    Value enough =
+        arith::CmpIOp::create(host, CmpIPredicate::sge, units, filled);
+    log2UnitsPerBlock =
+        arith::SelectOp::create(host, enough, log2, log2UnitsPerBlock);
+  }
+  Value log2ForUnits =
+      arith::SubIOp::create(host, ctx.hostI64(log2Groups), log2UnitsPerBlock);
+  Value log2GroupsPerUnit =
+      arith::MaxSIOp::create(host, log2ForSplits, log2ForUnits);
+  Value blockGroups = ctx.hostI64(shape.groups);
+  Value unitsPerBlock =
+      arith::ShRUIOp::create(host, blockGroups, log2GroupsPerUnit);
+  Value blocks = ctx.ceilDiv(units, unitsPerBlock);
   // The layer is an argument (the last one), so one kernel serves every
   // layer.
   Value layer = ctx.hostI64(problem.layer);
@@ -296,9 +434,9 @@ void fdc::gpu::launchAttentionReduce(KernelContext &ctx,
       {KernelArg::buffer(problem.query), KernelArg::buffer(problem.cache),
        KernelArg::buffer(problem.slots), KernelArg::buffer(problem.positions),
        KernelArg::buffer(partials), KernelArg::scalar(numSplits),
+       KernelArg::scalar(log2GroupsPerUnit), KernelArg::scalar(units),
        KernelArg::buffer(problem.out), KernelArg::scalar(layer)},
-      {ctx.hostIndex(problem.queryHeads()), ctx.toIndex(ctx.batch),
-       ctx.hostIndex(1)},
+      {ctx.toIndex(blocks), ctx.hostIndex(1), ctx.hostIndex(1)},
       shape.threads(), shape.sharedFloats(),
       [&](GpuEmitter &e, ArrayRef<Value> v) {
         AttentionReduceBuilder(e, problem, shape).build(v);

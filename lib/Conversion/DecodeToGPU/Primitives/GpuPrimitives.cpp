@@ -112,10 +112,6 @@ Value GpuPrimitives::getGroupMmaChunkOffset(ImplicitLocOpBuilder &,
                                             Value) const {
   noGroupMma();
 }
-Value GpuPrimitives::groupMmaZero(ImplicitLocOpBuilder &,
-                                  const GroupMmaLayout &) const {
-  noGroupMma();
-}
 Value GpuPrimitives::groupMmaExtract(ImplicitLocOpBuilder &,
                                      const GroupMmaLayout &, Value,
                                      int64_t) const {

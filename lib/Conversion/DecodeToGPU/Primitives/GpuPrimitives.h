@@ -235,11 +235,9 @@ public:
                                              const GroupMmaLayout &layout,
                                              mlir::Value row,
                                              mlir::Value chunk) const;
-  /// A thread's accumulators, all zero; element `j` (< accPerThread) of
-  /// them; and the (row, column) of D that element `j` of thread `thread`
-  /// (an index in the group) holds.
-  virtual mlir::Value groupMmaZero(mlir::ImplicitLocOpBuilder &b,
-                                   const GroupMmaLayout &layout) const;
+  /// Element `j` (< accPerThread) of a thread's accumulators; and the (row,
+  /// column) of D that element `j` of thread `thread` (an index in the
+  /// group) holds.
   virtual mlir::Value groupMmaExtract(mlir::ImplicitLocOpBuilder &b,
                                       const GroupMmaLayout &layout,
                                       mlir::Value acc, int64_t j) const;
@@ -255,7 +253,9 @@ public:
   virtual void beginGroupMmas(mlir::ImplicitLocOpBuilder &b) const;
   /// acc + A * B over k step `kStep` (< rowBytes() / (k * element bytes)) of
   /// the A and B tiles at shared-memory byte addresses `aTile` and `bTile`
-  /// (i64); asynchronous until committed and waited for.
+  /// (i64); A * B alone where `acc` is null (no instruction initialises the
+  /// accumulators, which an MMA still in flight across a loop's iterations
+  /// needs); asynchronous until committed and waited for.
   virtual mlir::Value groupMma(mlir::ImplicitLocOpBuilder &b,
                                const GroupMmaLayout &layout, mlir::Value aTile,
                                mlir::Value bTile, int64_t kStep,

@@ -168,10 +168,6 @@ public:
     return arith::AddIOp::create(b, rowBytes, chunkBytes);
   }
 
-  Value groupMmaZero(ImplicitLocOpBuilder &b,
-                     const GroupMmaLayout &layout) const override {
-    return LLVM::ZeroOp::create(b, accumulatorType(b, layout));
-  }
   Value groupMmaExtract(ImplicitLocOpBuilder &b, const GroupMmaLayout &,
                         Value acc, int64_t j) const override {
     return LLVM::ExtractValueOp::create(b, acc, j);
@@ -226,11 +222,17 @@ public:
     auto type =
         element.isF16() ? NVVM::WGMMATypes::f16 : NVVM::WGMMATypes::bf16;
     MLIRContext *ctx = b.getContext();
+    // Without an accumulator: scale-d 0, so D = A * B whatever the (poison)
+    // input registers hold.
+    NVVM::WGMMAScaleOut scaleOut =
+        acc ? NVVM::WGMMAScaleOut::one : NVVM::WGMMAScaleOut::zero;
+    if (!acc)
+      acc = LLVM::PoisonOp::create(b, accumulatorType(b, layout));
     return NVVM::WgmmaMmaAsyncOp::create(
         b, accumulatorType(b, layout), acc, descriptorA, descriptorB,
         NVVM::MMAShapeAttr::get(ctx, layout.m(), layout.n, layout.k()), type,
-        type, NVVM::WGMMATypes::f32, NVVM::WGMMAScaleOut::one,
-        NVVM::WGMMAScaleIn::one, NVVM::WGMMAScaleIn::one,
+        type, NVVM::WGMMATypes::f32, scaleOut, NVVM::WGMMAScaleIn::one,
+        NVVM::WGMMAScaleIn::one,
         // Both K-major: A row-major (m x k), B column-major (k x n).
         NVVM::MMALayout::row, NVVM::MMALayout::col,
         /*satfinite=*/NVVM::MMAIntOverflowAttr());
