@@ -2,10 +2,9 @@
 // attention (always launched: it also runs the recompute fallback). A
 // unit is a subgroup's worth of head dims of one (sequence, query head)
 // row; the host gives each unit a power of two of split groups (at most
-// the block's 16): enough to load its splits in one round of four, and more
-// while the units would leave an SM without a block; the block takes as
-// many units as its groups leave. The kernel gets log2 of the groups per
-// unit and shifts and masks with it.
+// the block's 16), enough to load its splits in one round of four; the
+// block takes as many units as its groups leave. The kernel gets log2 of
+// the groups per unit and shifts and masks with it.
 // RUN: sed 's/softmax = #decode.softmax<online>/softmax = #decode.softmax<unified_max, phi = 0.0, lo = -20.0, hi = 20.0>/' %S/Inputs/head128-bf16.mlir \
 // RUN:   | fdc-opt --decode-assign-weight-layout --convert-decode-to-gpu=target=sm_90 | FileCheck %s --check-prefixes=CHECK,NV
 // RUN: sed 's/softmax = #decode.softmax<online>/softmax = #decode.softmax<unified_max, phi = 0.0, lo = -20.0, hi = 20.0>/' %S/Inputs/head128-bf16.mlir \
@@ -63,9 +62,9 @@
 // CHECK:         gpu.return
 
 // The host: units = batch x 4 heads x the chunks of 128 dims; log2 of the
-// groups per unit: for the rounds of four splits (k where rounds exceed
-// 2^(k-1)), and 4 less log2 of the units per block that still give each
-// of the 132 SMs (sm_90's known-targets entry; 304 on gfx942) a block.
+// groups per unit from the rounds of four splits (k where the rounds exceed
+// 2^(k-1), at most 4 for the block's 16 groups); the block takes 16 >> log2
+// units.
 // CHECK-LABEL: func.func @fdc_model_step(
 // CHECK:         gpu.launch_func @fdc_kernels::@{{gqa_attention_partial_[0-9]+}}
 // CHECK:         %[[ROWS:.*]] = arith.muli %{{.*}}, %c4{{.*}} : i64
@@ -73,16 +72,12 @@
 // AMD:           %[[ALL_UNITS:.*]] = arith.muli %[[ROWS]], %c2{{.*}} : i64
 // CHECK:         %[[ROUNDS:.*]] = arith.ceildivsi %[[NUM_SPLITS:.*]], %c4{{.*}} : i64
 // CHECK:         arith.cmpi sgt, %[[ROUNDS]], %c1{{.*}} : i64
-// NV:            arith.cmpi sge, %[[ALL_UNITS]], %c264{{.*}} : i64
-// AMD:           arith.cmpi sge, %[[ALL_UNITS]], %c608{{.*}} : i64
+// CHECK:         arith.cmpi sgt, %[[ROUNDS]], %c2{{.*}} : i64
+// CHECK:         arith.cmpi sgt, %[[ROUNDS]], %c4{{.*}} : i64
 // CHECK:         arith.cmpi sgt, %[[ROUNDS]], %c8{{.*}} : i64
-// CHECK:         %[[FOR_SPLITS:.*]] = arith.select %{{.*}}, %c4{{.*}}, %{{.*}} : i64
-// NV:            arith.cmpi sge, %[[ALL_UNITS]], %c2112{{.*}} : i64
-// AMD:           arith.cmpi sge, %[[ALL_UNITS]], %c4864{{.*}} : i64
-// CHECK:         %[[LOG2_UNITS_PER_BLOCK:.*]] = arith.select %{{.*}}, %c4{{.*}}, %{{.*}} : i64
-// CHECK:         %[[FOR_UNITS:.*]] = arith.subi %c4{{.*}}, %[[LOG2_UNITS_PER_BLOCK]] : i64
-// CHECK:         %[[LOG2:.*]] = arith.maxsi %[[FOR_SPLITS]], %[[FOR_UNITS]] : i64
+// CHECK-NEXT:    %c4{{.*}} = arith.constant 4 : i64
+// CHECK-NEXT:    %[[LOG2:.*]] = arith.select %{{.*}}, %c4{{.*}}, %{{.*}} : i64
 // CHECK:         %[[UNITS_PER_BLOCK:.*]] = arith.shrui %c16{{.*}}, %[[LOG2]] : i64
-// CHECK:         %[[BLOCKS:.*]] = arith.ceildivsi %[[ALL_UNITS]], %[[UNITS_PER_BLOCK]] : i64
+// CHECK-NEXT:    %[[BLOCKS:.*]] = arith.ceildivsi %[[ALL_UNITS]], %[[UNITS_PER_BLOCK]] : i64
 // CHECK:         %[[GRID:.*]] = arith.index_cast %[[BLOCKS]] : i64 to index
 // CHECK:         gpu.launch_func @fdc_kernels::@{{attention_reduce_[0-9]+}} blocks in (%[[GRID]], %{{.*}}, %{{.*}}) threads in ({{.*}}) args({{.*}}, %[[NUM_SPLITS]] : i64, %[[LOG2]] : i64, %[[ALL_UNITS]] : i64,
