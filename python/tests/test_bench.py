@@ -174,10 +174,19 @@ def test_recorder_sees_the_manifest_kernels_in_order(tmp_path):
     assert len(library.kernels) - len(launched) == 6
     assert any(k.startswith("linear_epilogue_") for k in library.kernels)
     launches = {l.kernel.rsplit("_", 1)[0]: l for l in recorder.launches}
-    # GQA 32/8: one partial block per KV head, the reduce per query head.
+    # GQA 32/8: one partial block per KV head; the reduce's units are 32
+    # head dims of a (sequence, query head) row, each with the power of two
+    # of 32-lane groups (of a block's 16) that loads its splits four at a
+    # time, so a block takes 16 / groups units.
     splits, kv_heads, batch = launches["gqa_attention_partial"].grid
     assert (kv_heads, batch) == (8, 4) and splits >= 1
-    assert launches["attention_reduce"].grid[:2] == (32, 4)
+    units = batch * 32 * (128 // 32)
+    groups = 1
+    while groups < 16 and groups * 4 < splits:
+        groups *= 2
+    per_block = 16 // groups
+    assert launches["attention_reduce"].grid == (
+        (units + per_block - 1) // per_block, 1, 1)
 
 
 @needs_fdc
