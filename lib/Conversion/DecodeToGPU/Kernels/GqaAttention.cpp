@@ -1247,10 +1247,11 @@ public:
     // Splits for whole waves of two blocks per unit (as many as the
     // registers of a 4-subgroup block let a unit hold): a block per
     // (sequence, KV head, split) leaves few blocks per split. At most 128
-    // (bf16 MQA, B = 1: with 64, 64 blocks leave half the H100's SMs idle;
-    // S = 32768 11.1 against 12.6 us, S = 16384 8.0 against 8.6), but 64
-    // for INT4, whose short steps make a 64-position split mostly prologue
-    // (B = 2: 7.9 against 9.4 us with 128; B = 1 7.5 against 7.2).
+    // (bf16 MQA, B = 1, unified max: with 64, 64 blocks leave half the
+    // H100's SMs idle; S = 32768 11.2 against 12.6 us, S = 16384 8.2
+    // against 8.6), but 64 for INT4, whose short steps make a 64-position
+    // split mostly prologue (B = 2: 7.9 against 9.1 us with 128; B = 1 7.5
+    // against 7.0). Each pair measured in one process.
     int64_t maxSplits = shape && shape->int4 ? 64 : 128;
     return makeConfig(op->getContext(),
                       {{"subgroups", 4},
