@@ -4,12 +4,19 @@
 // MMAs on it with the batch rows cp.async-copied into the same stage.
 
 // The default: a dispatch over the batch, one to four MMA batch tiles per
-// block, K split until the tile rows give every unit 8 blocks (4 with four
-// batch tiles), keeping 8 k tiles per split; 5 register vectors of words
-// per thread (a tile at 70 % sparsity), loaded one tile ahead.
+// block, K split into whole waves of the blocks the units hold at once
+// (see chooseSplitK), keeping 8 k tiles per split; 5 register vectors of
+// words per thread (a tile at 70 % sparsity), loaded one tile ahead.
 // RUN: fdc-opt %S/Inputs/sparse-linear-f16.mlir --decode-select-kernels=target=sm_90 | FileCheck %s --check-prefix=SELECT
 // SELECT: decode.sparse_linear {{.*}} {decode.kernel = #decode.dispatch<max_batch = [8, 16], kernels = [#decode.kernel<"flash_spmm", {batch_tiles = 1 : i64, prefetch = 1 : i64, row_tiles = 2 : i64, split_k = 2 : i64, vectors = 5 : i64, warps_n = 4 : i64}>, #decode.kernel<"flash_spmm", {batch_tiles = 2 : i64, {{.*}}}>, #decode.kernel<"flash_spmm", {batch_tiles = 4 : i64, {{.*}}}>]>} : tensor<?x1024xf16>, !decode.tiled_csl<1000x1024xf16
 // SELECT: decode.sparse_linear {{.*}} {activation = #decode<activation silu_gate_up>, decode.kernel = #decode.dispatch<max_batch = [8, 16], kernels = [#decode.kernel<"flash_spmm"
+// Whole waves: [11008, 4096] has 86 tile rows of 64 k tiles. Four blocks of
+// one or two batch tiles fit an H100 SM (52 or 54 KiB of stages), so 6
+// splits make 516 blocks, one wave of 528; three of four batch tiles (60
+// KiB) fit, and 4 splits make 344 blocks, one wave of 396.
+// RUN: sed -e 's/1000x1024xf16/11008x4096xf16/g' -e 's/256x1024xf16/256x4096xf16/g' -e 's/?x1024xf16/?x4096xf16/g' -e 's/?x1000xf16/?x11008xf16/g' -e 's/1024x1000xf16/1024x11008xf16/g' %S/Inputs/sparse-linear-f16.mlir \
+// RUN:   | fdc-opt --decode-select-kernels=target=sm_90 | FileCheck %s --check-prefix=WAVES
+// WAVES: decode.sparse_linear {{.*}} {decode.kernel = #decode.dispatch<max_batch = [8, 16], kernels = [#decode.kernel<"flash_spmm", {batch_tiles = 1 : i64, {{.*}} split_k = 6 : i64, {{.*}}}>, #decode.kernel<"flash_spmm", {batch_tiles = 2 : i64, {{.*}} split_k = 6 : i64, {{.*}}}>, #decode.kernel<"flash_spmm", {batch_tiles = 4 : i64, {{.*}} split_k = 4 : i64, {{.*}}}>]>} : tensor<?x4096xf16>, !decode.tiled_csl<11008x4096xf16
 // On CDNA (64 KiB of LDS) the widest batch tile is two MMA tiles of 16,
 // and the gate-up halves' three stages do not fit: sparse_row_scan serves it.
 // RUN: fdc-opt %S/Inputs/sparse-linear-f16.mlir --decode-select-kernels=target=gfx942 | FileCheck %s --check-prefix=CDNA
@@ -26,7 +33,14 @@
 // SM90: vector.store {{.*}} : memref<26112xf16, #gpu.address_space<workgroup>>, vector<8xf16>
 // SM90: nvgpu.device_async_copy {{.*}} : memref<?x1024xf16> to memref<26112xf16, #gpu.address_space<workgroup>>
 // SM90: memref.load {{.*}} : memref<1048708xi32>
+// A thread loads only its vectors inside the tile's run (the others are
+// zeros, never scattered).
+// SM90: scf.if {{.*}} -> (vector<4xi32>)
 // SM90: vector.load {{.*}} {alignment = 16 : i64} : memref<1048708xi32>, vector<4xi32>
+// SM90-NEXT: scf.yield {{.*}} : vector<4xi32>
+// SM90-NEXT: } else {
+// SM90-NEXT: arith.constant dense<0> : vector<4xi32>
+// SM90-NEXT: scf.yield {{.*}} : vector<4xi32>
 // SM90: gpu.barrier
 // SM90: scf.for
 // SM90: arith.shrui
