@@ -305,6 +305,28 @@ def test_report_flags_a_failed_check():
     assert failure.startswith("linear") and "5.00e-01" in failure
 
 
+def test_pruned_step_table_and_its_checks():
+    """The pruned-MLP step rows: both libraries' times, the speedup, the
+    sparse step against its floor, and each library's check (a failed
+    sparse check fails the run)."""
+    def check(err):
+        return {"rel_err": err, "tol": 6e-2, "ok": err <= 6e-2}
+    row = {"case": {"B": 8, "context": 1024, "sparsity": 0.8},
+           "dense": {"us": 480.0, "floor_us": 398.0},
+           "sparse": {"us": 320.0, "floor_us": 200.0},
+           "speedup": 1.5, "check": {"dense": check(3e-2), "sparse": check(4e-2)}}
+    results = synthetic_results(1e-3)
+    results["families"]["pruned_step"] = {"rows": [row]}
+    text = report.markdown(results)
+    line = next(l for l in text.splitlines() if l.startswith("| 8 | 1024 |"))
+    cells = [c.strip() for c in line.strip("|").split("|")]
+    assert cells[2:8] == ["80.0 %", "480.0", "320.0", "1.50", "200", "1.60"]
+    assert report.failed_checks(results) == []
+    row["check"]["sparse"] = check(0.2)
+    (failure,) = report.failed_checks(results)
+    assert failure.startswith("pruned_step") and "sparse" in failure
+
+
 def test_report_cli(tmp_path):
     path = tmp_path / "results.json"
     path.write_text(json.dumps(synthetic_results(1e-3)))
@@ -332,7 +354,8 @@ def test_perf_page_matches_its_results():
     results = json.loads((REPO / "docs" / "perf" / "results.json").read_text())
     assert report.failed_checks(results) == []
     assert set(results["families"]) == {"ceilings", "linear", "attention", "int4",
-                                        "sparse", "step", "serving"}
+                                        "sparse", "pruned_step", "step",
+                                        "serving"}
 
 
 def test_tuning_table_names_each_kernel_and_its_split(tmp_path):

@@ -6,7 +6,8 @@ writes the benchmark models' IR and compiles each with
 ``fdc compile --target=cuda:ARCH`` into OUT/models/ (the sparse family's
 libraries too, one per weight shape: the suite makes their pruned weights
 from a seed on the GPU and packs them there), compiles the GPU test's
-7B-wide Llama (from a header-only checkpoint twin), and copies the runtime
+7B-wide Llama (from a header-only checkpoint twin; also with --sparse-mlp,
+for the pruned_step family), and copies the runtime
 library and the runtime's tools to OUT/lib/. Carry OUT to the GPU machine and
 run fdc.bench.suite.
 
@@ -108,6 +109,12 @@ def main(argv=None) -> int:
         source = args.out / "models" / "wide-bf16-online.mlir"
         _run([sys.executable, "-m", "fdc.frontend", tmp, "-o", source])
         compile_model(source, True)
+        # The same model with its MLP as decode.sparse_linear on Tiled-CSL
+        # weights (the pruned_step family).
+        source = args.out / "models" / "wide-bf16-sparse.mlir"
+        _run([sys.executable, "-m", "fdc.frontend", tmp, "-o", source,
+              "--sparse-mlp"])
+        compile_model(source, False)
         with ThreadPoolExecutor(max(1, args.jobs)) as pool:
             list(pool.map(_run, jobs))
     print(f"prepared {len(jobs)} model libraries in {args.out}")

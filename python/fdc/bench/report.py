@@ -259,6 +259,22 @@ def step_md(rows) -> str:
     return _table(header, body)
 
 
+def pruned_step_md(rows) -> str:
+    body = []
+    for r in rows:
+        dense, sparse = r["dense"], r["sparse"]
+        body.append([str(r["case"]["B"]), str(r["case"]["context"]),
+                     _pct(r["case"]["sparsity"]), _num(dense["us"]),
+                     _num(sparse["us"]), _num(r["speedup"], 2),
+                     _num(sparse["floor_us"], 0),
+                     _num(sparse["us"] / sparse["floor_us"], 2),
+                     _err(r["check"]["dense"]), _err(r["check"]["sparse"])])
+    return _table(["B", "context", "MLP sparsity", "dense step µs (graph)",
+                   "sparse-MLP step µs (graph)", "speedup",
+                   "sparse-MLP floor µs", "sparse-MLP × floor",
+                   "dense vs HF rel err", "sparse-MLP vs HF rel err"], body)
+
+
 def step_kernels_md(rows) -> str:
     """The step's kernel times summed by op (kernel name without its index)."""
     ops: dict[str, list[float]] = {}
@@ -456,6 +472,18 @@ SECTIONS = (
      "graphs), per token: (T(129 tokens) − T(1)) / 128. HF: LlamaForCausalLM.generate, per token after "
      "a 1024-token prompt. rel err: fdc's logits at position 0 vs "
      "transformers bf16."),
+    ("pruned_step", "Whole decode step with a pruned MLP, 7B-wide Llama "
+                    "(2 layers, random bf16 weights), context 1024",
+     pruned_step_md,
+     "The MLP weights (gate, up, down) pruned at random (a fixed seed), the "
+     "same weights in both libraries: dense = the step family's library "
+     "(decode.linear), sparse-MLP = the model compiled with --sparse-mlp "
+     "(decode.sparse_linear on Tiled-CSL weights, packed as the runtime "
+     "packs them). Both steps' kernels replayed as CUDA graphs, "
+     "interleaved. Sparse-MLP floor = (weights read, the packed MLP's header "
+     "and runs, but the embedding table + KV cache) / measured read "
+     "ceiling. rel err: logits at position 0 vs transformers bf16 with the "
+     "pruned weights."),
     ("serving", "Serving: Poisson arrivals, 7B-wide (2 layers, bf16)",
      serving_md, serving_note),
 )

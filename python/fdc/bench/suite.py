@@ -3,7 +3,8 @@
     python -m fdc.bench.suite --artifacts .bench-artifacts --out DIR
 
 Families (``--families``, default all, in this order): ceilings, linear,
-attention, int4, sparse, serving, step. Every fdc kernel is first run as a full step and
+attention, int4, sparse, pruned_step, serving, step. Every fdc kernel is
+first run as a full step and
 checked against a float64 reference on fresh random data; then it and its
 peer are timed the same way (fdc.bench.timing). The serving family
 (fdc.bench.serving) runs the C runtime's engine on a seeded workload of
@@ -37,8 +38,8 @@ from .timing import (CALLS, event_time_us, graph_time_us, graph_times_us,
 
 # serving runs before step, whose torch.compile leaves compiled state in
 # the process (serving's own transformers runs are eager).
-FAMILIES = ("ceilings", "linear", "attention", "int4", "sparse", "serving",
-            "step")
+FAMILIES = ("ceilings", "linear", "attention", "int4", "sparse",
+            "pruned_step", "serving", "step")
 M_VALUES = (1, 2, 4, 8, 16, 32, 64, 128)
 ATTENTION_BATCHES = (1, 8, 32, 64, 128)
 ATTENTION_CONTEXTS = (1024, 2048, 4096, 8192, 16384, 32768)
@@ -50,6 +51,8 @@ SPARSE_SEED = 13  # the pruned weights are the same in every run
 SLOW_CALL_US = 1000.0
 STEP_BATCHES = (1, 8, 32)
 STEP_CONTEXT = 1024
+PRUNED_STEP_BATCHES = (1, 8, 32)
+PRUNED_STEP_SPARSITY = 0.8
 LINEAR_TOLERANCE = 1e-2
 ATTENTION_TOLERANCE = 1e-2
 STEP_TOLERANCE = 6e-2  # fdc bf16 vs transformers bf16 (each ~3e-2 from f64)
@@ -670,6 +673,114 @@ def sparse(bench: Bench) -> list[dict]:
     return rows
 
 
+def fill_arena(arena: Arena, state: dict) -> int:
+    """Copies a checkpoint's tensors into a library's arena, each weight from
+    its manifest sources (concatenated on dim 0); a Tiled-CSL weight is
+    packed there as the runtime packs it. Returns the bytes the step's
+    kernels read of the weights (a packed weight's header and runs, not its
+    reserved capacity)."""
+    read = 0
+    for entry in arena.library.manifest["weights"]:
+        w = torch.cat([state[source] for source in entry["sources"]], 0)
+        if entry.get("layout") != "tiled_csl":
+            arena.view(entry["name"]).copy_(w.view(entry["shape"]))
+            read += entry["bytes"]
+            continue
+        tiled_csl.layout_version(entry)
+        packed = tiled_csl.pack_torch(w, tuple(entry["tile"]))
+        nbytes = tiled_csl.words_read(packed.numel())
+        if nbytes > entry["bytes"]:
+            raise RuntimeError(f"{entry['name']}: {nbytes} packed bytes exceed "
+                               f"the {entry['bytes']} reserved")
+        raw = arena.data[entry["offset"]:entry["offset"] + entry["bytes"]]
+        raw[:nbytes].copy_(packed.view(torch.uint8))
+        raw[nbytes:].zero_()
+        read += nbytes
+    return read
+
+
+def pruned_step(bench: Bench) -> list[dict]:
+    """The 7B-wide Llama's whole step at context 1024 with its MLP weights
+    (gate, up, down) pruned at random to PRUNED_STEP_SPARSITY: the dense
+    library (decode.linear) against the --sparse-mlp one (decode.sparse_linear
+    on Tiled-CSL), on the same pruned weights, graph replays interleaved."""
+    import tempfile
+    from fdc.testing import wide_model
+
+    dense_lib = bench.library("wide-bf16-online")
+    sparse_lib = bench.library("wide-bf16-sparse")
+    config_path = bench.artifacts / "models" / "wide-config.json"
+    cfg = json.loads(config_path.read_text())
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        hf = wide_model.build(tmp, str(config_path),
+                              seed=int.from_bytes(os.urandom(2), "little"))
+        hf.eval()
+        gen = torch.Generator(device="cuda")
+        gen.manual_seed(SPARSE_SEED)
+        with torch.no_grad():
+            for name, p in hf.named_parameters():
+                if ".mlp." in name and name.endswith("_proj.weight"):
+                    pruned = torch.rand(p.shape, device=p.device,
+                                        generator=gen) < PRUNED_STEP_SPARSITY
+                    p.masked_fill_(pruned, 0.0)
+        state = hf.state_dict()
+        arenas = {"dense": Arena(dense_lib), "sparse": Arena(sparse_lib)}
+        read = {k: fill_arena(a, state) for k, a in arenas.items()}
+        del state
+        layers, hkv = cfg["num_hidden_layers"], cfg["num_key_value_heads"]
+        d, hidden = cfg["head_dim"], cfg["hidden_size"]
+        embed = dense_lib.weight("model.embed_tokens.weight")["bytes"]
+        libraries = {"dense": dense_lib, "sparse": sparse_lib}
+        launchers = {k: CudaLauncher(lib) for k, lib in libraries.items()}
+        for b in PRUNED_STEP_BATCHES if not bench.quick else (1, 8):
+            tokens = torch.randint(0, cfg["vocab_size"], (b,), device="cuda",
+                                   generator=bench.gen)
+            slots = torch.randperm(b, device="cuda", generator=bench.gen)
+            with torch.no_grad():
+                ref = hf(tokens.long()[:, None]).logits[:, 0].float()
+            checks, contenders, keep = {}, [], []
+            cache = torch.zeros(dense_lib.kv_cache_bytes(b, STEP_CONTEXT),
+                                dtype=torch.uint8, device="cuda")
+            for kind in ("dense", "sparse"):
+                # Check: position 0 (the cache holds only the token itself).
+                cache.zero_()
+                buffers = StepBuffers(bench, libraries[kind], b, b, STEP_CONTEXT,
+                                      torch.zeros(b, device="cuda"), slots,
+                                      tokens)
+                launchers[kind].step(buffers.args(arenas[kind], cache))
+                torch.cuda.synchronize()
+                checks[kind] = check(rel_err(buffers.logits, ref), STEP_TOLERANCE)
+                buffers.positions.fill_(STEP_CONTEXT - 1)
+                keep.append(buffers)
+            # Timing: every sequence at position 1023 of a random cache.
+            cache.view(torch.bfloat16).copy_(bench.randn(cache.numel() // 2))
+            for kind, buffers in zip(("dense", "sparse"), keep):
+                contenders.append(step_enqueue(
+                    launchers[kind], [buffers.args(arenas[kind], cache)], None))
+            timed = graph_times_us(contenders, calls=5)
+            kv_bytes = b * STEP_CONTEXT * layers * 2 * hkv * d * 2
+            entry = {"case": {"B": b, "context": STEP_CONTEXT,
+                              "sparsity": PRUNED_STEP_SPARSITY},
+                     "check": checks}
+            for kind, t in zip(("dense", "sparse"), timed):
+                floor = read[kind] - embed + b * hidden * 2 + kv_bytes
+                entry[kind] = {**bench.hbm(floor, t["us"]),
+                               "floor_us": floor / (bench.read_gbps * 1e3),
+                               "spread": t["spread"]}
+            entry["speedup"] = entry["dense"]["us"] / entry["sparse"]["us"]
+            rows.append(entry)
+            print(f"pruned step B={b}: dense {entry['dense']['us']:.0f} us, "
+                  f"sparse MLP {entry['sparse']['us']:.0f} us "
+                  f"({entry['speedup']:.2f}x), err dense "
+                  f"{checks['dense']['rel_err']:.1e} sparse "
+                  f"{checks['sparse']['rel_err']:.1e}", flush=True)
+            del cache, keep, contenders
+        del hf, arenas
+    torch.cuda.empty_cache()
+    return rows
+
+
 def step(bench: Bench) -> list[dict]:
     """The whole decode step of the 7B-wide Llama at context 1024."""
     import tempfile
@@ -687,9 +798,7 @@ def step(bench: Bench) -> list[dict]:
         hf.eval()
         state = hf.state_dict()
         arena = Arena(library)
-        for entry in library.manifest["weights"]:
-            parts = [state[source] for source in entry["sources"]]
-            arena.view(entry["name"]).copy_(torch.cat(parts, 0))
+        fill_arena(arena, state)
         layers, hkv = cfg["num_hidden_layers"], cfg["num_key_value_heads"]
         d, hidden = cfg["head_dim"], cfg["hidden_size"]
         embed_bytes = arena.library.weight("model.embed_tokens.weight")["bytes"]

@@ -11,7 +11,7 @@
 // SELECT: decode.sparse_linear {{.*}} {decode.kernel = #decode.dispatch<max_batch = [8, 16], kernels = [#decode.kernel<"flash_spmm", {batch_tiles = 1 : i64, prefetch = 1 : i64, row_tiles = 2 : i64, split_k = 2 : i64, vectors = 5 : i64, warps_n = 4 : i64}>, #decode.kernel<"flash_spmm", {batch_tiles = 2 : i64, {{.*}}}>, #decode.kernel<"flash_spmm", {batch_tiles = 4 : i64, {{.*}}}>]>} : tensor<?x1024xf16>, !decode.tiled_csl<1000x1024xf16
 // SELECT: decode.sparse_linear {{.*}} {activation = #decode<activation silu_gate_up>, decode.kernel = #decode.dispatch<max_batch = [8, 16], kernels = [#decode.kernel<"flash_spmm"
 // Whole waves: [11008, 4096] has 86 tile rows of 64 k tiles. Four blocks of
-// one or two batch tiles fit an H100 SM (52 or 54 KiB of stages), so 6
+// one or two batch tiles fit an H100 SM (51 or 54 KiB of stages), so 6
 // splits make 516 blocks, one wave of 528; three of four batch tiles (60
 // KiB) fit, and 4 splits make 344 blocks, one wave of 396.
 // RUN: sed -e 's/1000x1024xf16/11008x4096xf16/g' -e 's/256x1024xf16/256x4096xf16/g' -e 's/?x1024xf16/?x4096xf16/g' -e 's/?x1000xf16/?x11008xf16/g' -e 's/1024x1000xf16/1024x11008xf16/g' %S/Inputs/sparse-linear-f16.mlir \
