@@ -530,6 +530,23 @@ def sparse_step(bench: Bench, library: ModelLibrary, launcher: CudaLauncher,
     return buffers, args, models.sparse_op_kernels(launcher.launched)
 
 
+def write_tiled_csl(arena: Arena, entry: dict, w: torch.Tensor) -> int:
+    """Packs ``w`` as the Tiled-CSL weight ``entry`` of the arena's library
+    (as the runtime packs it; the reserved capacity past the words zeroed)
+    and returns the bytes a kernel reads of it: the header and the runs."""
+    tiled_csl.layout_version(entry)
+    packed = tiled_csl.pack_torch(w, tuple(entry["tile"]))
+    nbytes = tiled_csl.words_read(packed.numel())
+    if nbytes > entry["bytes"]:
+        raise RuntimeError(f"{arena.library.path}: weight {entry['name']!r}: "
+                           f"{nbytes} packed bytes exceed the "
+                           f"{entry['bytes']} reserved")
+    raw = arena.data[entry["offset"]:entry["offset"] + entry["bytes"]]
+    raw[:nbytes].copy_(packed.view(torch.uint8))
+    raw[nbytes:].zero_()
+    return nbytes
+
+
 class SparseLibrary:
     """A sparse benchmark library with one pruned weight packed into its
     arena (and copies of the arena, to rotate over > 3x L2 of packed
@@ -546,16 +563,8 @@ class SparseLibrary:
             bench.randn((models.TABLE_ROWS, k), torch.float16))
         base.view("head", torch.float16).copy_(
             bench.randn((models.HEAD_ROWS, n), torch.float16, std=n ** -0.5))
-        packed = tiled_csl.pack_torch(w, self.tile)
         # What the kernel reads of the weight: the header and the runs.
-        self.packed_bytes = tiled_csl.words_read(packed.numel())
-        if self.packed_bytes > entry["bytes"]:
-            raise RuntimeError(f"{library.path}: {self.packed_bytes} packed "
-                               f"bytes exceed the {entry['bytes']} reserved")
-        raw = base.data[entry["offset"]:entry["offset"] + entry["bytes"]]
-        raw[:self.packed_bytes].copy_(packed.view(torch.uint8))
-        raw[self.packed_bytes:].zero_()
-        del packed
+        self.packed_bytes = write_tiled_csl(base, entry, w)
         self.base = base
         self.arenas = [base] + [base.clone() for _ in range(
             rotation(self.packed_bytes, bench.l2) - 1)]
@@ -686,16 +695,7 @@ def fill_arena(arena: Arena, state: dict) -> int:
             arena.view(entry["name"]).copy_(w.view(entry["shape"]))
             read += entry["bytes"]
             continue
-        tiled_csl.layout_version(entry)
-        packed = tiled_csl.pack_torch(w, tuple(entry["tile"]))
-        nbytes = tiled_csl.words_read(packed.numel())
-        if nbytes > entry["bytes"]:
-            raise RuntimeError(f"{entry['name']}: {nbytes} packed bytes exceed "
-                               f"the {entry['bytes']} reserved")
-        raw = arena.data[entry["offset"]:entry["offset"] + entry["bytes"]]
-        raw[:nbytes].copy_(packed.view(torch.uint8))
-        raw[nbytes:].zero_()
-        read += nbytes
+        read += write_tiled_csl(arena, entry, w)
     return read
 
 
