@@ -64,6 +64,13 @@ VARIANTS = [
                   "silu_gate_up",
                   _flat("subgroups = 16, row_tiles = 2, batch_tiles = 4, "
                         "k_unroll = 1")),
+    # GEMV at every batch (these rows leave the units idle, so the default
+    # table runs the flat GEMM from M = 1): the gate and up rows in one
+    # loop, and a bias on f16.
+    LinearVariant("linear-pinned-gemv-gateup-bf16", "bf16", 1000, 520,
+                  "silu_gate_up", '#decode.kernel<"gemv", {}>'),
+    LinearVariant("linear-pinned-gemv-bias-f16", "f16", 1000, 520, "bias",
+                  '#decode.kernel<"gemv", {rows_per_block = 2}>'),
 ]
 
 

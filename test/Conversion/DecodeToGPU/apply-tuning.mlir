@@ -14,9 +14,9 @@
 // the manifest's tables say which is which.
 // RUN: fdc-opt %S/Inputs/head128-bf16.mlir --decode-apply-tuning="file=%S/Inputs/tuning-sm90.json target=sm_90" --decode-select-kernels | FileCheck %s --check-prefix=SELECT
 // SELECT: decode.linear {{.*}}max_batch = [2, 64]{{.*}}decode.kernel_source = "tuned"
-// SELECT-NEXT: decode.linear {{.*}}max_batch = [1, 8, 16, 32, 64]
+// SELECT-NEXT: decode.linear {{.*}}max_batch = [8, 16, 32, 64]
 // RUN: fdc-opt %S/Inputs/head128-bf16.mlir --decode-assign-weight-layout --decode-apply-tuning="file=%S/Inputs/tuning-sm90.json target=sm_90" --convert-decode-to-gpu | FileCheck %s --check-prefix=TABLES
-// TABLES: fdc.linear_tables = [{activation = "none", bias = false, count = 2 : i64, dtype = "bf16", k = 512 : i64, kernels = #decode.dispatch<max_batch = [2, 64], {{.*}}>, n = 512 : i64, residual = false, source = "tuned"}, {activation = "none", bias = false, count = 4 : i64, dtype = "bf16", k = 512 : i64, kernels = #decode.dispatch<max_batch = [1, 8, 16, 32, 64], {{.*}}>, n = 256 : i64, residual = false, source = "heuristic"}
+// TABLES: fdc.linear_tables = [{activation = "none", bias = false, count = 2 : i64, dtype = "bf16", k = 512 : i64, kernels = #decode.dispatch<max_batch = [2, 64], {{.*}}>, n = 512 : i64, residual = false, source = "tuned"}, {activation = "none", bias = false, count = 4 : i64, dtype = "bf16", k = 512 : i64, kernels = #decode.dispatch<max_batch = [8, 16, 32, 64], {{.*}}>, n = 256 : i64, residual = false, source = "heuristic"}
 // TABLES-SAME: {activation = "silu_gate_up", bias = false, count = 2 : i64, dtype = "bf16", k = 512 : i64, kernels = #decode.dispatch<max_batch = [], kernels = [#decode.kernel<"gemv", {rows_per_block = 2 : i64, vector_bytes = 16 : i64}>]>, n = 2048 : i64, residual = false, source = "tuned"}
 
 // A kernel written by hand wins over the file; a table written by hand is

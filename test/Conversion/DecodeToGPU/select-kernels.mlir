@@ -4,15 +4,18 @@
 // RUN: fdc-opt %S/Inputs/head128-bf16.mlir --decode-select-kernels=target=sm_90 | FileCheck %s --check-prefix=SM90
 // RUN: fdc-opt %S/Inputs/head128-bf16.mlir --decode-select-kernels=target=gfx90a | FileCheck %s --check-prefix=GFX90A
 
+// The 512-wide model's rows leave the units idle (N / m row tiles below
+// the units), so from M = 1 to n a flat GEMM with the workgroup's most
+// subgroups (32 x 32 lanes on sm_90, 16 x 64 on gfx90a) runs, not GEMV.
 // SM90: module attributes {decode.gpu_target = #decode.gpu_target<vendor = nvidia, arch = "sm_90"
 // SM90: decode.embedding {{.*}}{decode.kernel = #decode.kernel<"embedding", {threads = 256 : i64, vector_bytes = 16 : i64}>}
 // SM90: decode.rms_norm {{.*}}{decode.kernel = #decode.kernel<"rms_norm", {threads = 256 : i64}>
-// SM90: decode.linear {{.*}}{decode.kernel = #decode.dispatch<max_batch = [1, 8, 16, 32, 64], kernels = [#decode.kernel<"gemv", {rows_per_block = 4 : i64, vector_bytes = 16 : i64}>, #decode.kernel<"flat_gemm", {batch_tiles = 1 : i64, k_unroll = 4 : i64, row_tiles = 1 : i64, subgroups = 16 : i64}>, #decode.kernel<"flat_gemm", {batch_tiles = 2 : i64, k_unroll = 2 : i64, row_tiles = 1 : i64, subgroups = 16 : i64}>, #decode.kernel<"flat_gemm", {batch_tiles = 4 : i64, k_unroll = 2 : i64, row_tiles = 2 : i64, subgroups = 16 : i64}>, #decode.kernel<"tiled_gemm", {batch_tiles = 2 : i64, k_tile = 128 : i64, row_tiles = 1 : i64, split_k = 1 : i64, stages = 3 : i64, warps_m = 2 : i64, warps_n = 2 : i64}>, #decode.kernel<"tiled_gemm", {batch_tiles = 4 : i64, k_tile = 64 : i64, row_tiles = 4 : i64, split_k = 4 : i64, stages = 4 : i64, warps_m = 2 : i64, warps_n = 2 : i64}>]>}
+// SM90: decode.linear {{.*}}{decode.kernel = #decode.dispatch<max_batch = [8, 16, 32, 64], kernels = [#decode.kernel<"flat_gemm", {batch_tiles = 1 : i64, k_unroll = 8 : i64, row_tiles = 1 : i64, subgroups = 32 : i64}>, #decode.kernel<"flat_gemm", {batch_tiles = 2 : i64, k_unroll = 2 : i64, row_tiles = 1 : i64, subgroups = 16 : i64}>, #decode.kernel<"flat_gemm", {batch_tiles = 4 : i64, k_unroll = 2 : i64, row_tiles = 2 : i64, subgroups = 16 : i64}>, #decode.kernel<"tiled_gemm", {batch_tiles = 2 : i64, k_tile = 128 : i64, row_tiles = 1 : i64, split_k = 1 : i64, stages = 3 : i64, warps_m = 2 : i64, warps_n = 2 : i64}>, #decode.kernel<"tiled_gemm", {batch_tiles = 4 : i64, k_tile = 64 : i64, row_tiles = 4 : i64, split_k = 4 : i64, stages = 4 : i64, warps_m = 2 : i64, warps_n = 2 : i64}>]>}
 // SM90: decode.rope {{.*}}decode.kernel = #decode.kernel<"rope", {threads = 256 : i64}>
 // SM90: decode.kv_append {{.*}}{decode.kernel = #decode.kernel<"kv_append", {}>
 // SM90: decode.attention {{.*}}decode.kernel = #decode.kernel<"gqa_attention", {blocks_per_unit = 0 : i64, f32_operands = 1 : i64, heads_as_b = 1 : i64, max_splits = 128 : i64, min_split_length = 64 : i64, prefetch = 1 : i64, register_softmax = 0 : i64, softmax_lanes = 64 : i64, subgroups = 4 : i64, waves_per_unit = 2 : i64}>
 // SM90: decode.sample {{.*}}{decode.kernel = #decode.kernel<"sample", {threads = 1024 : i64}>}
-// GFX90A: decode.linear {{.*}}{decode.kernel = #decode.dispatch<max_batch = [1, 16, 32, 64], kernels = [#decode.kernel<"gemv", {{.*}}>, #decode.kernel<"flat_gemm", {batch_tiles = 1 : i64, {{.*}}}>, #decode.kernel<"flat_gemm", {batch_tiles = 2 : i64, {{.*}}}>, #decode.kernel<"tiled_gemm", {batch_tiles = 1 : i64, k_tile = 128 : i64, row_tiles = 1 : i64, split_k = 1 : i64, stages = 4 : i64, warps_m = 2 : i64, warps_n = 2 : i64}>, #decode.kernel<"tiled_gemm", {batch_tiles = 2 : i64, k_tile = 64 : i64, row_tiles = 4 : i64, split_k = 4 : i64, stages = 2 : i64, warps_m = 2 : i64, warps_n = 2 : i64}>]>}
+// GFX90A: decode.linear {{.*}}{decode.kernel = #decode.dispatch<max_batch = [16, 32, 64], kernels = [#decode.kernel<"flat_gemm", {batch_tiles = 1 : i64, k_unroll = 8 : i64, row_tiles = 1 : i64, subgroups = 16 : i64}>, #decode.kernel<"flat_gemm", {batch_tiles = 2 : i64,
 
 // N = 4096 leaves H100 units idle with 64-row tiles (64 blocks for 132 SMs):
 // above 16 rows, the wide tiled GEMM (128 x 64 tiles in dynamic shared
@@ -26,10 +29,11 @@
 // 64), batch tiles of 32, 64 and 128 columns, 6 stages. The 128-row head
 // splits K 16 ways (132 / 2, at most 16), 4 k tiles a split and so 5 stages;
 // its K >= 2N, but its 2 x 64 tiles and k tiles do not exceed the 132
-// units, so up to 16 rows the flat GEMM stays.
+// units, so up to 16 rows the flat GEMM stays; its two row tiles leave
+// the units idle, so from M = 1 (not GEMV).
 // RUN: fdc-opt %S/Inputs/linear-4096x4096-bf16.mlir --decode-select-kernels=target=sm_90a | FileCheck %s --check-prefix=GROUP
 // GROUP: decode.linear {{.*}}{decode.kernel = #decode.dispatch<max_batch = [1, 8, 16, 32, 64], kernels = [#decode.kernel<"gemv", {{.*}}>, #decode.kernel<"flat_gemm", {{.*}}>, #decode.kernel<"flat_gemm", {{.*}}>, #decode.kernel<"group_gemm", {batch = 32 : i64, groups = 1 : i64, row_tiles = 1 : i64, split_k = 2 : i64, stages = 6 : i64}>, #decode.kernel<"group_gemm", {batch = 64 : i64, groups = 1 : i64, row_tiles = 1 : i64, split_k = 2 : i64, stages = 6 : i64}>, #decode.kernel<"group_gemm", {batch = 128 : i64, groups = 1 : i64, row_tiles = 1 : i64, split_k = 2 : i64, stages = 6 : i64}>]>} : tensor<?x4096xbf16>, tensor<4096x4096xbf16>
-// GROUP: decode.linear {{.*}}{decode.kernel = #decode.dispatch<max_batch = [1, 8, 16, 32, 64], kernels = [#decode.kernel<"gemv", {{.*}}>, #decode.kernel<"flat_gemm", {{.*}}>, #decode.kernel<"flat_gemm", {{.*}}>, #decode.kernel<"group_gemm", {batch = 32 : i64, groups = 1 : i64, row_tiles = 1 : i64, split_k = 16 : i64, stages = 5 : i64}>, {{.*}}]>} : tensor<?x4096xbf16>, tensor<128x4096xbf16>
+// GROUP: decode.linear {{.*}}{decode.kernel = #decode.dispatch<max_batch = [8, 16, 32, 64], kernels = [#decode.kernel<"flat_gemm", {batch_tiles = 1 : i64, k_unroll = 8 : i64, row_tiles = 1 : i64, subgroups = 32 : i64}>, #decode.kernel<"flat_gemm", {{.*}}>, #decode.kernel<"group_gemm", {batch = 32 : i64, groups = 1 : i64, row_tiles = 1 : i64, split_k = 16 : i64, stages = 5 : i64}>, {{.*}}]>} : tensor<?x4096xbf16>, tensor<128x4096xbf16>
 // Where N / 64 tiles fill the units (N = 12288 on the H100): two row tiles
 // per block, K whole, from 33 rows; the small tiled GEMM from 9 rows.
 // RUN: fdc-opt %S/Inputs/linear-12288x4096-bf16.mlir --decode-select-kernels=target=sm_90a | FileCheck %s --check-prefix=WIDE
@@ -94,7 +98,7 @@
 // RUN: fdc-opt %t.pinned.mlir --decode-assign-weight-layout --decode-select-kernels=target=sm_90 --convert-decode-to-gpu | FileCheck %s --check-prefix=BUILT32
 // RUN: fdc-opt %t.pinned.mlir --decode-assign-weight-layout --convert-decode-to-gpu=target=gfx90a | FileCheck %s --check-prefix=BUILT64
 // PINNED: decode.linear {{.*}}{decode.kernel = #decode.kernel<"gemv", {rows_per_block = 8 : i64, vector_bytes = 16 : i64}>} : tensor<?x512xbf16>, tensor<512x512xbf16>
-// PINNED-NEXT: decode.linear {{.*}}{decode.kernel = #decode.dispatch<max_batch = [1, 8, 16, 32, 64], {{.*}}>} : tensor<?x512xbf16>, tensor<256x512xbf16>
+// PINNED-NEXT: decode.linear {{.*}}{decode.kernel = #decode.dispatch<max_batch = [8, 16, 32, 64], {{.*}}>} : tensor<?x512xbf16>, tensor<256x512xbf16>
 // BUILT32-DAG: gpu.func @{{linear_[0-9]+}}({{.*}}) kernel attributes {known_block_size = array<i32: 256, 1, 1>}
 // BUILT32-DAG: gpu.func @{{linear_[0-9]+}}({{.*}}) kernel attributes {known_block_size = array<i32: 128, 1, 1>}
 // BUILT64-DAG: gpu.func @{{linear_[0-9]+}}({{.*}}) kernel attributes {known_block_size = array<i32: 512, 1, 1>}

@@ -1,12 +1,12 @@
 // convert-decode-to-gpu{tuning-candidates}: every distinct decode.linear
 // signature that has a choice lists its candidates (getLinearCandidates:
-// gemv, then flat_gemm over row_tiles x batch_tiles x subgroups, then ten
+// gemv with 2, 4 and 8 rows a block, then flat_gemm over row_tiles x batch_tiles x subgroups, then ten
 // tiled_gemms, four of them split in K, then on sm_90a group_gemms, each
 // complete and checked), with the
 // workspace its split-K candidates take, and fdc_tune_launch launches the
 // one it is given on the buffers of FdcTuneArgs.
 // RUN: fdc-opt %S/Inputs/head128-bf16.mlir --decode-assign-weight-layout --convert-decode-to-gpu="target=sm_90 tuning-candidates=1" | FileCheck %s --check-prefix=SM90
-// SM90: fdc.tune_signatures = [{activation = "none", bias = false, candidates = [#decode.kernel<"gemv", {rows_per_block = 4 : i64, vector_bytes = 16 : i64}>,
+// SM90: fdc.tune_signatures = [{activation = "none", bias = false, candidates = [#decode.kernel<"gemv", {rows_per_block = 2 : i64, vector_bytes = 16 : i64}>, #decode.kernel<"gemv", {rows_per_block = 4 : i64, vector_bytes = 16 : i64}>, #decode.kernel<"gemv", {rows_per_block = 8 : i64, vector_bytes = 16 : i64}>,
 // SM90-SAME: #decode.kernel<"flat_gemm", {batch_tiles = 1 : i64, k_unroll = 4 : i64, row_tiles = 1 : i64, subgroups = 4 : i64}>, #decode.kernel<"flat_gemm", {batch_tiles = 1 : i64, k_unroll = 4 : i64, row_tiles = 1 : i64, subgroups = 8 : i64}>, #decode.kernel<"flat_gemm", {batch_tiles = 1 : i64, k_unroll = 4 : i64, row_tiles = 1 : i64, subgroups = 16 : i64}>,
 // SM90-SAME: #decode.kernel<"flat_gemm", {batch_tiles = 2 : i64, k_unroll = 2 : i64, row_tiles = 1 : i64, subgroups = 4 : i64}>,
 // SM90-SAME: #decode.kernel<"flat_gemm", {batch_tiles = 4 : i64, k_unroll = 2 : i64, row_tiles = 2 : i64, subgroups = 16 : i64}>,
@@ -25,13 +25,13 @@
 // SM90-SAME: input_dtype = "bf16", k = 512 : i64, n = 1000 : i64, out_dtype = "f32", out_features = 1000 : i64, residual = false, workspace_bytes_per_row = 16000 : i64}]
 // SM90: func.func @fdc_model_step(
 // SM90: func.func @fdc_tune_launch(%arg0: !llvm.ptr) attributes {fdc.device_field = 9 : i64}
-// 31 candidates per signature (30 for silu_gate_up, whose rows fill two
+// 33 candidates per signature (32 for silu_gate_up, whose rows fill two
 // stages of the 128-wide k tile past the static shared memory), 6
 // signatures: one case per pair.
-// SM90-COUNT-185: cf.cond_br
+// SM90-COUNT-197: cf.cond_br
 // SM90-NOT: cf.cond_br
 // RUN: fdc-opt %S/Inputs/head128-bf16.mlir --decode-assign-weight-layout --convert-decode-to-gpu="target=sm_90 tuning-candidates=1" | FileCheck %s --check-prefix=COUNT
-// COUNT-COUNT-31: #decode.kernel<
+// COUNT-COUNT-33: #decode.kernel<
 // COUNT-SAME: dtype = "bf16", input_dtype = "bf16", k = 512 : i64, n = 512 : i64,
 
 // sm_90a adds 36 group GEMMs (wgmma): batch tiles of 16 to 128 columns,
@@ -52,10 +52,10 @@
 // gfx1100: 32 lanes and 1024 threads hold 16 subgroups too; wave64 gfx90a
 // caps the flat GEMMs at 16 subgroups as well.
 // RUN: fdc-opt %S/Inputs/head128-bf16.mlir --decode-assign-weight-layout --convert-decode-to-gpu="target=gfx90a tuning-candidates=1" | FileCheck %s --check-prefix=GFX90A
-// GFX90A: fdc.tune_signatures = [{activation = "none", bias = false, candidates = [#decode.kernel<"gemv", {rows_per_block = 4 : i64, vector_bytes = 16 : i64}>, #decode.kernel<"flat_gemm", {batch_tiles = 1 : i64, {{.*}}subgroups = 4 : i64}>
+// GFX90A: fdc.tune_signatures = [{activation = "none", bias = false, candidates = [#decode.kernel<"gemv", {rows_per_block = 2 : i64, vector_bytes = 16 : i64}>, #decode.kernel<"gemv", {rows_per_block = 4 : i64, vector_bytes = 16 : i64}>, #decode.kernel<"gemv", {rows_per_block = 8 : i64, vector_bytes = 16 : i64}>, #decode.kernel<"flat_gemm", {batch_tiles = 1 : i64, {{.*}}subgroups = 4 : i64}>
 
-// f32 weights have no flat GEMM: nothing to choose, nothing to tune, and
-// without the option no entry point.
+// f32 weights have no flat GEMM: nothing to choose (GEMV's default alone),
+// nothing to tune, and without the option no entry point.
 // RUN: sed 's/bf16/f32/g' %S/Inputs/head128-bf16.mlir | fdc-opt --decode-assign-weight-layout --convert-decode-to-gpu="target=sm_90 tuning-candidates=1" | FileCheck %s --check-prefix=F32
 // F32: fdc.tune_signatures = []
 // F32: func.func @fdc_tune_launch

@@ -55,39 +55,62 @@ void buildGemv(KernelContext &ctx, int64_t rowsPerBlock, int64_t vectorBytes,
         Value stride = e.index(e.subgroupSize() * lanes);
         Value batch =
             arith::IndexCastOp::create(b, b.getIndexType(), v[args.size()]);
-        auto dot = [&](Value i, Value weightRow) {
+        // The dot products of activation row i with each weight row in one
+        // pass over K: SiLU-gate-up's gate and up rows load side by side,
+        // so that neither waits for the other's reduction.
+        auto dots = [&](Value i, ArrayRef<Value> weightRows) {
+          SmallVector<Value> sums;
           if (quant) {
-            Value end = e.index(k);
-            Value zero = e.f32(0);
-            return e.reduce(
-                start, end, stride, zero, [&](Value kk, ValueRange acc) {
-                  Value w = loadInt4Weight(e, v[1], quant, weightRow, kk);
-                  Value x = e.load(v[0], {i, kk});
-                  return SmallVector<Value>{e.add(acc[0], e.mul(w, x))};
-                })[0];
+            SmallVector<Value> zeros(weightRows.size(), e.f32(0));
+            for (Value acc :
+                 e.reduce(start, e.index(k), stride, zeros,
+                          [&](Value kk, ValueRange carried) {
+                            Value x = e.load(v[0], {i, kk});
+                            SmallVector<Value> next;
+                            for (auto [weightRow, partial] :
+                                 llvm::zip_equal(weightRows, carried)) {
+                              Value w =
+                                  loadInt4Weight(e, v[1], quant, weightRow, kk);
+                              next.push_back(e.add(partial, e.mul(w, x)));
+                            }
+                            return next;
+                          }))
+              sums.push_back(acc);
+            return sums;
           }
           auto vectorType = VectorType::get({lanes}, b.getF32Type());
           Value zero = arith::ConstantOp::create(
               b, vectorType, DenseElementsAttr::get(vectorType, 0.0f));
-          Value acc =
-              e.reduce(start, e.index(k), stride, zero,
-                       [&](Value kk, ValueRange carried) {
-                         Value w = e.loadVector(v[1], {weightRow, kk}, lanes);
-                         Value x = e.loadVector(v[0], {i, kk}, lanes);
-                         Value product = arith::MulFOp::create(b, w, x);
-                         return SmallVector<Value>{
-                             arith::AddFOp::create(b, carried[0], product)};
-                       })[0];
-          return Value(
-              vector::ReductionOp::create(b, vector::CombiningKind::ADD, acc));
+          SmallVector<Value> zeros(weightRows.size(), zero);
+          for (Value acc :
+               e.reduce(start, e.index(k), stride, zeros,
+                        [&](Value kk, ValueRange carried) {
+                          Value x = e.loadVector(v[0], {i, kk}, lanes);
+                          SmallVector<Value> next;
+                          for (auto [weightRow, partial] :
+                               llvm::zip_equal(weightRows, carried)) {
+                            Value w =
+                                e.loadVector(v[1], {weightRow, kk}, lanes);
+                            Value product = arith::MulFOp::create(b, w, x);
+                            next.push_back(
+                                arith::AddFOp::create(b, partial, product));
+                          }
+                          return next;
+                        }))
+            sums.push_back(vector::ReductionOp::create(
+                b, vector::CombiningKind::ADD, acc));
+          return sums;
         };
+        SmallVector<Value> weightRows = {row};
+        if (activation == decode::Activation::silu_gate_up)
+          weightRows.push_back(arith::AddIOp::create(b, row, e.index(n)));
         e.ifThenElse(e.cmpi(CmpIPredicate::ult, row, e.index(n)), [&] {
           e.loop(batch, [&](Value i) {
-            Value accRow = e.subgroupSum(dot(i, row));
+            SmallVector<Value> sums = dots(i, weightRows);
+            Value accRow = e.subgroupSum(sums[0]);
             Value accUp;
-            if (activation == decode::Activation::silu_gate_up)
-              accUp = e.subgroupSum(
-                  dot(i, arith::AddIOp::create(b, row, e.index(n))));
+            if (sums.size() > 1)
+              accUp = e.subgroupSum(sums[1]);
             e.ifThenElse(e.cmpi(CmpIPredicate::eq, lane, e.index(0)), [&] {
               emitLinearOutput(e, opt.operands(v, v[2]), i, row, accRow, accUp);
             });
@@ -104,9 +127,18 @@ public:
   }
   DictionaryAttr getDefaultConfig(Operation *op,
                                   const GpuPrimitives &target) const override {
-    return makeConfig(
-        op->getContext(),
-        {{"rows_per_block", 4}, {"vector_bytes", target.vectorBytes()}});
+    // SiLU-gate-up reads two weight rows per output: 8 outputs a block
+    // (H100, [2 x 14336, 4096] at M = 1: 79.7 us against 82.3 with 4, 82.1
+    // with 2 and 80.3 with 1; plain [28672, 4096] 78.6 with 4).
+    int64_t rows = cast<decode::LinearOp>(op).getActivation() ==
+                           decode::Activation::silu_gate_up
+                       ? 8
+                       : 4;
+    int64_t maxRows =
+        target.target().getMaxWorkgroupSize() / target.subgroupSize();
+    return makeConfig(op->getContext(),
+                      {{"rows_per_block", std::min(rows, maxRows)},
+                       {"vector_bytes", target.vectorBytes()}});
   }
   LogicalResult verifyConfig(Operation *op, const KernelConfig &config,
                              const GpuPrimitives &target) const override {

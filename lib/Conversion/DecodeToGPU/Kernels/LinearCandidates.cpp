@@ -35,8 +35,21 @@ Entries entriesOf(decode::KernelAttr kernel) {
   return entries;
 }
 
-void addGemv(decode::LinearOp, const GpuPrimitives &, CandidateList &out) {
-  out.push_back({"gemv", {}});
+/// 2, 4 and 8 rows a block where the workgroup holds them (which wins
+/// varies with the shape and the epilogue; the default is one of them).
+/// Weights no flat GEMM takes (f32, INT4) keep the default alone: nothing to
+/// tune.
+void addGemv(decode::LinearOp op, const GpuPrimitives &target,
+             CandidateList &out) {
+  if (!getFlatGemmLayout(op, target)) {
+    out.push_back({"gemv", {}});
+    return;
+  }
+  int64_t maxRows =
+      target.target().getMaxWorkgroupSize() / target.subgroupSize();
+  for (int64_t rows : {2, 4, 8})
+    if (rows <= maxRows)
+      out.push_back({"gemv", {{"rows_per_block", rows}}});
 }
 
 void addFlatGemm(decode::LinearOp op, const GpuPrimitives &target,

@@ -2,10 +2,12 @@
 //
 // FlashDecoding++'s heuristic dataflow (§5) without measurements: which
 // linear kernel runs is a function of the step's batch M. GEMV reads each
-// weight row once per activation row and wins only at M = 1; above it, flat
-// GEMM tiles of the MMA's narrow side n (one B tile up to n rows, two up to
-// 2n), then, by batch size and by how many blocks a tile gives the units,
-// the flat GEMM's widest tile or tiled GEMMs staging K through shared memory.
+// weight row once per activation row and wins only at M = 1, and only where
+// N's row tiles fill the units; above it (or from M = 1 where they leave
+// units idle), flat GEMM tiles of the MMA's narrow side n (one B tile up to
+// n rows, two up to 2n), then, by batch size and by how many blocks a tile
+// gives the units, the flat GEMM's widest tile or tiled GEMMs staging K through
+// shared memory.
 //
 // Every value comes from the target description: the MMA shape, the
 // workgroup size (16 subgroups split K inside a block where it holds them:
@@ -213,9 +215,22 @@ fdc::gpu::getDefaultLinearDispatch(decode::LinearOp op,
   Attribute smallOrFlat = small ? Attribute(*small) : flatWide;
   Attribute largeOrSmall = large ? Attribute(*large) : smallOrFlat;
   int64_t smallBatch = 2 * smallBatchTiles * n;
+  // Where N / m row tiles leave units idle, GEMV's few blocks keep too few
+  // loads in flight: from M = 1 to n the flat GEMM's single tile with a
+  // workgroup's most subgroups splitting K, each unrolled up to 8 steps
+  // (H100 fdc tune, 2026-11-27 tuning files: [1024, 4096] 5.2 against 6.0
+  // us for GEMV at M = 1 and 6.4 for 16 subgroups at M = 8; [128, 4096]
+  // 3.9 against 5.1 and 5.5).
+  Attribute smallest = kernel("gemv", {}),
+            narrow = flatGemm(1, 1, subgroups, 4);
+  if (!fillsUnits(layout->m())) {
+    int64_t most =
+        target.target().getMaxWorkgroupSize() / target.subgroupSize();
+    smallest = narrow = flatGemm(1, 1, most, 8);
+  }
   SmallVector<std::pair<int64_t, Attribute>> entries = {
-      {1, kernel("gemv", {})},
-      {n, flatGemm(1, 1, subgroups, 4)},
+      {1, smallest},
+      {n, narrow},
       {2 * n, fillsUnits(2 * layout->m()) && small
                   ? Attribute(*small)
                   : flatGemm(1, 2, subgroups, 2)},
