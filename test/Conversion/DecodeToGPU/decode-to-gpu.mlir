@@ -37,18 +37,20 @@
 // its default is the flat GEMM): a warp per weight row, 16-byte loads of
 // the weight and activations, f32 accumulation, a shuffle reduction.
 // SiLU-gate-up's gate and up rows stream in one loop (two accumulators), so
-// neither waits for the other's reduction.
+// neither waits for the other's reduction, 8 outputs a block (256 threads).
 // RUN: sed -e 's/%q_0 = decode.linear %x_0, %wq_0 :/%q_0 = decode.linear %x_0, %wq_0 {decode.kernel = #decode.kernel<"gemv", {}>} :/' \
 // RUN:     -e 's/{activation = #decode<activation silu_gate_up>}/{activation = #decode<activation silu_gate_up>, decode.kernel = #decode.kernel<"gemv", {}>}/' %S/Inputs/head128-bf16.mlir \
 // RUN:   | fdc-opt --pass-pipeline='builtin.module(decode.model(decode-assign-weight-layout),convert-decode-to-gpu{target=sm_90})' | FileCheck %s --check-prefix=GEMV
 // GEMV: gpu.func @linear_{{[0-9]+}}({{.*}}) kernel attributes {known_block_size = array<i32: 128, 1, 1>}
+// GEMV-NOT: gpu.func
 // GEMV:   scf.for %{{.*}} -> (vector<8xf32>)
 // GEMV:     vector.load %{{.*}} {alignment = 16 : i64} : memref<?x512xbf16>, vector<8xbf16>
 // GEMV:     vector.load %{{.*}} {alignment = 16 : i64} : memref<512x512xbf16>, vector<8xbf16>
 // GEMV:     arith.extf %{{.*}} : vector<8xbf16> to vector<8xf32>
 // GEMV:   vector.reduction <add>
 // GEMV:   gpu.shuffle  xor %{{.*}}, %{{.*}}, %{{.*}} : f32
-// GEMV: gpu.func @linear_{{[0-9]+}}({{.*}}) kernel attributes {known_block_size = array<i32: 128, 1, 1>}
+// GEMV: gpu.func @linear_{{[0-9]+}}({{.*}}) kernel attributes {known_block_size = array<i32: 256, 1, 1>}
+// GEMV-NOT: gpu.func
 // GEMV:   scf.for %{{.*}} -> (vector<8xf32>, vector<8xf32>)
 // GEMV-COUNT-2: vector.load %{{.*}} {alignment = 16 : i64} : memref<2048x512xbf16>, vector<8xbf16>
 // GEMV:   scf.yield %{{.*}}, %{{.*}} : vector<8xf32>, vector<8xf32>
