@@ -449,8 +449,7 @@ public:
              << "cannot use kernel 'flash_spmm': it needs f16 or bf16 input, "
                 "K a multiple of the target's vector width, and a target "
                 "with a matrix multiply-accumulate for them";
-    int64_t maxSubgroups =
-        target.target().getMaxWorkgroupSize() / target.subgroupSize();
+    int64_t maxSubgroups = target.maxSubgroups();
     if (failed(checkRange(op, config, "warps_n", 1, maxSubgroups)) ||
         failed(checkRange(op, config, "row_tiles", 1, 4)) ||
         failed(checkRange(op, config, "batch_tiles", 1, 8)) ||

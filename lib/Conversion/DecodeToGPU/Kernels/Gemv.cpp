@@ -134,16 +134,14 @@ public:
                            decode::Activation::silu_gate_up
                        ? 8
                        : 4;
-    int64_t maxRows =
-        target.target().getMaxWorkgroupSize() / target.subgroupSize();
+    int64_t maxRows = target.maxSubgroups();
     return makeConfig(op->getContext(),
                       {{"rows_per_block", std::min(rows, maxRows)},
                        {"vector_bytes", target.vectorBytes()}});
   }
   LogicalResult verifyConfig(Operation *op, const KernelConfig &config,
                              const GpuPrimitives &target) const override {
-    int64_t maxRows =
-        target.target().getMaxWorkgroupSize() / target.subgroupSize();
+    int64_t maxRows = target.maxSubgroups();
     if (failed(checkRange(op, config, "rows_per_block", 1, maxRows)))
       return failure();
     return checkVectorBytes(op, config, "vector_bytes", target,

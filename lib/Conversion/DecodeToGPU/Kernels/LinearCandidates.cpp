@@ -45,8 +45,7 @@ void addGemv(decode::LinearOp op, const GpuPrimitives &target,
     out.push_back({"gemv", {}});
     return;
   }
-  int64_t maxRows =
-      target.target().getMaxWorkgroupSize() / target.subgroupSize();
+  int64_t maxRows = target.maxSubgroups();
   for (int64_t rows : {2, 4, 8})
     if (rows <= maxRows)
       out.push_back({"gemv", {{"rows_per_block", rows}}});
@@ -57,8 +56,7 @@ void addFlatGemm(decode::LinearOp op, const GpuPrimitives &target,
   std::optional<MmaLayout> layout = getFlatGemmLayout(op, target);
   if (!layout)
     return;
-  int64_t maxSubgroups =
-      target.target().getMaxWorkgroupSize() / target.subgroupSize();
+  int64_t maxSubgroups = target.maxSubgroups();
   for (int64_t rowTiles : {1, 2})
     for (int64_t batchTiles : {1, 2, 4})
       for (int64_t subgroups : {4, 8, 16}) {

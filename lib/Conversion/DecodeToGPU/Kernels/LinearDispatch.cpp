@@ -120,8 +120,7 @@ fdc::gpu::getDefaultLinearDispatch(decode::LinearOp op,
   Builder b(context);
   // 16 subgroups split K in a block (fewer where a workgroup cannot hold
   // them): the most loads in flight measured best on every shape.
-  int64_t subgroups = std::min<int64_t>(
-      16, target.target().getMaxWorkgroupSize() / target.subgroupSize());
+  int64_t subgroups = std::min<int64_t>(16, target.maxSubgroups());
   auto kernel = [&](StringRef family,
                     ArrayRef<std::pair<StringRef, int64_t>> entries) {
     SmallVector<NamedAttribute> attrs;
@@ -224,8 +223,7 @@ fdc::gpu::getDefaultLinearDispatch(decode::LinearOp op,
   Attribute smallest = kernel("gemv", {}),
             narrow = flatGemm(1, 1, subgroups, 4);
   if (!fillsUnits(layout->m())) {
-    int64_t most =
-        target.target().getMaxWorkgroupSize() / target.subgroupSize();
+    int64_t most = target.maxSubgroups();
     smallest = narrow = flatGemm(1, 1, most, 8);
   }
   SmallVector<std::pair<int64_t, Attribute>> entries = {

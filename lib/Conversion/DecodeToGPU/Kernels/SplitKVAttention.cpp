@@ -342,8 +342,7 @@ public:
   }
   LogicalResult verifyConfig(Operation *op, const KernelConfig &config,
                              const GpuPrimitives &target) const override {
-    int64_t maxSubgroups =
-        target.target().getMaxWorkgroupSize() / target.subgroupSize();
+    int64_t maxSubgroups = target.maxSubgroups();
     if (failed(checkRange(op, config, "subgroups", 1, maxSubgroups)) ||
         failed(checkRange(op, config, "max_splits", 1, 1024)) ||
         failed(checkRange(op, config, "waves_per_unit", 1, 64)) ||

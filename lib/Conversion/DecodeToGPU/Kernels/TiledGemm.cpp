@@ -92,8 +92,7 @@ public:
              << "cannot use kernel 'tiled_gemm': it needs f16 or bf16 input "
                 "and weight, K a multiple of the target's vector width, and "
                 "a target with a matrix multiply-accumulate for them";
-    int64_t maxSubgroups =
-        target.target().getMaxWorkgroupSize() / target.subgroupSize();
+    int64_t maxSubgroups = target.maxSubgroups();
     if (failed(checkRange(op, config, "warps_n", 1, maxSubgroups)) ||
         failed(checkRange(op, config, "warps_m", 1, maxSubgroups)) ||
         failed(checkRange(op, config, "row_tiles", 1, 4)) ||

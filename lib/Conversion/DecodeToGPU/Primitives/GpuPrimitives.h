@@ -97,6 +97,10 @@ public:
   decode::GpuTargetAttr target() const { return gpuTarget; }
   /// Lanes of a subgroup (32 or 64).
   int64_t subgroupSize() const { return gpuTarget.getSubgroup(); }
+  /// The most subgroups one workgroup holds.
+  int64_t maxSubgroups() const {
+    return gpuTarget.getMaxWorkgroupSize() / subgroupSize();
+  }
   /// Compute units (SMs / CUs) a grid should fill.
   int64_t units() const { return gpuTarget.getUnits(); }
   /// The widest global load or store, in bytes.
