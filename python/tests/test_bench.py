@@ -108,6 +108,16 @@ class HostStep:
 
 
 @needs_fdc
+def test_step_floor_counts_weights_embedding_rows_and_kv_cache():
+    cfg = {"num_hidden_layers": 2, "num_key_value_heads": 8, "head_dim": 128,
+           "hidden_size": 4096}
+    # 1,000 weight bytes of which 100 are the embedding table; B = 3 rows of
+    # 4096 bf16; K and V of 2 layers, 8 heads, 128 dims, 5 positions, bf16.
+    kv = 3 * 5 * 2 * 2 * 8 * 128 * 2
+    assert models.step_floor_bytes(1000, 100, cfg, 3, 5) == \
+        900 + 3 * 4096 * 2 + kv
+
+
 def test_linear_model_on_host_matches_numpy(tmp_path):
     """The linear benchmark model (as the suite fills it) through StepArgs."""
     rng = np.random.default_rng(1)

@@ -115,6 +115,19 @@ def linear_model(n: int, k: int, dtype: str = "bf16") -> BenchModel:
                                    cache, body))
 
 
+def step_floor_bytes(weights_read: int, embed_bytes: int, cfg: dict,
+                     batch: int, context: int) -> int:
+    """What one decode step of a Llama with HF config `cfg` must read at
+    least, at `batch` sequences of `context` positions: the weight bytes it
+    reads (`weights_read`) but the embedding table's (`embed_bytes`: a step
+    reads `batch` rows of it, counted as such), and the bf16 KV cache of
+    every layer."""
+    kv_bytes = (batch * context * cfg["num_hidden_layers"] * 2 *
+                cfg["num_key_value_heads"] * cfg["head_dim"] * 2)
+    return (weights_read - embed_bytes + batch * cfg["hidden_size"] * 2 +
+            kv_bytes)
+
+
 def attention_name(hq: int, hkv: int, softmax: str, kv: str = "bf16") -> str:
     return f"attention_{hq}x{hkv}_{kv}_{softmax}"
 

@@ -20,7 +20,6 @@ import itertools
 import json
 import math
 import os
-import statistics
 import sys
 import time
 import traceback
@@ -728,8 +727,6 @@ def pruned_step(bench: Bench) -> list[dict]:
         arenas = {"dense": Arena(dense_lib), "sparse": Arena(sparse_lib)}
         read = {k: fill_arena(a, state) for k, a in arenas.items()}
         del state
-        layers, hkv = cfg["num_hidden_layers"], cfg["num_key_value_heads"]
-        d, hidden = cfg["head_dim"], cfg["hidden_size"]
         embed = dense_lib.weight("model.embed_tokens.weight")["bytes"]
         libraries = {"dense": dense_lib, "sparse": sparse_lib}
         launchers = {k: CudaLauncher(lib) for k, lib in libraries.items()}
@@ -759,12 +756,12 @@ def pruned_step(bench: Bench) -> list[dict]:
                 contenders.append(step_enqueue(
                     launchers[kind], [buffers.args(arenas[kind], cache)], None))
             timed = graph_times_us(contenders, calls=5)
-            kv_bytes = b * STEP_CONTEXT * layers * 2 * hkv * d * 2
             entry = {"case": {"B": b, "context": STEP_CONTEXT,
                               "sparsity": PRUNED_STEP_SPARSITY},
                      "check": checks}
             for kind, t in zip(("dense", "sparse"), timed):
-                floor = read[kind] - embed + b * hidden * 2 + kv_bytes
+                floor = models.step_floor_bytes(read[kind], embed, cfg, b,
+                                                STEP_CONTEXT)
                 entry[kind] = {**bench.hbm(floor, t["us"]),
                                "floor_us": floor / (bench.read_gbps * 1e3),
                                "spread": t["spread"]}
@@ -799,8 +796,6 @@ def step(bench: Bench) -> list[dict]:
         state = hf.state_dict()
         arena = Arena(library)
         fill_arena(arena, state)
-        layers, hkv = cfg["num_hidden_layers"], cfg["num_key_value_heads"]
-        d, hidden = cfg["head_dim"], cfg["hidden_size"]
         embed_bytes = arena.library.weight("model.embed_tokens.weight")["bytes"]
         runtime = Model(bench.artifacts / "models" / "wide-bf16-online.so", tmp,
                         max_context=STEP_CONTEXT + 64, num_slots=max(batches),
@@ -857,9 +852,8 @@ def step(bench: Bench) -> list[dict]:
             torch.cuda.synchronize()
             kernels = {k: time_fdc(launcher, args, {k})["us"]
                        for k in dict.fromkeys(launcher.launched)}
-            kv_bytes = b * STEP_CONTEXT * layers * 2 * hkv * d * 2
-            floor_bytes = library.weights_bytes - embed_bytes + b * hidden * 2 + \
-                kv_bytes
+            floor_bytes = models.step_floor_bytes(
+                library.weights_bytes, embed_bytes, cfg, b, STEP_CONTEXT)
             entry = {"case": {"B": b, "context": STEP_CONTEXT},
                      "floor": bench.hbm(floor_bytes, floor_bytes /
                                         (bench.read_gbps * 1e3)),

@@ -54,6 +54,30 @@ struct AttentionProblem {
   int64_t partialRowFloats() const { return headDim() + 2; }
 };
 
+/// The arguments every attention kernel takes first, in this order: the
+/// partial kernels of split_kv_attention and gqa_attention, and
+/// attention_reduce (which recomputes a flagged row from the cache). A
+/// launch starts its arguments with getAttentionArgs; a kernel body names
+/// them by these indices and its own from FirstOwnArg on.
+struct AttentionArgs {
+  enum Index : unsigned {
+    Query,
+    Cache,
+    Slots,
+    Positions,
+    Partials,
+    NumSplits,
+    FirstOwnArg
+  };
+};
+
+/// The leading arguments (AttentionArgs) of an attention kernel's launch:
+/// the op's query, cache, slots and positions, the partial rows and the
+/// number of splits (a host i64).
+llvm::SmallVector<KernelArg> getAttentionArgs(const AttentionProblem &problem,
+                                              Buffer partials,
+                                              mlir::Value numSplits);
+
 /// How a family chooses its KV splits when the op leaves them open: enough
 /// blocks to fill every compute unit `wavesPerUnit` times, at most
 /// `maxSplits` and no split shorter than `minSplitLength` positions. With

@@ -33,6 +33,19 @@ AttentionProblem AttentionProblem::get(decode::AttentionOp op,
   return problem;
 }
 
+SmallVector<KernelArg>
+fdc::gpu::getAttentionArgs(const AttentionProblem &problem, Buffer partials,
+                           Value numSplits) {
+  SmallVector<KernelArg> args(AttentionArgs::FirstOwnArg);
+  args[AttentionArgs::Query] = KernelArg::buffer(problem.query);
+  args[AttentionArgs::Cache] = KernelArg::buffer(problem.cache);
+  args[AttentionArgs::Slots] = KernelArg::buffer(problem.slots);
+  args[AttentionArgs::Positions] = KernelArg::buffer(problem.positions);
+  args[AttentionArgs::Partials] = KernelArg::buffer(partials);
+  args[AttentionArgs::NumSplits] = KernelArg::scalar(numSplits);
+  return args;
+}
+
 Value fdc::gpu::getAttentionSplits(KernelContext &ctx,
                                    const AttentionProblem &problem,
                                    const AttentionSplitPolicy &policy,
@@ -123,25 +136,15 @@ ReduceShape getReduceShape(const AttentionProblem &problem, int64_t subgroup,
 }
 
 /// The body of attention_reduce.
-class AttentionReduceBuilder {
+class AttentionReduceBuilder : AttentionArgs {
 public:
   AttentionReduceBuilder(GpuEmitter &e, const AttentionProblem &problem,
                          const ReduceShape &shape)
       : e(e), b(e.builder()), problem(problem), shape(shape) {}
 
-  /// Kernel arguments, by position in the launch.
-  enum Arg {
-    Query,
-    Cache,
-    Slots,
-    Positions,
-    Partials,
-    NumSplits,
-    GroupsPerUnitLog2,
-    Units,
-    Out,
-    Layer
-  };
+  /// The kernel's own arguments, after the attention kernels' shared
+  /// ones (AttentionArgs).
+  enum Arg { GroupsPerUnitLog2 = FirstOwnArg, Units, Out, Layer };
 
   void build(ArrayRef<Value> v) {
     args = v;
@@ -419,16 +422,13 @@ void fdc::gpu::launchAttentionReduce(KernelContext &ctx,
   // The layer is an argument (the last one), so one kernel serves every
   // layer.
   Value layer = ctx.hostI64(problem.layer);
-  ctx.launch(
-      "attention_reduce",
-      {KernelArg::buffer(problem.query), KernelArg::buffer(problem.cache),
-       KernelArg::buffer(problem.slots), KernelArg::buffer(problem.positions),
-       KernelArg::buffer(partials), KernelArg::scalar(numSplits),
-       KernelArg::scalar(log2GroupsPerUnit), KernelArg::scalar(units),
-       KernelArg::buffer(problem.out), KernelArg::scalar(layer)},
-      {ctx.toIndex(blocks), ctx.hostIndex(1), ctx.hostIndex(1)},
-      shape.threads(), shape.sharedFloats(),
-      [&](GpuEmitter &e, ArrayRef<Value> v) {
-        AttentionReduceBuilder(e, problem, shape).build(v);
-      });
+  SmallVector<KernelArg> args = getAttentionArgs(problem, partials, numSplits);
+  args.append({KernelArg::scalar(log2GroupsPerUnit), KernelArg::scalar(units),
+               KernelArg::buffer(problem.out), KernelArg::scalar(layer)});
+  ctx.launch("attention_reduce", args,
+             {ctx.toIndex(blocks), ctx.hostIndex(1), ctx.hostIndex(1)},
+             shape.threads(), shape.sharedFloats(),
+             [&](GpuEmitter &e, ArrayRef<Value> v) {
+               AttentionReduceBuilder(e, problem, shape).build(v);
+             });
 }

@@ -286,7 +286,7 @@ std::optional<GqaAttentionShape> getDefaultShape(decode::AttentionOp op,
 }
 
 /// Builds the body of gqa_attention_partial; one instance per kernel.
-class GqaAttentionBuilder {
+class GqaAttentionBuilder : AttentionArgs {
 public:
   GqaAttentionBuilder(GpuEmitter &e, const AttentionProblem &problem,
                       const GqaAttentionConfig &config,
@@ -297,18 +297,9 @@ public:
     accType = VectorType::get({layout.accPerLane}, b.getF32Type());
   }
 
-  /// Kernel arguments, by position in the launch.
-  enum Arg {
-    Query,
-    Cache,
-    Slots,
-    Positions,
-    Partials,
-    NumSplits,
-    Chunk,
-    Out,
-    Layer
-  };
+  /// The kernel's own arguments, after the attention kernels' shared
+  /// ones (AttentionArgs).
+  enum Arg { Chunk = FirstOwnArg, Out, Layer };
 
   void build(ArrayRef<Value> v) {
     args = v;
@@ -1334,21 +1325,19 @@ public:
     // layer.
     Value layer = ctx.hostI64(problem.layer);
     int64_t threads = config.subgroups * ctx.subgroupSize();
-    ctx.launch(
-        "gqa_attention_partial",
-        {KernelArg::buffer(problem.query), KernelArg::buffer(problem.cache),
-         KernelArg::buffer(problem.slots), KernelArg::buffer(problem.positions),
-         KernelArg::buffer(partials), KernelArg::scalar(numSplits),
-         KernelArg::scalar(chunk), KernelArg::buffer(problem.out),
-         KernelArg::scalar(layer)},
-        {ctx.toIndex(numSplits), ctx.hostIndex(problem.kvHeads()),
-         ctx.toIndex(ctx.batch)},
-        KernelContext::Workgroup(threads, config.blocksPerUnit),
-        KernelContext::SharedMemory{shape.sharedFloats(config.subgroups),
-                                    builder.getF32Type()},
-        [&](GpuEmitter &e, ArrayRef<Value> v) {
-          GqaAttentionBuilder(e, problem, config, shape).build(v);
-        });
+    SmallVector<KernelArg> args =
+        getAttentionArgs(problem, partials, numSplits);
+    args.append({KernelArg::scalar(chunk), KernelArg::buffer(problem.out),
+                 KernelArg::scalar(layer)});
+    ctx.launch("gqa_attention_partial", args,
+               {ctx.toIndex(numSplits), ctx.hostIndex(problem.kvHeads()),
+                ctx.toIndex(ctx.batch)},
+               KernelContext::Workgroup(threads, config.blocksPerUnit),
+               KernelContext::SharedMemory{shape.sharedFloats(config.subgroups),
+                                           builder.getF32Type()},
+               [&](GpuEmitter &e, ArrayRef<Value> v) {
+                 GqaAttentionBuilder(e, problem, config, shape).build(v);
+               });
     if (problem.unified()) {
       launchAttentionReduce(ctx, problem, partials, numSplits);
       return success();

@@ -99,8 +99,7 @@ namespace {
 LogicalResult buildAttention(Location loc, KernelContext &ctx,
                              const AttentionConfig &config,
                              const AttentionProblem &problem, Buffer partials) {
-  Buffer query = problem.query, cache = problem.cache, slots = problem.slots,
-         positions = problem.positions;
+  Buffer query = problem.query;
   decode::KVCacheType cacheType = problem.cacheType;
   float scale = problem.scale;
   decode::SoftmaxAttr softmax = problem.softmax;
@@ -145,18 +144,19 @@ LogicalResult buildAttention(Location loc, KernelContext &ctx,
     return SmallVector<Value>{slot, layerIndex, e.index(kv), head, t};
   };
 
+  // The partial kernel's own arguments, after the attention kernels'
+  // shared ones (AttentionArgs).
+  enum PartialArg { Chunk = AttentionArgs::FirstOwnArg, Layer };
+  SmallVector<KernelArg> args = getAttentionArgs(problem, partials, numSplits);
+  args.append({KernelArg::scalar(chunk), KernelArg::scalar(layerArg)});
   ctx.launch(
-      "attention_partial",
-      {KernelArg::buffer(query), KernelArg::buffer(cache),
-       KernelArg::buffer(slots), KernelArg::buffer(positions),
-       KernelArg::buffer(partials), KernelArg::scalar(numSplits),
-       KernelArg::scalar(chunk), KernelArg::scalar(layerArg)},
+      "attention_partial", args,
       {ctx.toIndex(numSplits), ctx.hostIndex(queryHeads),
        ctx.toIndex(ctx.batch)},
       warps * subgroup, warps * rowFloats,
       [&](GpuEmitter &e, ArrayRef<Value> v) {
         ImplicitLocOpBuilder &b = e.builder();
-        layerIndex = idx(b, v[7]);
+        layerIndex = idx(b, v[Layer]);
         Value s = e.blockId(Dimension::x), h = e.blockId(Dimension::y),
               i = e.blockId(Dimension::z);
         Value shared = v.back();
@@ -165,17 +165,17 @@ LogicalResult buildAttention(Location loc, KernelContext &ctx,
         Value groupLane = arith::RemUIOp::create(b, lane, e.index(g));
         Value d0 = mulI(b, groupLane, e.index(vecLen));
         Value kvHead = arith::DivUIOp::create(b, h, e.index(group));
-        Value slot = e.loadIndex(v[2], i);
-        Value lastPosition = e.loadIndex(v[3], i);
+        Value slot = e.loadIndex(v[AttentionArgs::Slots], i);
+        Value lastPosition = e.loadIndex(v[AttentionArgs::Positions], i);
         Value length = addI(b, lastPosition, e.index(1));
-        Value start = mulI(b, s, idx(b, v[6]));
+        Value start = mulI(b, s, idx(b, v[Chunk]));
         Value end =
-            arith::MinUIOp::create(b, addI(b, start, idx(b, v[6])), length);
+            arith::MinUIOp::create(b, addI(b, start, idx(b, v[Chunk])), length);
         // The loop runs over warp-uniform base positions (every lane of a
         // warp iterates equally often, as the shuffles inside need); lane
         // group `sub` takes base + sub and masks positions past the split.
         Value first = addI(b, start, mulI(b, warp, e.index(positionsPerWarp)));
-        Value q = e.loadVector(v[0], {i, h, d0}, vecLen);
+        Value q = e.loadVector(v[AttentionArgs::Query], {i, h, d0}, vecLen);
         auto zeros = [&] { return splat(e, e.f32(0), vecLen); };
         // This lane group's position for base `base`, clamped to a readable
         // one when it is past the split (its weight is then masked to 0).
@@ -185,15 +185,15 @@ LogicalResult buildAttention(Location loc, KernelContext &ctx,
           return std::make_pair(e.select(valid, t, start), valid);
         };
         auto score = [&](Value t) {
-          Value k = loadCacheVector(e, v[1], cacheType,
+          Value k = loadCacheVector(e, v[AttentionArgs::Cache], cacheType,
                                     row(e, slot, 0, kvHead, t), d0, vecLen);
           Value dot = dotVector(e, q, k);
           dot = e.target().subgroupReduce(b, dot, ReduceKind::Sum, g);
           return e.mul(dot, e.f32(scale));
         };
         auto value = [&](Value t) {
-          return loadCacheVector(e, v[1], cacheType, row(e, slot, 1, kvHead, t),
-                                 d0, vecLen);
+          return loadCacheVector(e, v[AttentionArgs::Cache], cacheType,
+                                 row(e, slot, 1, kvHead, t), d0, vecLen);
         };
         // State per lane: (max or flag, sum, acc).
         SmallVector<Value> state;
@@ -282,7 +282,8 @@ LogicalResult buildAttention(Location loc, KernelContext &ctx,
         e.barrier();
         // Combine the warps; thread j writes dimension j of the partial.
         Value rowIndex = addI(b, mulI(b, i, e.index(queryHeads)), h);
-        Value splitRow = addI(b, mulI(b, rowIndex, idx(b, v[5])), s);
+        Value splitRow =
+            addI(b, mulI(b, rowIndex, idx(b, v[AttentionArgs::NumSplits])), s);
         Value out = mulI(b, splitRow, e.index(rowFloats));
         auto sharedAt = [&](int64_t w, Value offset) -> Value {
           return memref::LoadOp::create(
@@ -306,7 +307,8 @@ LogicalResult buildAttention(Location loc, KernelContext &ctx,
             Value partial = sharedAt(w, j);
             acc = e.add(acc, e.mul(partial, weight(w)));
           }
-          memref::StoreOp::create(b, acc, v[4], ValueRange{addI(b, out, j)});
+          memref::StoreOp::create(b, acc, v[AttentionArgs::Partials],
+                                  ValueRange{addI(b, out, j)});
         });
         Value threadForSum = e.threadId();
         Value isFirst = e.cmpi(CmpIPredicate::eq, threadForSum, e.index(0));
@@ -316,9 +318,9 @@ LogicalResult buildAttention(Location loc, KernelContext &ctx,
             Value partial = sharedAt(w, e.index(d + 1));
             sum = e.add(sum, e.mul(partial, weight(w)));
           }
-          memref::StoreOp::create(b, globalMax, v[4],
+          memref::StoreOp::create(b, globalMax, v[AttentionArgs::Partials],
                                   ValueRange{addI(b, out, e.index(d))});
-          memref::StoreOp::create(b, sum, v[4],
+          memref::StoreOp::create(b, sum, v[AttentionArgs::Partials],
                                   ValueRange{addI(b, out, e.index(d + 1))});
         });
       });
