@@ -43,6 +43,9 @@ M_VALUES = (1, 2, 4, 8, 16, 32, 64, 128)
 ATTENTION_BATCHES = (1, 8, 32, 64, 128)
 ATTENTION_CONTEXTS = (1024, 2048, 4096, 8192, 16384, 32768)
 INT4_BATCHES = (1, 8, 32, 64, 128, 256)
+# Sizes of the ceilings family's graph-replayed reads: the attention
+# table's 64 MiB and 128 MiB caches.
+SIZED_READ_MIB = (64, 128)
 SPARSITIES = (0.7, 0.8, 0.9)
 SPARSE_BATCHES = (8, 16, 32)
 SPARSE_SEED = 13  # the pruned weights are the same in every run
@@ -247,6 +250,22 @@ def ceilings(bench: Bench) -> list[dict]:
                           "bytes": 2 * half.numel() * 4},
                  "us": copy["us"], "gbps": 2 * half.numel() * 4 / copy["us"] / 1e3,
                  "spread": copy["spread"]})
+    del x, half, dst
+    # The same read at the sizes of the attention table's mid-size caches,
+    # timed as the kernels are (graph replay, inputs rotated over > 3x L2):
+    # what a read of that size reaches, launch and tail included.
+    for mib in SIZED_READ_MIB:
+        nbytes = mib << 20
+        sets = [bench.randn(nbytes // 4, torch.float32)
+                for _ in range(rotation(nbytes, bench.l2))]
+        out = torch.empty((), dtype=torch.float32, device="cuda")
+        sized = graph_time_us(
+            lambda i: torch.sum(sets[i % len(sets)], dim=0, out=out))
+        rows.append({"case": {"what": f"streaming read (torch.sum) of {mib} "
+                                      "MiB, graph replay", "bytes": nbytes},
+                     "us": sized["us"], "gbps": nbytes / sized["us"] / 1e3,
+                     "spread": sized["spread"]})
+        del sets
     return rows
 
 
