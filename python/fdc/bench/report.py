@@ -449,8 +449,8 @@ SERVING_NOTE = (
 SECTIONS = (
     ("ceilings", "HBM ceilings", ceilings_md,
      "Large tensors (4 GiB), timed between CUDA events: the ceiling every "
-     "% HBM figure divides by. Runs since 2026-11-27 11:00 UTC add the same "
-     "read of 64 and 128 MiB, timed as the kernels are (CUDA-graph replay, "
+     "% HBM figure divides by. Then, where the run has them, the same read "
+     "of 64 and 128 MiB, timed as the kernels are (CUDA-graph replay, "
      "20 calls per replay, inputs rotated over > 3× L2): what a read of a "
      "mid-size KV cache reaches, launch and tail included."),
     ("linear", "Linear (flat GEMM / GEMV), bf16, y = x·Wᵀ", linear_md,
