@@ -458,9 +458,12 @@ SECTIONS = (
      "> 3× L2; CUDA-graph replay, 20 calls per replay."),
     ("attention", "Decode attention, bf16 KV cache, D = 128", attention_md,
      "Bytes = K + V of S positions + q + out. fdc: each softmax scheme "
-     "(gqa_attention_partial on MMA units for GQA / MQA, attention_partial "
-     "for MHA, then attention_reduce). Peer: the fastest of torch "
-     "SDPA's flash / efficient / cuDNN (/ math for caches ≤ 1 GiB) backends "
+     "(gqa_attention on MMA units, MHA too: gqa_attention_partial, then "
+     "attention_reduce where a launch takes several splits; a launch of one "
+     "split writes the output itself, from gqa_attention_partial (online) "
+     "or gqa_attention_single_split (unified max)). Peer: the fastest of "
+     "torch SDPA's flash / efficient / cuDNN (/ math for caches ≤ 1 GiB) "
+     "backends "
      "that runs. Caches rotated over > 3× L2; CUDA-graph replay."),
     ("int4", "INT4 KV-cache GQA (Hq = 8, Hkv = 1, D = 128)", int4_md,
      "fdc reads the INT4 cache (4 (scale, min) fp16 pairs + 64 bytes per "

@@ -82,8 +82,11 @@ VARIANTS = [
     AttentionVariant("attention-gqa8-online-bf16", 32, 4, 128, "bf16", "online"),
     AttentionVariant("attention-gqa8-unified-bf16", 32, 4, 128, "bf16",
                      "unified"),
+    # The fallback on several splits (the reduce recomputes) and on one
+    # (B = 150: 300 blocks fill the waves; the partial kernel recomputes).
     AttentionVariant("attention-gqa8-fallback-bf16", 16, 2, 128, "bf16",
-                     "fallback", cases=((1, 1), (5, 300), (2, 2000))),
+                     "fallback",
+                     cases=((1, 1), (5, 300), (2, 2000), (150, 300))),
     AttentionVariant("attention-gqa4-online-bf16-d64", 16, 4, 64, "bf16",
                      "online"),
     AttentionVariant("attention-gqa8-online-f16", 32, 4, 128, "f16", "online"),
@@ -155,7 +158,7 @@ VARIANTS = [
                      "bf16", "fallback",
                      _kernel("gqa_attention",
                              "heads_as_b = 0, register_softmax = 1"),
-                     cases=((1, 1), (5, 300), (2, 2000))),
+                     cases=((1, 1), (5, 300), (2, 2000), (150, 300))),
     AttentionVariant("attention-pinned-registers-mha-unified-bf16", 8, 8, 64,
                      "bf16", "unified",
                      _kernel("gqa_attention",

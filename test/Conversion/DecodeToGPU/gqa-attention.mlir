@@ -40,6 +40,41 @@
 // SINGLE:         gpu.launch_func @fdc_kernels::@{{attention_reduce_[0-9]+}}
 // SINGLE-NEXT:    cf.br ^[[REST]]
 
+// Unified max: a launch of one split runs a kernel of its own, which writes
+// the output, unless its row is flagged (or the sum out of range), when the
+// thread recomputes its element from the cache (one online softmax over the
+// row, as attention_reduce does for several splits); more splits run the
+// partial kernel, which writes partial rows only, and attention_reduce.
+// RUN: sed 's/256/128/g; s/4096/2048/g; s/softmax = #decode.softmax<online>/softmax = #decode.softmax<unified_max, phi = 0.0, lo = -20.0, hi = 20.0>/' %s \
+// RUN:   | fdc-opt --decode-assign-weight-layout --convert-decode-to-gpu=target=sm_90 | FileCheck %s --check-prefix=UNIFIED
+// UNIFIED-LABEL: gpu.func @{{gqa_attention_single_split_[0-9]+}}(
+// UNIFIED-NOT:     memref.store %{{.*}} : memref<?xf32>
+// UNIFIED:         arith.constant 3.40282347E+38 : f32
+// UNIFIED:         %[[FLAG:.*]] = arith.cmpf ogt, %{{.*}}, %{{.*}} : f32
+// UNIFIED:         %[[FLAGGED:.*]] = arith.ori %[[FLAG]], %{{.*}} : i1
+// UNIFIED:         scf.if %[[FLAGGED]] {
+// UNIFIED:           scf.for {{.*}} iter_args
+// UNIFIED:             scf.for {{.*}} iter_args
+// UNIFIED:           memref.store %{{.*}} : memref<?x16x128xbf16>
+// UNIFIED:         } else {
+// UNIFIED:           arith.divf
+// UNIFIED:           memref.store %{{.*}} : memref<?x16x128xbf16>
+// UNIFIED:       gpu.return
+// UNIFIED-LABEL: gpu.func @{{gqa_attention_partial_[0-9]+}}(
+// UNIFIED-NOT:     memref.store %{{.*}} : memref<?x16x128xbf16>
+// UNIFIED:         memref.store %{{.*}} : memref<?xf32>
+// UNIFIED:       gpu.return
+// UNIFIED-LABEL: func.func @fdc_model_step(
+// UNIFIED:         %[[IS_ONE:.*]] = arith.cmpi eq, %[[SPLITS:.*]], %{{.*}} : i64
+// UNIFIED-NEXT:    cf.cond_br %[[IS_ONE]], ^[[ONE:bb[0-9]+]], ^[[SEVERAL:bb[0-9]+]]
+// UNIFIED:       ^[[ONE]]:
+// UNIFIED:         gpu.launch_func @fdc_kernels::@{{gqa_attention_single_split_[0-9]+}} {{.*}} args(%{{[0-9]+}} : !llvm.ptr, %{{[0-9]+}} : !llvm.ptr, %{{[0-9]+}} : !llvm.ptr, %{{[0-9]+}} : !llvm.ptr, %{{[0-9]+}} : !llvm.ptr, %[[SPLITS]] : i64,
+// UNIFIED-NEXT:    cf.br ^[[REST:bb[0-9]+]]
+// UNIFIED:       ^[[SEVERAL]]:
+// UNIFIED:         gpu.launch_func @fdc_kernels::@{{gqa_attention_partial_[0-9]+}} {{.*}} args(%{{[0-9]+}} : !llvm.ptr, %{{[0-9]+}} : !llvm.ptr, %{{[0-9]+}} : !llvm.ptr, %{{[0-9]+}} : !llvm.ptr, %{{[0-9]+}} : !llvm.ptr, %[[SPLITS]] : i64,
+// UNIFIED:         gpu.launch_func @fdc_kernels::@{{attention_reduce_[0-9]+}}
+// UNIFIED-NEXT:    cf.br ^[[REST]]
+
 // An INT4 cache (groups of 32 dims) on sm_90: a lane loads a key's 32
 // nibbles with one 16-byte load and its group's (scale, min) with one
 // 4-byte load, and a value's 16 nibbles with one 8-byte load, a step ahead

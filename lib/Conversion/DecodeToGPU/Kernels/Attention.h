@@ -114,6 +114,28 @@ mlir::Value loadCacheVector(GpuEmitter &e, mlir::Value cache,
                             decode::KVCacheType type, mlir::ValueRange row,
                             mlir::Value d0, int64_t vecLen);
 
+/// One element of an attention kernel's output: head dim `dim` of query
+/// head `head` of sequence `sequence` in `out` ([M, Hq, D]), in a kernel whose
+/// arguments `args` begin with AttentionArgs; `layer` is the op's layer
+/// (an index), for the cache rows a recompute reads.
+struct AttentionOutputElement {
+  llvm::ArrayRef<mlir::Value> args;
+  mlir::Value out, layer, sequence, head, dim;
+};
+
+/// Unified max's last step for one output element, given its row's splits
+/// combined: `flag` (> 0 if a split saw a score out of range), `sum` and
+/// the dim's accumulator `acc`. Stores acc / sum, unless the row is flagged
+/// or the sum or accumulator under- or overflowed: then one thread
+/// recomputes the element from the cache with the online scheme over the
+/// whole row, so the result is always right. attention_reduce runs it for
+/// several splits; gqa_attention's partial kernel for a single split, which
+/// then needs no reduce.
+void storeUnifiedAttentionResult(GpuEmitter &e, const AttentionProblem &problem,
+                                 const AttentionOutputElement &element,
+                                 mlir::Value flag, mlir::Value sum,
+                                 mlir::Value acc);
+
 /// Launches attention_reduce, which combines the `numSplits` (host i64)
 /// partial rows in `partials` of each (sequence, query head) into
 /// problem.out: a subgroup-wide unit of head dims takes as many groups of

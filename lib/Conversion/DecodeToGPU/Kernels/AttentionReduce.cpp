@@ -207,7 +207,9 @@ public:
     e.ifThenElse(writes, [&] {
       ArrayRef<Value> merged = state;
       if (problem.unified())
-        finishUnified(j, merged);
+        storeUnifiedAttentionResult(e, problem,
+                                    {args, args[Out], layerIndex, i, h, j},
+                                    merged[0], merged[1], merged[2]);
       else
         e.store(e.div(merged[2], merged[1]), args[Out], {i, h, j});
     });
@@ -301,15 +303,6 @@ private:
   int64_t maxOffset() const { return problem.headDim(); }
   int64_t sumOffset() const { return problem.headDim() + 1; }
 
-  SmallVector<Value> row(int64_t kv, Value t) {
-    return {slot, layerIndex, e.index(kv), kvHead, t};
-  }
-  Value cacheElement(int64_t kv, Value t, Value d) {
-    Value vector =
-        loadCacheVector(e, args[Cache], problem.cacheType, row(kv, t), d, 1);
-    return e.extract(vector, 0);
-  }
-
   /// Several (max or flag, sum, acc) combined. Online: each rescaled to
   /// the largest max; unified max: flags or'ed (as a max), sums added.
   SmallVector<Value> mergeAll(ArrayRef<SmallVector<Value>> states) {
@@ -332,64 +325,79 @@ private:
     return {first, sum, acc};
   }
 
-  /// Unified max: add and divide, unless a split is flagged or the sum
-  /// under- or overflowed. Each thread checks its own dimension's
-  /// accumulator; a row can mix recomputed and unified dimensions, both
-  /// exact.
-  void finishUnified(Value j, ArrayRef<Value> sums) {
-    Value maxFloat = e.f32(std::numeric_limits<float>::max());
-    Value sumOverflow = e.cmpf(CmpFPredicate::UGT, sums[1], maxFloat);
-    Value accOverflow =
-        e.cmpf(CmpFPredicate::UGT, math::AbsFOp::create(b, sums[2]), maxFloat);
-    Value overflow = arith::OrIOp::create(b, sumOverflow, accOverflow);
-    Value underflow = e.cmpf(CmpFPredicate::OEQ, sums[1], e.f32(0));
-    Value unusable = arith::OrIOp::create(b, underflow, overflow);
-    Value anyFlag = e.cmpf(CmpFPredicate::OGT, sums[0], e.f32(0));
-    Value flagged = arith::OrIOp::create(b, anyFlag, unusable);
-    e.ifThenElse(
-        flagged, [&] { recompute(j); },
-        [&] { e.store(e.div(sums[2], sums[1]), args[Out], {i, h, j}); });
-  }
-
-  /// Single-thread-per-dimension online softmax over the whole row.
-  void recompute(Value j) {
-    kvHead = arith::DivUIOp::create(b, h, e.index(problem.group()));
-    slot = e.loadIndex(args[Slots], i);
-    Value position = e.loadIndex(args[Positions], i);
-    Value length = addI(b, position, e.index(1));
-    Value zeroIndex = e.index(0);
-    Value oneIndex = e.index(1);
-    SmallVector<Value> st = e.reduce(
-        zeroIndex, length, oneIndex, {e.f32(-INFINITY), e.f32(0), e.f32(0)},
-        [&](Value t, ValueRange c) {
-          Value dims = e.index(problem.headDim());
-          Value zero = e.f32(0);
-          Value dot = e.reduce1(dims, zero, [&](Value dd, Value sum) {
-            Value k = cacheElement(0, t, dd);
-            Value q = e.load(args[Query], {i, h, dd});
-            return e.add(sum, e.mul(q, k));
-          });
-          Value sc = e.mul(dot, e.f32(problem.scale));
-          Value newMax = arith::MaximumFOp::create(b, c[0], sc);
-          Value correction = attentionScaleFactor(e, c[0], newMax);
-          Value p = attentionExp(e, e.sub(sc, newMax));
-          Value vj = cacheElement(1, t, j);
-          Value sum = e.add(e.mul(c[1], correction), p);
-          Value kept = e.mul(c[2], correction);
-          Value added = e.mul(p, vj);
-          return SmallVector<Value>{newMax, sum, e.add(kept, added)};
-        });
-    e.store(e.div(st[2], st[1]), args[Out], {i, h, j});
-  }
-
   GpuEmitter &e;
   ImplicitLocOpBuilder &b;
   const AttentionProblem &problem;
   const ReduceShape &shape;
   ArrayRef<Value> args;
-  Value shared, layerIndex, h, i, numSplits, base, dim, kvHead, slot;
+  Value shared, layerIndex, h, i, numSplits, base, dim;
 };
 } // namespace
+
+namespace {
+/// out[i][h][j] from the cache, one thread's online softmax over the whole
+/// row: unified max's fallback.
+void recomputeAttentionElement(GpuEmitter &e, const AttentionProblem &problem,
+                               const AttentionOutputElement &element) {
+  ImplicitLocOpBuilder &b = e.builder();
+  ArrayRef<Value> args = element.args;
+  Value i = element.sequence, h = element.head;
+  Value kvHead = arith::DivUIOp::create(b, h, e.index(problem.group()));
+  Value slot = e.loadIndex(args[AttentionArgs::Slots], i);
+  Value position = e.loadIndex(args[AttentionArgs::Positions], i);
+  auto cacheElement = [&](int64_t kv, Value t, Value d) {
+    SmallVector<Value> row = {slot, element.layer, e.index(kv), kvHead, t};
+    Value vector = loadCacheVector(e, args[AttentionArgs::Cache],
+                                   problem.cacheType, row, d, 1);
+    return e.extract(vector, 0);
+  };
+  Value length = addI(b, position, e.index(1));
+  Value zeroIndex = e.index(0);
+  Value oneIndex = e.index(1);
+  SmallVector<Value> st = e.reduce(
+      zeroIndex, length, oneIndex, {e.f32(-INFINITY), e.f32(0), e.f32(0)},
+      [&](Value t, ValueRange c) {
+        Value dims = e.index(problem.headDim());
+        Value zero = e.f32(0);
+        Value dot = e.reduce1(dims, zero, [&](Value dd, Value sum) {
+          Value k = cacheElement(0, t, dd);
+          Value q = e.load(args[AttentionArgs::Query], {i, h, dd});
+          return e.add(sum, e.mul(q, k));
+        });
+        Value sc = e.mul(dot, e.f32(problem.scale));
+        Value newMax = arith::MaximumFOp::create(b, c[0], sc);
+        Value correction = attentionScaleFactor(e, c[0], newMax);
+        Value p = attentionExp(e, e.sub(sc, newMax));
+        Value vj = cacheElement(1, t, element.dim);
+        Value sum = e.add(e.mul(c[1], correction), p);
+        Value kept = e.mul(c[2], correction);
+        Value added = e.mul(p, vj);
+        return SmallVector<Value>{newMax, sum, e.add(kept, added)};
+      });
+  e.store(e.div(st[2], st[1]), element.out, {i, h, element.dim});
+}
+} // namespace
+
+void fdc::gpu::storeUnifiedAttentionResult(
+    GpuEmitter &e, const AttentionProblem &problem,
+    const AttentionOutputElement &element, Value flag, Value sum, Value acc) {
+  ImplicitLocOpBuilder &b = e.builder();
+  Value maxFloat = e.f32(std::numeric_limits<float>::max());
+  Value sumOverflow = e.cmpf(CmpFPredicate::UGT, sum, maxFloat);
+  Value accOverflow =
+      e.cmpf(CmpFPredicate::UGT, math::AbsFOp::create(b, acc), maxFloat);
+  Value overflow = arith::OrIOp::create(b, sumOverflow, accOverflow);
+  Value underflow = e.cmpf(CmpFPredicate::OEQ, sum, e.f32(0));
+  Value unusable = arith::OrIOp::create(b, underflow, overflow);
+  Value anyFlag = e.cmpf(CmpFPredicate::OGT, flag, e.f32(0));
+  Value flagged = arith::OrIOp::create(b, anyFlag, unusable);
+  e.ifThenElse(
+      flagged, [&] { recomputeAttentionElement(e, problem, element); },
+      [&] {
+        e.store(e.div(acc, sum), element.out,
+                {element.sequence, element.head, element.dim});
+      });
+}
 
 void fdc::gpu::launchAttentionReduce(KernelContext &ctx,
                                      const AttentionProblem &problem,

@@ -44,7 +44,9 @@
 // take f16 (its dequantised values are rounded to f16, so P is too).
 // The subgroups then combine through shared memory and the block writes the
 // split's partial rows, the same as split_kv_attention's, which
-// attention_reduce combines.
+// attention_reduce combines; a launch of one split writes the output
+// instead (unified max recomputing a flagged row there) and the step
+// launches no reduce.
 //
 //===----------------------------------------------------------------------===//
 
@@ -285,14 +287,20 @@ std::optional<GqaAttentionShape> getDefaultShape(decode::AttentionOp op,
   return GqaAttentionShape::get(op, target, /*headsAsB=*/false);
 }
 
-/// Builds the body of gqa_attention_partial; one instance per kernel.
+/// What a kernel's blocks write: their splits' partial rows, which
+/// attention_reduce combines; the output, in a launch of one split; or,
+/// in one kernel, either, as the launch's split count says.
+enum class GqaAttentionOutput { PartialRows, Result, ByLaunch };
+
+/// Builds the body of gqa_attention_partial (and, for unified max,
+/// gqa_attention_single_split); one instance per kernel.
 class GqaAttentionBuilder : AttentionArgs {
 public:
   GqaAttentionBuilder(GpuEmitter &e, const AttentionProblem &problem,
                       const GqaAttentionConfig &config,
-                      const GqaAttentionShape &shape)
+                      const GqaAttentionShape &shape, GqaAttentionOutput output)
       : e(e), b(e.builder()), target(e.target()), problem(problem),
-        config(config), shape(shape), layout(shape.layout) {
+        config(config), shape(shape), layout(shape.layout), output(output) {
     element = shape.operand;
     accType = VectorType::get({layout.accPerLane}, b.getF32Type());
   }
@@ -1069,10 +1077,11 @@ private:
   }
 
   /// Combines the subgroups: thread x writes element x of the group's
-  /// partial rows. Online, a single split's rows are the result: dim x of
-  /// a head is its combined accumulator over its combined sum, written to
-  /// the output, and the host launches no attention_reduce (unified max
-  /// keeps the reduce, which recomputes a flagged row).
+  /// partial rows. A single split's rows are the result, and the host
+  /// launches no attention_reduce: dim x of a head is its combined
+  /// accumulator over its combined sum, written to the output (unified max:
+  /// unless the row is flagged or its sum out of range, when the thread
+  /// recomputes it, as the reduce would).
   void writePartials() {
     int64_t rowFloats = problem.partialRowFloats();
     int64_t d = problem.headDim();
@@ -1084,7 +1093,7 @@ private:
     Value maxOffset = e.index(d);
     Value sumOffset = e.index(d + 1);
     Value single;
-    if (!problem.unified())
+    if (output == GqaAttentionOutput::ByLaunch)
       single = e.cmpi(CmpIPredicate::eq, numSplits, e.index(1));
     e.loop(thread, elements, blockThreads, [&](Value x) {
       Value head = arith::DivUIOp::create(b, x, e.index(rowFloats));
@@ -1122,21 +1131,32 @@ private:
         Value out = addI(b, mulI(b, splitRow, e.index(rowFloats)), offset);
         memref::StoreOp::create(b, result, args[Partials], ValueRange{out});
       };
-      if (!single) {
+      auto writeResult = [&] {
+        Value isDim = e.cmpi(CmpIPredicate::ult, offset, maxOffset);
+        e.ifThenElse(isDim, [&] {
+          Value sum = combined(sumOffset);
+          if (problem.unified()) {
+            storeUnifiedAttentionResult(
+                e, problem,
+                {args, args[Out], layerIndex, sequence, queryHead, offset},
+                globalMax, sum, total);
+            return;
+          }
+          Value value = e.div(total, sum);
+          e.store(value, args[Out], {sequence, queryHead, offset});
+        });
+      };
+      switch (output) {
+      case GqaAttentionOutput::PartialRows:
         writePartial();
         return;
+      case GqaAttentionOutput::Result:
+        writeResult();
+        return;
+      case GqaAttentionOutput::ByLaunch:
+        e.ifThenElse(single, writeResult, writePartial);
+        return;
       }
-      e.ifThenElse(
-          single,
-          [&] {
-            Value isDim = e.cmpi(CmpIPredicate::ult, offset, maxOffset);
-            e.ifThenElse(isDim, [&] {
-              Value sum = combined(sumOffset);
-              Value value = e.div(total, sum);
-              e.store(value, args[Out], {sequence, queryHead, offset});
-            });
-          },
-          writePartial);
     });
   }
 
@@ -1147,6 +1167,7 @@ private:
   const GqaAttentionConfig &config;
   const GqaAttentionShape &shape;
   const MmaLayout &layout;
+  GqaAttentionOutput output;
   Type element;
   VectorType accType;
 
@@ -1329,31 +1350,55 @@ public:
         getAttentionArgs(problem, partials, numSplits);
     args.append({KernelArg::scalar(chunk), KernelArg::buffer(problem.out),
                  KernelArg::scalar(layer)});
-    ctx.launch("gqa_attention_partial", args,
-               {ctx.toIndex(numSplits), ctx.hostIndex(problem.kvHeads()),
-                ctx.toIndex(ctx.batch)},
-               KernelContext::Workgroup(threads, config.blocksPerUnit),
-               KernelContext::SharedMemory{shape.sharedFloats(config.subgroups),
-                                           builder.getF32Type()},
-               [&](GpuEmitter &e, ArrayRef<Value> v) {
-                 GqaAttentionBuilder(e, problem, config, shape).build(v);
-               });
-    if (problem.unified()) {
-      launchAttentionReduce(ctx, problem, partials, numSplits);
+    auto launch = [&](StringRef name, GqaAttentionOutput output) {
+      ctx.launch(
+          name, args,
+          {ctx.toIndex(numSplits), ctx.hostIndex(problem.kvHeads()),
+           ctx.toIndex(ctx.batch)},
+          KernelContext::Workgroup(threads, config.blocksPerUnit),
+          KernelContext::SharedMemory{shape.sharedFloats(config.subgroups),
+                                      builder.getF32Type()},
+          [&](GpuEmitter &e, ArrayRef<Value> v) {
+            GqaAttentionBuilder(e, problem, config, shape, output).build(v);
+          });
+    };
+    Value one = ctx.hostI64(1);
+    if (!problem.unified()) {
+      // One split writes the output itself (writePartials): the reduce
+      // runs for more.
+      launch("gqa_attention_partial", GqaAttentionOutput::ByLaunch);
+      Value several =
+          arith::CmpIOp::create(host, CmpIPredicate::ne, numSplits, one);
+      HostBranches branches(host);
+      if (failed(branches.when(several, [&] {
+            launchAttentionReduce(ctx, problem, partials, numSplits);
+            return success();
+          })))
+        return failure();
+      branches.end();
       return success();
     }
-    // Online, one split wrote the output itself (writePartials): the reduce
-    // runs for more.
-    Value one = ctx.hostI64(1);
-    Value several =
-        arith::CmpIOp::create(host, CmpIPredicate::ne, numSplits, one);
+    // Unified max: one split gets a kernel of its own, which writes the
+    // output and recomputes a flagged row, so that the kernel of several
+    // splits keeps the code of the partial rows alone. (With both in one
+    // kernel, its registers went from 213 to 221 and bf16 MQA at B = 1 to
+    // 32, several splits, ran 0.4-0.5 us slower a launch: H100, two suite
+    // runs.)
+    Value single =
+        arith::CmpIOp::create(host, CmpIPredicate::eq, numSplits, one);
     HostBranches branches(host);
-    if (failed(branches.when(several, [&] {
+    if (failed(branches.when(single,
+                             [&] {
+                               launch("gqa_attention_single_split",
+                                      GqaAttentionOutput::Result);
+                               return success();
+                             })) ||
+        failed(branches.otherwise([&] {
+          launch("gqa_attention_partial", GqaAttentionOutput::PartialRows);
           launchAttentionReduce(ctx, problem, partials, numSplits);
           return success();
         })))
       return failure();
-    branches.end();
     return success();
   }
 };
