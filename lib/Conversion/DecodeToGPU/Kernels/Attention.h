@@ -129,8 +129,8 @@ struct AttentionOutputElement {
 /// or the sum or accumulator under- or overflowed: then one thread
 /// recomputes the element from the cache with the online scheme over the
 /// whole row, so the result is always right. attention_reduce runs it for
-/// several splits; gqa_attention's partial kernel for a single split, which
-/// then needs no reduce.
+/// several splits, gqa_attention_single_split for a launch of one split
+/// (which then needs no reduce).
 void storeUnifiedAttentionResult(GpuEmitter &e, const AttentionProblem &problem,
                                  const AttentionOutputElement &element,
                                  mlir::Value flag, mlir::Value sum,

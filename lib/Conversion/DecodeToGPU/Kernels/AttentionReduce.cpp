@@ -332,9 +332,7 @@ private:
   ArrayRef<Value> args;
   Value shared, layerIndex, h, i, numSplits, base, dim;
 };
-} // namespace
 
-namespace {
 /// out[i][h][j] from the cache, one thread's online softmax over the whole
 /// row: unified max's fallback.
 void recomputeAttentionElement(GpuEmitter &e, const AttentionProblem &problem,

@@ -1077,9 +1077,9 @@ private:
   }
 
   /// Combines the subgroups: thread x writes element x of the group's
-  /// partial rows. A single split's rows are the result, and the host
-  /// launches no attention_reduce: dim x of a head is its combined
-  /// accumulator over its combined sum, written to the output (unified max:
+  /// partial rows, or, where `output` says a launch of one split, whose
+  /// rows are the result (the host launches no attention_reduce), dim x of
+  /// a head: its combined accumulator over its combined sum (unified max:
   /// unless the row is flagged or its sum out of range, when the thread
   /// recomputes it, as the reduce would).
   void writePartials() {
