@@ -82,8 +82,9 @@ VARIANTS = [
     AttentionVariant("attention-gqa8-online-bf16", 32, 4, 128, "bf16", "online"),
     AttentionVariant("attention-gqa8-unified-bf16", 32, 4, 128, "bf16",
                      "unified"),
-    # The fallback on several splits (the reduce recomputes) and on one
-    # (B = 150: 300 blocks fill the waves; the partial kernel recomputes).
+    # The fallback on several splits (attention_reduce recomputes) and on
+    # one (B = 150: 300 blocks fill the waves; gqa_attention_single_split
+    # recomputes).
     AttentionVariant("attention-gqa8-fallback-bf16", 16, 2, 128, "bf16",
                      "fallback",
                      cases=((1, 1), (5, 300), (2, 2000), (150, 300))),

@@ -1,6 +1,6 @@
 // attention_reduce combines the splits' partial rows of unified-max
 // attention (launched for more than one split; it also runs the recompute
-// fallback, as gqa_attention's partial kernel does for one split). A
+// fallback, as gqa_attention_single_split does for one split). A
 // unit is a subgroup's worth of head dims of one (sequence, query head)
 // row; the host gives each unit a power of two of split groups (at most
 // the block's 16), enough to load its splits in one round of four; the

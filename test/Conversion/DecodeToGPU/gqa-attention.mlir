@@ -47,6 +47,8 @@
 // partial kernel, which writes partial rows only, and attention_reduce.
 // RUN: sed 's/256/128/g; s/4096/2048/g; s/softmax = #decode.softmax<online>/softmax = #decode.softmax<unified_max, phi = 0.0, lo = -20.0, hi = 20.0>/' %s \
 // RUN:   | fdc-opt --decode-assign-weight-layout --convert-decode-to-gpu=target=sm_90 | FileCheck %s --check-prefix=UNIFIED
+// RUN: sed 's/256/128/g; s/4096/2048/g; s/softmax = #decode.softmax<online>/softmax = #decode.softmax<unified_max, phi = 0.0, lo = -20.0, hi = 20.0>/' %s \
+// RUN:   | fdc-opt --decode-assign-weight-layout --convert-decode-to-gpu=target=gfx942 | FileCheck %s --check-prefix=UNIFIED
 // UNIFIED-LABEL: gpu.func @{{gqa_attention_single_split_[0-9]+}}(
 // UNIFIED-NOT:     memref.store %{{.*}} : memref<?xf32>
 // UNIFIED:         arith.constant 3.40282347E+38 : f32
