@@ -165,6 +165,26 @@ def test_attention_model_on_host_matches_numpy(tmp_path):
 
 @needs_fdc
 @needs_cuda
+def test_linear_family_times_the_split_k_reduction(tmp_path):
+    # ffn2 [4096, 11008] at M = 4 runs a GEMM split in K: the linear
+    # family times its linear_epilogue with it, and not the head's kernels.
+    model = models.linear_model(4096, 11008)
+    library = ModelLibrary(compile_model(model, tmp_path, "cuda:sm_90a"))
+    recorder = LaunchRecorder()
+    args = step_args(batch=4, num_slots=4, max_context=1, weights=1 << 40,
+                     kv_cache=2 << 40, scratch=3 << 40)
+    recorder.run(library, args)
+    launched = [l.kernel for l in recorder.launches]
+    measured = models.linear_op_kernels(launched)
+    assert len(measured) == 2, launched
+    assert any(k.startswith("linear_epilogue_") for k in measured)
+    last = max(launched.index(k) for k in measured)
+    head = [k for k in launched[last + 1:] if k.startswith("linear_")]
+    assert head and not set(head) & measured
+
+
+@needs_fdc
+@needs_cuda
 def test_recorder_sees_the_manifest_kernels_in_order(tmp_path):
     model = models.attention_model(32, 8, "online")
     library = ModelLibrary(compile_model(model, tmp_path, "cuda:sm_90"))

@@ -64,6 +64,23 @@ def test_sparse_op_kernels_are_those_between_embedding_and_head():
         models.sparse_op_kernels(["embedding_0", "linear_0", "argmax_0"])
 
 
+def test_linear_op_kernels_count_the_split_k_reduction():
+    # A split-K kernel's reduction is timed with it; the head's kernels not.
+    step = ["embedding_0", "linear_1", "linear_epilogue_0", "linear_2",
+            "argmax_0"]
+    assert models.linear_op_kernels(step) == {"linear_1", "linear_epilogue_0"}
+    step = ["embedding_0", "linear_0", "linear_3", "linear_epilogue_1",
+            "argmax_0"]
+    assert models.linear_op_kernels(step) == {"linear_0"}
+    with pytest.raises(ValueError, match="no measured linear"):
+        models.linear_op_kernels(["embedding_0", "linear_0", "argmax_0"])
+    # One reduction kernel for both ops: they could not be timed apart.
+    with pytest.raises(ValueError, match="share kernels"):
+        models.linear_op_kernels(["embedding_0", "linear_1",
+                                  "linear_epilogue_0", "linear_2",
+                                  "linear_epilogue_0", "argmax_0"])
+
+
 def test_sparse_model_names():
     names = [m.name for m in models.sparse_models()]
     assert len(names) == len(set(names)) == len(models.SPARSE_SHAPES)

@@ -125,6 +125,8 @@ KernelContext::buildKernel(StringRef name, ArrayRef<Type> types,
       DenseI32ArrayAttr::get(ctx, {static_cast<int32_t>(block.threads), 1, 1}));
   if (block.minPerUnit > 0)
     primitives.setMinWorkgroupsPerUnit(func, block.threads, block.minPerUnit);
+  if (block.cluster != std::array<int64_t, 3>{1, 1, 1})
+    primitives.setClusterShape(func, block.cluster);
   // Shared memory aligned for the target's widest vector access (tiles
   // copied and read vectorBytes() at a time).
   if (!workgroup.empty())

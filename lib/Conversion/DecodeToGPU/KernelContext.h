@@ -17,6 +17,7 @@
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 
+#include <array>
 #include <functional>
 
 namespace fdc::gpu {
@@ -55,11 +56,17 @@ public:
   /// than one workgroup's subgroups do), the fewest it asks the target's
   /// compiler to fit, which bounds the registers a thread may take
   /// (GpuPrimitives::setMinWorkgroupsPerUnit; 0: the compiler's choice).
+  ///
+  /// `cluster`: the workgroups of the grid grouped into clusters of this
+  /// shape (GpuPrimitives::setClusterShape; {1, 1, 1}: none).
   struct Workgroup {
     int64_t threads;
     int64_t minPerUnit = 0;
+    std::array<int64_t, 3> cluster = {1, 1, 1};
     Workgroup(int64_t threads, int64_t minPerUnit = 0)
         : threads(threads), minPerUnit(minPerUnit) {}
+    Workgroup(int64_t threads, std::array<int64_t, 3> cluster)
+        : threads(threads), cluster(cluster) {}
   };
 
   /// Body of a kernel: the emitter inside it and its arguments, buffers

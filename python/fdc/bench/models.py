@@ -206,6 +206,23 @@ def sparse_op_kernels(launched: list[str]) -> set[str]:
     return kernels
 
 
+def linear_op_kernels(launched: list[str]) -> set[str]:
+    """The measured decode.linear's kernels among those a linear benchmark
+    model's step launched: its linear_<i> (the first after the embedding)
+    and, for a split-K kernel, the linear_epilogue_<j> that adds its partial
+    sums, up to the head's linear_<i>. The head's kernels must be others
+    (the timed launches pick kernels by name)."""
+    ops = [i for i, k in enumerate(launched) if re.fullmatch(r"linear_\d+", k)]
+    if len(ops) < 2:
+        raise ValueError(f"no measured linear and head among {launched}")
+    kernels = set(launched[ops[0]:ops[1]])
+    shared = kernels & set(launched[ops[1]:])
+    if shared:
+        raise ValueError(f"the measured linear and the head share kernels "
+                         f"{sorted(shared)}: they cannot be timed apart")
+    return kernels
+
+
 def sparse_models() -> list[BenchModel]:
     """The sparse family's libraries, one per shape (fp16)."""
     return [sparse_model(n, k) for n, k in dict.fromkeys(SPARSE_SHAPES.values())]

@@ -208,9 +208,9 @@ def time_fdc(launcher: CudaLauncher, args_list, only: set[str],
 def linear_step(bench: Bench, library: ModelLibrary, launcher: CudaLauncher,
                 tokens, arenas, cache):
     """A linear benchmark library's step for len(tokens) rows, run once: its
-    buffers, its arguments on each arena, and the measured op's kernel for
+    buffers, its arguments on each arena, and the measured op's kernels for
     this M (its dispatch table picks one): the first linear the step
-    launched; the head follows."""
+    launched, with its split-K reduction if it has one; the head follows."""
     m = len(tokens)
     buffers = StepBuffers(bench, library, m, m, 1,
                           torch.zeros(m, device="cuda"),
@@ -218,8 +218,7 @@ def linear_step(bench: Bench, library: ModelLibrary, launcher: CudaLauncher,
     args = [buffers.args(a, cache) for a in arenas]
     launcher.step(args[0])
     torch.cuda.synchronize()
-    measured = {next(k for k in launcher.launched if k.startswith("linear_"))}
-    return buffers, args, measured
+    return buffers, args, models.linear_op_kernels(launcher.launched)
 
 
 # ---------------------------------------------------------------------------

@@ -96,16 +96,16 @@ VARIANTS += [
     LinearVariant("linear-tiled-bias-bf16", "bf16", 1000, 520, "bias",
                   _tiled("warps_n = 4, warps_m = 1, row_tiles = 1, "
                          "batch_tiles = 8, k_tile = 32, stages = 3")),
-    # Split-K (partial sums in the workspace, then linear_epilogue): the
-    # gate-up halves with a bias in dynamic shared memory (160 KiB on
-    # NVIDIA), 9 k tiles in 3 splits; a residual with 17 k tiles in 4
-    # splits (the last has 2); 17 k tiles in 5 splits, the last with one
-    # tile, fewer than the stages in flight.
+    # Split-K: the gate-up halves with a bias in dynamic shared memory (160
+    # KiB on NVIDIA), 9 k tiles in 2 splits, added in their cluster on
+    # sm_90; then partial sums in the workspace and linear_epilogue: a
+    # residual with 17 k tiles in 4 splits (the last has 2); 17 k tiles in 5
+    # splits, the last with one tile, fewer than the stages in flight.
     LinearVariant("linear-split-gateup-bf16", "bf16", 1000, 520,
                   "silu_gate_up",
                   _tiled("warps_n = 2, warps_m = 2, row_tiles = 4, "
                          "batch_tiles = 4, k_tile = 64, stages = 4, "
-                         "split_k = 3")),
+                         "split_k = 2")),
     LinearVariant("linear-split-residual-f16", "f16", 520, 520, "residual",
                   _tiled("warps_n = 2, warps_m = 2, row_tiles = 2, "
                          "batch_tiles = 4, k_tile = 32, stages = 4, "
@@ -126,9 +126,10 @@ VARIANTS += [
     # halves with a bias and a k tail of 8 zero-filled (K = 520, tiles of 64),
     # a residual in f16 with two row tiles per group on 16 batch columns, the
     # widest accumulators (two row tiles by 128 columns) with a bias over two
-    # stages, and split-K: 9 k tiles in 3 splits on 8 columns, and in 5
-    # splits (the last with one tile, fewer than the stages in flight) with
-    # the gate-up halves.
+    # stages, and split-K: 9 k tiles in 2 splits on 8 columns, added in
+    # their cluster; in 5 splits (the last with one tile, fewer than the
+    # stages in flight) with the gate-up halves, and 17 k tiles in 9 splits
+    # with a bias, both added by linear_epilogue.
     LinearVariant("linear-group-gateup-bf16", "bf16", 1000, 520,
                   "silu_gate_up",
                   _group("groups = 2, row_tiles = 1, batch = 64, stages = 4"),
@@ -141,12 +142,16 @@ VARIANTS += [
                   arch="sm_90a"),
     LinearVariant("linear-group-split-none-bf16", "bf16", 1000, 520, "none",
                   _group("groups = 1, row_tiles = 1, batch = 8, stages = 4, "
-                         "split_k = 3"),
+                         "split_k = 2"),
                   arch="sm_90a"),
     LinearVariant("linear-group-split-gateup-f16", "f16", 1000, 520,
                   "silu_gate_up",
                   _group("groups = 2, row_tiles = 1, batch = 32, stages = 4, "
                          "split_k = 5"),
+                  arch="sm_90a"),
+    LinearVariant("linear-group-split9-bias-bf16", "bf16", 1000, 1048, "bias",
+                  _group("groups = 1, row_tiles = 1, batch = 16, stages = 3, "
+                         "split_k = 9"),
                   arch="sm_90a"),
 ]
 

@@ -27,7 +27,7 @@
 // the offsets (u32 loads), 16-byte word vectors, zeroed tiles, 2-byte
 // scatters, cp.async batch rows, one barrier per tile, and mma.sync.
 // RUN: fdc-opt %S/Inputs/sparse-linear-f16.mlir --decode-assign-weight-layout --convert-decode-to-gpu=target=sm_90 | FileCheck %s --check-prefix=SM90
-// SM90: gpu.func @[[K:sparse_linear_[0-9]+]]({{.*}}) kernel attributes {known_block_size = array<i32: 128, 1, 1>}
+// SM90: gpu.func @[[K:sparse_linear_[0-9]+]]({{.*}}) kernel attributes {known_block_size = array<i32: 128, 1, 1>, nvvm.cluster_dim = array<i32: 1, 1, 2>}
 // SM90: gpu.dynamic_shared_memory
 // SM90: memref.view {{.*}} to memref<26112xf16, #gpu.address_space<workgroup>>
 // SM90: vector.store {{.*}} : memref<26112xf16, #gpu.address_space<workgroup>>, vector<8xf16>
@@ -49,12 +49,18 @@
 // SM90: nvvm.cp.async.wait.group 1
 // SM90-NEXT: gpu.barrier
 // SM90: nvvm.mma.sync
-// SM90: gpu.return
-// Grid: batch tiles x tile rows (1000 rows: 8) x the 2 splits of K (16 k
-// tiles, at least 8 per split), then linear_epilogue adds the splits.
+// The 2 splits of K (16 k tiles, at least 8 per split) of a tile row form a
+// cluster and add their sums there (as the tiled GEMM's, tiled-gemm.mlir).
+// SM90: nvvm.cluster.wait {aligned}
+// SM90: nvvm.mapa
+// SM90: nvvm.cluster.wait {aligned}
+// SM90-NEXT: gpu.return
+// Grid: batch tiles x tile rows (1000 rows: 8) x the splits; no
+// linear_epilogue.
 // SM90: func.func @fdc_model_step
 // SM90: gpu.launch_func @fdc_kernels::@[[K]] blocks in (%{{.*}}, %c8, %c2) {{.*}} dynamic_shared_memory_size %c52224_i32
-// SM90: gpu.launch_func @fdc_kernels::@linear_epilogue_
+// SM90-NOT: gpu.launch_func
+// SM90: gpu.launch_func @fdc_kernels::@{{sparse_linear_[0-9]+}}
 
 // Pinned configs the family cannot build are refused, naming the op.
 // RUN: sed 's/%y = decode.sparse_linear %x, %w :/%y = decode.sparse_linear %x, %w {decode.kernel = #decode.kernel<"flash_spmm", {warps_n = 2, row_tiles = 2}>} :/' %S/Inputs/sparse-linear-f16.mlir \

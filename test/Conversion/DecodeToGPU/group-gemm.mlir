@@ -89,13 +89,19 @@
 // GATEUP-NOT: nvvm.wgmma.mma_async
 // GATEUP: nvvm.wgmma.commit.group.sync.aligned
 
-// Split-K: grid z splits K's tiles, the sums go to the workspace and
-// linear_epilogue adds them.
+// Split-K: grid z splits K's tiles. sm_90a groups up to 8 workgroups into a
+// cluster: the two splits of a tile form one (cluster 1 x 1 x 2), store
+// their f32 sums in their own shared memory ([column][row]), and after a
+// cluster barrier each adds its half of the tile's outputs, four rows at a
+// time, from split 0's then split 1's shared memory (mapa, 16-byte loads)
+// and applies the epilogue; a second
+// barrier keeps each until the other has read. No workspace, no
+// linear_epilogue.
 // RUN: sed 's/batch = 32, stages = 3/batch = 32, stages = 3, split_k = 2/' %t.group.mlir \
 // RUN:   | fdc-opt --decode-assign-weight-layout --convert-decode-to-gpu=target=sm_90a | FileCheck %s --check-prefix=SPLIT
 // A split's few k tiles keep the deeper prefetch: two tiles copied ahead
 // (stages - 1), each batch of wgmmas waited for.
-// SPLIT: gpu.func @[[K:linear_[0-9]+]]
+// SPLIT: gpu.func @[[K:linear_[0-9]+]]({{[^)]*}}) kernel attributes {known_block_size = array<i32: 256, 1, 1>, nvvm.cluster_dim = array<i32: 1, 1, 2>}
 // SPLIT: gpu.block_id  z
 // SPLIT: nvvm.cp.async.commit.group
 // SPLIT: nvvm.cp.async.commit.group
@@ -107,11 +113,40 @@
 // SPLIT: nvvm.cp.async.wait.group 1
 // SPLIT: nvvm.wgmma.commit.group.sync.aligned
 // SPLIT-NEXT: nvvm.wgmma.wait.group.sync.aligned 0
-// SPLIT: memref.store {{.*}} : memref<?x1024xf32>
-// SPLIT: gpu.func @[[E:linear_epilogue_[0-9]+]]
+// SPLIT: gpu.barrier
+// SPLIT-COUNT-16: llvm.store {{.*}} : f32, !llvm.ptr<3>
+// SPLIT-NOT: llvm.store
+// SPLIT: nvvm.cluster.arrive {aligned}
+// SPLIT-NEXT: nvvm.cluster.wait {aligned}
+// SPLIT: scf.for
+// SPLIT: nvvm.mapa %{{[0-9]+}}, %c0_i32 : !llvm.ptr<3> -> !llvm.ptr<7>
+// SPLIT-NEXT: llvm.load {{.*}} : !llvm.ptr<7> -> vector<4xf32>
+// SPLIT: nvvm.mapa %{{[0-9]+}}, %c1_i32 : !llvm.ptr<3> -> !llvm.ptr<7>
+// SPLIT-NEXT: llvm.load {{.*}} : !llvm.ptr<7> -> vector<4xf32>
+// SPLIT: arith.addf {{.*}} : vector<4xf32>
+// SPLIT: nvvm.cluster.arrive {aligned}
+// SPLIT-NEXT: nvvm.cluster.wait {aligned}
+// SPLIT-NEXT: gpu.return
 // SPLIT: func.func @fdc_model_step
-// SPLIT: gpu.launch_func @fdc_kernels::@[[K]]
-// SPLIT: gpu.launch_func @fdc_kernels::@[[E]]
+// SPLIT: gpu.launch_func @fdc_kernels::@[[K]] blocks in (%{{.*}}, %{{.*}}, %c2)
+// SPLIT-NOT: gpu.launch_func
+// SPLIT: gpu.launch_func @fdc_kernels::@{{linear_[0-9]+}}
+
+// More splits than a cluster holds (down_proj's 16 k tiles in 16 splits):
+// the sums go to the workspace and linear_epilogue adds them.
+// RUN: sed 's/%h2 = decode.linear %g_0, %wd_0 residual %h1 :/%h2 = decode.linear %g_0, %wd_0 residual %h1 {decode.kernel = #decode.kernel<"group_gemm", {groups = 1, row_tiles = 1, batch = 16, stages = 2, split_k = 16}>} :/' %S/Inputs/head128-bf16.mlir \
+// RUN:   | fdc-opt --decode-assign-weight-layout --convert-decode-to-gpu=target=sm_90a | FileCheck %s --check-prefix=WORKSPACE
+// Its kernel: the residual and the workspace after the output, two stages
+// of (64 weight rows + 16 batch rows) x 64 elements and the 1 KiB
+// alignment, no cluster.
+// WORKSPACE: gpu.func @{{linear_[0-9]+}}({{[^)]*}}: !llvm.ptr, %arg4: !llvm.ptr, %arg5: i64{{[^)]*}}) workgroup(%{{.*}} : memref<10752xbf16, {{.*}}) kernel attributes {known_block_size = array<i32: 128, 1, 1>} {
+// WORKSPACE-NOT: nvvm.cluster
+// WORKSPACE: memref.store {{.*}} : memref<?x8192xf32>
+// WORKSPACE: gpu.return
+// WORKSPACE: func.func @fdc_model_step
+// WORKSPACE: gpu.launch_func @fdc_kernels::@{{linear_[0-9]+}} blocks in (%{{.*}}, %{{.*}}, %c16{{[_0-9]*}})
+// WORKSPACE-NOT: gpu.launch_func
+// WORKSPACE: gpu.launch_func @fdc_kernels::@{{linear_epilogue_[0-9]+}}
 
 // A config the family cannot build is refused, naming the op and the value.
 // RUN: not fdc-opt %t.group.mlir --decode-select-kernels=target=sm_90 2>&1 | FileCheck %s --check-prefix=NOGROUP

@@ -12,7 +12,7 @@
 // RUN: not fdc-opt %S/Inputs/head128-bf16.mlir --decode-assign-weight-layout --convert-decode-to-gpu=target=sm_90,gfx942 2>&1 | FileCheck %s --check-prefix=VENDORS
 // RUN: not fdc-opt %S/Inputs/head128-bf16.mlir --decode-assign-weight-layout --convert-decode-to-gpu 2>&1 | FileCheck %s --check-prefix=NONE
 
-// SM90: decode.gpu_target = #decode.gpu_target<vendor = nvidia, arch = "sm_90", subgroup = 32, units = 132, shared_memory = 232448, vector_bytes = 16, max_workgroup_size = 1024, mma = [#decode.mma<m = 16, n = 8, k = 16, a = f16, acc = f32>, #decode.mma<m = 16, n = 8, k = 16, a = bf16, acc = f32>], dependent_launch = true>
+// SM90: decode.gpu_target = #decode.gpu_target<vendor = nvidia, arch = "sm_90", subgroup = 32, units = 132, shared_memory = 232448, vector_bytes = 16, max_workgroup_size = 1024, mma = [#decode.mma<m = 16, n = 8, k = 16, a = f16, acc = f32>, #decode.mma<m = 16, n = 8, k = 16, a = bf16, acc = f32>], dependent_launch = true, cluster_workgroups = 8>
 // sm_90 launches each kernel before the one before it ends: every kernel
 // first waits for that one. None signals its dependents early (their blocks
 // would crowd the SMs it still runs on).
@@ -23,13 +23,15 @@
 // SM90-NOT: launch_dependents
 // sm_90a adds the warpgroup MMA (wgmma) on shared-memory operands.
 // SM90A: #decode.gpu_target<vendor = nvidia, arch = "sm_90a", subgroup = 32, units = 132,
-// SM90A-SAME: group_mma = [#decode.group_mma<subgroups = 4, m = 64, n_step = 8, max_n = 256, k = 16, a = f16, acc = f32, row_bytes = 128>, #decode.group_mma<subgroups = 4, m = 64, n_step = 8, max_n = 256, k = 16, a = bf16, acc = f32, row_bytes = 128>], dependent_launch = true>
+// SM90A-SAME: group_mma = [#decode.group_mma<subgroups = 4, m = 64, n_step = 8, max_n = 256, k = 16, a = f16, acc = f32, row_bytes = 128>, #decode.group_mma<subgroups = 4, m = 64, n_step = 8, max_n = 256, k = 16, a = bf16, acc = f32, row_bytes = 128>], dependent_launch = true, cluster_workgroups = 8>
 // Beside plain sm_90 (one PTX for both) it has none.
-// PLAIN: decode.gpu_target = #decode.gpu_target<vendor = nvidia, arch = "sm_90a", subgroup = 32, units = 132, shared_memory = 232448, vector_bytes = 16, max_workgroup_size = 1024, mma = [#decode.mma<m = 16, n = 8, k = 16, a = f16, acc = f32>, #decode.mma<m = 16, n = 8, k = 16, a = bf16, acc = f32>], dependent_launch = true>
+// PLAIN: decode.gpu_target = #decode.gpu_target<vendor = nvidia, arch = "sm_90a", subgroup = 32, units = 132, shared_memory = 232448, vector_bytes = 16, max_workgroup_size = 1024, mma = [#decode.mma<m = 16, n = 8, k = 16, a = f16, acc = f32>, #decode.mma<m = 16, n = 8, k = 16, a = bf16, acc = f32>], dependent_launch = true, cluster_workgroups = 8>
 // The first arch sizes the grids; shared memory is what every arch has;
-// sm_80 has no dependent launch, so neither has the library.
+// sm_80 has neither dependent launch nor clusters, so neither has the
+// library.
 // FAT: #decode.gpu_target<vendor = nvidia, arch = "sm_90", subgroup = 32, units = 132, shared_memory = 166912,
 // FAT-NOT: dependent_launch
+// FAT-NOT: cluster_workgroups
 // FAT-NOT: griddepcontrol
 // GFX90A: #decode.gpu_target<vendor = amd, arch = "gfx90a", subgroup = 64, units = 110, shared_memory = 65536, vector_bytes = 16, max_workgroup_size = 1024, mma = [#decode.mma<m = 32, n = 32, k = 8, a = f16, acc = f32>, #decode.mma<m = 16, n = 16, k = 16, a = f16, acc = f32>, #decode.mma<m = 32, n = 32, k = 8, a = bf16, acc = f32>, #decode.mma<m = 16, n = 16, k = 16, a = bf16, acc = f32>]>
 // The greedy head takes its load width from the table's vector_bytes (16:

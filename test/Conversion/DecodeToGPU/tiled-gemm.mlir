@@ -51,11 +51,12 @@
 
 // Above the target's static shared memory (48 KiB on NVIDIA) the stages live
 // in the launch's dynamic shared memory, viewed as the same memref (72 KiB
-// here). Split-K: grid z splits K's tiles, each block stores its f32 sums
-// into the op's workspace ([M][split_k * N] in scratch), and
-// linear_epilogue adds the splits and applies the epilogue.
+// here). Split-K: grid z splits K's tiles. On a target without clusters
+// (sm_80) each block stores its f32 sums into the op's workspace ([M][split_k
+// * N] in scratch), and linear_epilogue adds the splits and applies the
+// epilogue.
 // RUN: sed 's/k_tile = 64, stages = 3/k_tile = 128, stages = 3, split_k = 2/' %t.tiled.mlir > %t.split.mlir
-// RUN: fdc-opt %t.split.mlir --decode-assign-weight-layout --convert-decode-to-gpu=target=sm_90 | FileCheck %s --check-prefix=SPLIT
+// RUN: fdc-opt %t.split.mlir --decode-assign-weight-layout --convert-decode-to-gpu=target=sm_80 | FileCheck %s --check-prefix=SPLIT
 // SPLIT: gpu.func @[[K:linear_[0-9]+]]({{[^)]*}}) kernel attributes {known_block_size = array<i32: 128, 1, 1>}
 // SPLIT: gpu.dynamic_shared_memory : memref<?xi8, #gpu.address_space<workgroup>>
 // SPLIT: memref.view {{.*}} to memref<36864xbf16, #gpu.address_space<workgroup>>
@@ -71,9 +72,38 @@
 // SPLIT: gpu.launch_func @fdc_kernels::@[[K]] blocks in (%{{.*}}, %{{.*}}, %c2) {{.*}} dynamic_shared_memory_size %c73728_i32
 // SPLIT: gpu.launch_func @fdc_kernels::@[[E]]
 
+// On sm_90 the two splits of a tile form a cluster (grid z, cluster
+// 1 x 1 x 2): each stores its sums in its own shared memory, and after a
+// cluster barrier adds its half of the tile's outputs, four rows at a time,
+// loading split 0's then split 1's 16-byte vector (mapa: the cluster rank's
+// shared memory), applies the epilogue and waits at a second barrier for
+// the other to finish reading. No workspace, no linear_epilogue.
+// RUN: fdc-opt %t.split.mlir --decode-assign-weight-layout --convert-decode-to-gpu=target=sm_90 | FileCheck %s --check-prefix=CLUSTER
+// CLUSTER: gpu.func @[[K:linear_[0-9]+]]({{[^)]*}}) kernel attributes {known_block_size = array<i32: 128, 1, 1>, nvvm.cluster_dim = array<i32: 1, 1, 2>}
+// CLUSTER: gpu.block_id z
+// CLUSTER: nvvm.mma.sync
+// CLUSTER: gpu.barrier
+// CLUSTER-COUNT-16: llvm.store {{.*}} : f32, !llvm.ptr<3>
+// CLUSTER-NOT: llvm.store
+// CLUSTER: nvvm.cluster.arrive {aligned}
+// CLUSTER-NEXT: nvvm.cluster.wait {aligned}
+// CLUSTER: scf.for
+// CLUSTER: nvvm.mapa %{{[0-9]+}}, %c0_i32 : !llvm.ptr<3> -> !llvm.ptr<7>
+// CLUSTER-NEXT: llvm.load {{.*}} : !llvm.ptr<7> -> vector<4xf32>
+// CLUSTER: nvvm.mapa %{{[0-9]+}}, %c1_i32 : !llvm.ptr<3> -> !llvm.ptr<7>
+// CLUSTER-NEXT: llvm.load {{.*}} : !llvm.ptr<7> -> vector<4xf32>
+// CLUSTER: arith.addf {{.*}} : vector<4xf32>
+// CLUSTER: nvvm.cluster.arrive {aligned}
+// CLUSTER-NEXT: nvvm.cluster.wait {aligned}
+// CLUSTER-NEXT: gpu.return
+// CLUSTER: func.func @fdc_model_step
+// CLUSTER: gpu.launch_func @fdc_kernels::@[[K]] blocks in (%{{.*}}, %{{.*}}, %c2)
+// CLUSTER-NOT: gpu.launch_func
+// CLUSTER: gpu.launch_func @fdc_kernels::@{{linear_[0-9]+}}
+
 // The lowering gives the dynamic region external linkage (PTX .extern
 // .shared), and the launch passes its bytes to the runtime.
-// RUN: fdc-opt %t.split.mlir --decode-assign-weight-layout --convert-decode-to-gpu=target=sm_90 --fdc-lower-kernel-launches --fdc-nvvm-kernels | FileCheck %s --check-prefix=DYN
+// RUN: fdc-opt %t.split.mlir --decode-assign-weight-layout --convert-decode-to-gpu=target=sm_80 --fdc-lower-kernel-launches --fdc-nvvm-kernels | FileCheck %s --check-prefix=DYN
 // DYN: llvm.mlir.global external @[[DYN:__dynamic_shmem__[0-9]+]]() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<0 x i8>
 // DYN: llvm.mlir.addressof @[[DYN]] : !llvm.ptr<3>
 // DYN: %[[BYTES:.*]] = arith.constant 73728 : i32
@@ -83,7 +113,7 @@
 // partial sums in the same scratch region (each op's is dead once its
 // linear_epilogue has run), reserved before the first kernel.
 // RUN: sed 's/%k_0 = decode.linear %x_0, %wk_0 :/%k_0 = decode.linear %x_0, %wk_0 {decode.kernel = #decode.kernel<"tiled_gemm", {warps_n = 2, warps_m = 2, row_tiles = 2, batch_tiles = 2, k_tile = 128, stages = 3, split_k = 2}>} :/' %t.split.mlir \
-// RUN:   | fdc-opt --decode-assign-weight-layout --convert-decode-to-gpu=target=sm_90 | FileCheck %s --check-prefix=WORKSPACE
+// RUN:   | fdc-opt --decode-assign-weight-layout --convert-decode-to-gpu=target=sm_80 | FileCheck %s --check-prefix=WORKSPACE
 // WORKSPACE: func.func @fdc_model_step
 // WORKSPACE: gpu.launch_func @fdc_kernels::@{{linear_[0-9]+}} blocks in (%{{.*}}, %c8, %c2) {{.*}} args(%{{[0-9]+}} : !llvm.ptr, %{{[0-9]+}} : !llvm.ptr, %[[Q:[0-9]+]] : !llvm.ptr, %[[WS:[0-9]+]] : !llvm.ptr,
 // WORKSPACE: gpu.launch_func @fdc_kernels::@{{linear_epilogue_[0-9]+}} {{.*}} args(%[[WS]] : !llvm.ptr, %[[Q]] : !llvm.ptr,

@@ -130,3 +130,28 @@ module attributes {decode.gpu_target = #decode.gpu_target<vendor = nvidia, arch 
 // expected-error @+1 {{#decode.gpu_target dependent_launch needs an NVIDIA arch of sm_90 or later, got 'gfx942'}}
 module attributes {decode.gpu_target = #decode.gpu_target<vendor = amd, arch = "gfx942", subgroup = 64, units = 304, shared_memory = 65536, vector_bytes = 16, max_workgroup_size = 1024, mma = [], dependent_launch = true>} {
 }
+
+// -----
+
+// cluster_workgroups round-trips (absent is 0: no clusters).
+// CHECK: #decode.gpu_target<vendor = nvidia, arch = "sm_90", subgroup = 32, units = 132, shared_memory = 232448, vector_bytes = 16, max_workgroup_size = 1024, mma = [], cluster_workgroups = 8>
+module attributes {decode.gpu_target = #decode.gpu_target<vendor = nvidia, arch = "sm_90", subgroup = 32, units = 132, shared_memory = 232448, vector_bytes = 16, max_workgroup_size = 1024, mma = [], cluster_workgroups = 8>} {
+}
+
+// -----
+
+// expected-error @+1 {{#decode.gpu_target cluster_workgroups needs an NVIDIA arch of sm_90 or later and a size in [2, 16], got 8 on 'sm_80'}}
+module attributes {decode.gpu_target = #decode.gpu_target<vendor = nvidia, arch = "sm_80", subgroup = 32, units = 108, shared_memory = 166912, vector_bytes = 16, max_workgroup_size = 1024, mma = [], cluster_workgroups = 8>} {
+}
+
+// -----
+
+// expected-error @+1 {{#decode.gpu_target cluster_workgroups needs an NVIDIA arch of sm_90 or later and a size in [2, 16], got 32 on 'sm_90'}}
+module attributes {decode.gpu_target = #decode.gpu_target<vendor = nvidia, arch = "sm_90", subgroup = 32, units = 132, shared_memory = 232448, vector_bytes = 16, max_workgroup_size = 1024, mma = [], cluster_workgroups = 32>} {
+}
+
+// -----
+
+// expected-error @+1 {{#decode.gpu_target cluster_workgroups needs an NVIDIA arch of sm_90 or later and a size in [2, 16], got 4 on 'gfx942'}}
+module attributes {decode.gpu_target = #decode.gpu_target<vendor = amd, arch = "gfx942", subgroup = 64, units = 304, shared_memory = 65536, vector_bytes = 16, max_workgroup_size = 1024, mma = [], cluster_workgroups = 4>} {
+}

@@ -32,8 +32,10 @@
 // storing zeros at the previous tile's words (fewer, wider stores), and
 // words two tiles ahead (prefetch = 2) gain nothing over one.
 //
-// Split-K and the epilogues are the tiled GEMM's: split_k > 1 stores f32
-// sums into the workspace and linear_epilogue adds them.
+// Split-K and the epilogues are the tiled GEMM's: with split_k 2 the splits
+// of a tile row add their f32 sums in a cluster where the target has them
+// (sm_90; ClusterSplitSums.h), else they store them into the workspace and
+// linear_epilogue adds them.
 //
 //===----------------------------------------------------------------------===//
 
@@ -519,7 +521,8 @@ public:
     SmallVector<KernelArg> args = problem.args;
     Buffer partials;
     int64_t workspaceIndex = -1;
-    if (tiled.splitK > 1) {
+    bool inCluster = geometry.reducesInCluster(tiled, ctx.primitives.target());
+    if (tiled.splitK > 1 && !inCluster) {
       int64_t perRow = tiled.splitK * geometry.halves * problem.n;
       partials = buffers.workspace(MemRefType::get(
           {ShapedType::kDynamic, perRow}, Builder(op).getF32Type()));
@@ -532,16 +535,20 @@ public:
     Value gridY = ctx.hostIndex((problem.n + geometry.blockRows - 1) /
                                 geometry.blockRows);
     size_t implicitStart = args.size();
+    int64_t threads = tiled.subgroups() * ctx.subgroupSize();
+    KernelContext::Workgroup workgroup(threads);
+    if (inCluster)
+      workgroup = KernelContext::Workgroup(threads, {1, 1, tiled.splitK});
     ctx.launch(
         "sparse_linear", args, {gridX, gridY, ctx.hostIndex(tiled.splitK)},
-        tiled.subgroups() * ctx.subgroupSize(),
+        workgroup,
         KernelContext::SharedMemory{geometry.sharedElements, problem.element},
         [&](GpuEmitter &e, ArrayRef<Value> v) {
           FlashSpmmBuilder(e, layout, tiled, geometry, problem,
                            problem.optional, type, spmm.vectors, spmm.prefetch)
               .build(v, implicitStart, workspaceIndex);
         });
-    if (tiled.splitK > 1)
+    if (tiled.splitK > 1 && !inCluster)
       launchLinearEpilogue(ctx, kEpilogueThreads, partials, tiled.splitK,
                            problem.out, problem.bias, problem.residual,
                            problem.activation);

@@ -20,8 +20,15 @@
 //     starts the copies of tile k + stages - 1 into the buffer tile k - 1
 //     used, then issues tile k's MMAs and waits for them.
 //   - Grid x walks the batch tiles, grid y the weight tiles, grid z the
-//     splits of K (split_k, as the tiled GEMM: f32 sums into the workspace,
-//     then linear_epilogue adds them in a fixed order).
+//     splits of K (split_k). Where the target groups split_k workgroups
+//     into a cluster (#decode.gpu_target's cluster_workgroups: sm_90) and
+//     split_k is 2 (ClusterSplitSums::kMaxSplits), the splits of a tile
+//     form one: each stores its f32 sums in its own shared
+//     memory, and after a cluster barrier split s adds, for its share of
+//     the tile's outputs, the sums of splits 0 .. split_k - 1 in that order
+//     from their shared memory and applies the epilogue; no workspace, no
+//     second kernel. Otherwise, as the tiled GEMM: f32 sums into the
+//     workspace, then linear_epilogue adds them in a fixed order.
 //
 // Rows past N, batch rows past M and k past K are zero-filled in shared
 // memory (the copies read nothing there) and not stored; the epilogue (bias,
@@ -29,6 +36,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ClusterSplitSums.h"
 #include "LinearArgs.h"
 
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
@@ -78,6 +86,8 @@ struct GroupGemmGeometry {
     // The base of shared memory is aligned up to a tile in the kernel.
     sharedBytes = config.stages * stageBytes + layout.tileAlignment;
     accumulators = halves * config.rowTiles * layout.accPerThread;
+    clusterSumBytes =
+        ClusterSplitSums::getBytes(blockRows, config.batch, halves);
   }
 
   static int64_t getTiles(int64_t kTile, int64_t k) {
@@ -90,6 +100,17 @@ struct GroupGemmGeometry {
   int64_t elementBytes, rowBytes, kTile, kSteps, halves;
   int64_t groupRows, blockRows, weightRows, groupThreads, threads;
   int64_t stageBytes, sharedBytes, accumulators;
+  /// The block's f32 sums (weight rows x batch), held in the stage buffers
+  /// by a split reduced in its cluster.
+  int64_t clusterSumBytes;
+
+  /// Whether the splits of K add their sums inside a cluster
+  /// (ClusterSplitSums::reducesInCluster) in the stage buffers.
+  bool reducesInCluster(const GroupGemmConfig &config,
+                        decode::GpuTargetAttr target) const {
+    return ClusterSplitSums::reducesInCluster(config.splitK, target) &&
+           clusterSumBytes <= config.stages * stageBytes;
+  }
 };
 
 /// The group MMA of `op` at width `batch`: f16 / bf16 input and weight of
@@ -151,7 +172,9 @@ public:
     planK();
     planCopies();
     SmallVector<Value> acc = accumulate();
-    if (workspace)
+    if (g.reducesInCluster(config, target.target()))
+      reduceInCluster(acc);
+    else if (workspace)
       storePartials(acc);
     else
       storeAccumulators(acc);
@@ -394,6 +417,27 @@ private:
     });
   }
 
+  /// Split-K in a cluster (see the file comment and ClusterSplitSums.h):
+  /// the block's sums in its stage buffers.
+  void reduceInCluster(ArrayRef<Value> acc) {
+    // Every group is past its MMAs before the stage buffers are reused.
+    e.barrier();
+    ClusterSplitSums sums(e, stagesAddress, g.blockRows, config.batch, g.halves,
+                          config.splitK, g.threads);
+    for (int64_t r = 0; r < config.rowTiles; ++r)
+      for (int64_t j = 0; j < layout.accPerThread; ++j) {
+        auto [row, column] =
+            target.getGroupMmaAccumulator(b, layout, groupThread, j);
+        Value tileRow = arith::AddIOp::create(b, row, e.index(r * layout.m()));
+        Value blockRow = arith::AddIOp::create(b, groupRowBase, tileRow);
+        for (int64_t h = 0; h < g.halves; ++h)
+          sums.store(h, column, blockRow,
+                     target.groupMmaExtract(b, layout, acc[accIndex(h, r)], j));
+      }
+    sums.reduce(split, thread, rowBase, columnBase, problem.n, batchRows,
+                epilogue, problem.gateUp);
+  }
+
   /// The epilogue of this thread's outputs, from its accumulators.
   void storeAccumulators(ArrayRef<Value> acc) {
     forEachOutput([&](int64_t r, int64_t j, Value m, Value n) {
@@ -440,6 +484,8 @@ public:
                                          {"stages", 4},
                                          {"split_k", 1}});
   }
+  /// An upper bound: a split-K kernel that reduces in its cluster (a fact
+  /// of the target, which this query does not see) uses none.
   int64_t getWorkspaceBytesPerRow(Operation *op,
                                   const KernelConfig &config) const override {
     return getSplitKWorkspaceBytesPerRow(cast<decode::LinearOp>(op),
@@ -512,7 +558,8 @@ public:
     SmallVector<KernelArg> args = problem.args;
     Buffer partials;
     int64_t workspaceIndex = -1;
-    if (group.splitK > 1) {
+    bool inCluster = geometry.reducesInCluster(group, ctx.primitives.target());
+    if (group.splitK > 1 && !inCluster) {
       int64_t perRow = group.splitK * geometry.halves * problem.n;
       partials = buffers.workspace(MemRefType::get(
           {ShapedType::kDynamic, perRow}, Builder(op).getF32Type()));
@@ -524,8 +571,12 @@ public:
     Value gridY = ctx.hostIndex((problem.n + geometry.blockRows - 1) /
                                 geometry.blockRows);
     size_t implicitStart = args.size();
+    KernelContext::Workgroup workgroup(geometry.threads);
+    if (inCluster)
+      workgroup =
+          KernelContext::Workgroup(geometry.threads, {1, 1, group.splitK});
     ctx.launch("linear", args, {gridX, gridY, ctx.hostIndex(group.splitK)},
-               geometry.threads,
+               workgroup,
                KernelContext::SharedMemory{geometry.sharedBytes /
                                                geometry.elementBytes,
                                            problem.element},
@@ -533,7 +584,7 @@ public:
                  GroupGemmBuilder(e, layout, group, geometry, problem)
                      .build(v, implicitStart, workspaceIndex);
                });
-    if (group.splitK > 1)
+    if (group.splitK > 1 && !inCluster)
       launchLinearEpilogue(ctx, kEpilogueThreads, partials, group.splitK,
                            problem.out, problem.bias, problem.residual,
                            problem.activation);

@@ -152,10 +152,12 @@ public:
 
     SmallVector<KernelArg> args = problem.args;
     const LinearOptionalArgs &optional = problem.optional;
-    // Split-K: the sums go to the workspace, [M][split_k * halves * N].
+    // Split-K: the splits add their sums in a cluster where the target has
+    // them, else the sums go to the workspace, [M][split_k * halves * N].
     Buffer partials;
     int64_t workspaceIndex = -1;
-    if (tiled.splitK > 1) {
+    bool inCluster = geometry.reducesInCluster(tiled, ctx.primitives.target());
+    if (tiled.splitK > 1 && !inCluster) {
       int64_t perRow = tiled.splitK * geometry.halves * problem.n;
       partials = buffers.workspace(MemRefType::get(
           {ShapedType::kDynamic, perRow}, Builder(op).getF32Type()));
@@ -168,14 +170,18 @@ public:
     Value gridY = ctx.hostIndex((problem.n + geometry.blockRows - 1) /
                                 geometry.blockRows);
     size_t implicitStart = args.size();
+    int64_t threads = tiled.subgroups() * ctx.subgroupSize();
+    KernelContext::Workgroup workgroup(threads);
+    if (inCluster)
+      workgroup = KernelContext::Workgroup(threads, {1, 1, tiled.splitK});
     ctx.launch("linear", args, {gridX, gridY, ctx.hostIndex(tiled.splitK)},
-               tiled.subgroups() * ctx.subgroupSize(),
+               workgroup,
                KernelContext::SharedMemory{geometry.sharedElements, element},
                [&](GpuEmitter &e, ArrayRef<Value> v) {
                  TiledGemmBuilder(e, layout, tiled, geometry, problem, optional)
                      .build(v, implicitStart, workspaceIndex);
                });
-    if (tiled.splitK > 1)
+    if (tiled.splitK > 1 && !inCluster)
       launchLinearEpilogue(ctx, kEpilogueThreads, partials, tiled.splitK,
                            problem.out, problem.bias, problem.residual,
                            problem.activation);

@@ -13,8 +13,10 @@
 #define FDC_LIB_CONVERSION_DECODETOGPU_KERNELS_TILEDGEMMBUILDER_H
 
 #include "../KernelRegistry.h"
+#include "ClusterSplitSums.h"
 #include "LinearArgs.h"
 
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
 namespace fdc::gpu {
@@ -64,6 +66,15 @@ struct TiledGemmGeometry {
     sharedBytes = sharedElements * elementBytes;
     accumulators =
         halves * config.rowTiles * config.batchTiles * layout.accPerLane;
+    clusterSumBytes = ClusterSplitSums::getBytes(blockRows, blockBatch, halves);
+  }
+
+  /// Whether the splits of K add their sums inside a cluster
+  /// (ClusterSplitSums::reducesInCluster) in the stage buffers.
+  bool reducesInCluster(const TiledGemmConfig &config,
+                        decode::GpuTargetAttr target) const {
+    return ClusterSplitSums::reducesInCluster(config.splitK, target) &&
+           clusterSumBytes <= sharedBytes;
   }
 
   /// K's tiles, and the tiles of a split (the last may have fewer).
@@ -77,7 +88,7 @@ struct TiledGemmGeometry {
   int64_t pieceLanes, laneRun, pieces, mmasPerStep, stepK, halves;
   int64_t blockRows, blockBatch, weightRows, stageRows, chunksPerRow;
   int64_t swizzleChunks, stageElements, sharedElements, sharedBytes;
-  int64_t accumulators;
+  int64_t accumulators, clusterSumBytes;
 };
 
 /// One thread's share of a stage's copies: the source row (clamped in
@@ -141,7 +152,9 @@ public:
     planCopies();
     planFragments();
     SmallVector<Value> acc = accumulate();
-    if (workspace)
+    if (g.reducesInCluster(config, target.target()))
+      reduceInCluster(acc);
+    else if (workspace)
       storePartials(acc);
     else
       storeAccumulators(acc);
@@ -428,6 +441,41 @@ protected:
         e.store(value, workspace, {m, column});
       }
     });
+  }
+
+  /// Split-K in a cluster of the split_k workgroups of a tile (grid z; see
+  /// ClusterSplitSums.h): the block's sums in its stage buffers. No
+  /// workspace, no second kernel.
+  void reduceInCluster(ArrayRef<Value> acc) {
+    // Every subgroup is past its MMAs before the stage buffers are reused.
+    e.barrier();
+    Value pointer =
+        mlir::memref::ExtractAlignedPointerAsIndexOp::create(b, shared);
+    Value base = arith::IndexCastOp::create(b, b.getI64Type(), pointer);
+    int64_t threads = config.subgroups() * target.subgroupSize();
+    ClusterSplitSums sums(e, base, g.blockRows, g.blockBatch, g.halves,
+                          config.splitK, threads);
+    Value warpRows =
+        arith::MulIOp::create(b, warpN, e.index(config.rowTiles * layout.m()));
+    Value warpColumns = arith::MulIOp::create(
+        b, warpM, e.index(config.batchTiles * layout.n()));
+    for (int64_t r = 0; r < config.rowTiles; ++r)
+      for (int64_t t = 0; t < config.batchTiles; ++t)
+        for (int64_t j = 0; j < layout.accPerLane; ++j) {
+          auto [row, column] =
+              target.getMmaAccumulator(b, layout, lane, e.index(j));
+          Value tileRow =
+              arith::AddIOp::create(b, row, e.index(r * layout.m()));
+          Value blockRow = arith::AddIOp::create(b, warpRows, tileRow);
+          Value tileColumn =
+              arith::AddIOp::create(b, column, e.index(t * layout.n()));
+          Value blockColumn = arith::AddIOp::create(b, warpColumns, tileColumn);
+          for (int64_t h = 0; h < g.halves; ++h)
+            sums.store(h, blockColumn, blockRow,
+                       e.extract(acc[accIndex(h, r, t)], j));
+        }
+    sums.reduce(split, e.threadId(), rowBase, columnBase, problem.n, batch,
+                epilogue, problem.gateUp);
   }
 
   /// The epilogue of this lane's outputs, from its accumulators.

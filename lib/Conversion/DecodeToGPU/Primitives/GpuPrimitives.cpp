@@ -9,6 +9,8 @@
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
+#include "llvm/Support/ErrorHandling.h"
+
 using namespace mlir;
 using namespace fdc;
 using namespace fdc::gpu;
@@ -67,6 +69,21 @@ Value GpuPrimitives::maskOr(ImplicitLocOpBuilder &b, Value value, uint32_t mask,
 
 void GpuPrimitives::barrier(ImplicitLocOpBuilder &b) const {
   mlir::gpu::BarrierOp::create(b);
+}
+
+void GpuPrimitives::setClusterShape(mlir::gpu::GPUFuncOp,
+                                    std::array<int64_t, 3>) const {
+  llvm::report_fatal_error("the target has no workgroup clusters");
+}
+void GpuPrimitives::clusterBarrier(ImplicitLocOpBuilder &) const {
+  llvm::report_fatal_error("the target has no workgroup clusters");
+}
+void GpuPrimitives::storeShared(ImplicitLocOpBuilder &, Value, Value) const {
+  llvm::report_fatal_error("the target has no workgroup clusters");
+}
+Value GpuPrimitives::loadClusterShared(ImplicitLocOpBuilder &, Value, Value,
+                                       Type) const {
+  llvm::report_fatal_error("the target has no workgroup clusters");
 }
 
 void GpuPrimitives::copyToShared(ImplicitLocOpBuilder &b, Value dst,

@@ -18,6 +18,7 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 
+#include <array>
 #include <memory>
 #include <optional>
 
@@ -128,6 +129,28 @@ public:
   /// reads what that kernel writes nor overwrites what it reads). Nothing by
   /// default.
   virtual void beginKernel(mlir::ImplicitLocOpBuilder &b) const {}
+
+  /// Clusters of workgroups (target().canCluster(n)): the workgroups of a
+  /// cluster run at once and read each other's shared memory. The
+  /// generators use them only where the target has them; a target without
+  /// them reports a fatal error.
+  ///
+  /// Makes every launch of `func` group its workgroups into clusters of
+  /// `shape` (the grid a multiple of it in each dimension).
+  virtual void setClusterShape(mlir::gpu::GPUFuncOp func,
+                               std::array<int64_t, 3> shape) const;
+  /// A barrier of every thread of the cluster: shared-memory stores before
+  /// it are visible to every workgroup of the cluster after it.
+  virtual void clusterBarrier(mlir::ImplicitLocOpBuilder &b) const;
+  /// Stores `value` at byte `address` (i64) of this workgroup's shared
+  /// memory.
+  virtual void storeShared(mlir::ImplicitLocOpBuilder &b, mlir::Value address,
+                           mlir::Value value) const;
+  /// The `type` value at byte `address` (i64) of the shared memory of the
+  /// cluster's workgroup `rank` (i32, its rank in the cluster).
+  virtual mlir::Value loadClusterShared(mlir::ImplicitLocOpBuilder &b,
+                                        mlir::Value address, mlir::Value rank,
+                                        mlir::Type type) const;
 
   /// A workgroup barrier that also orders shared-memory accesses.
   void barrier(mlir::ImplicitLocOpBuilder &b) const;

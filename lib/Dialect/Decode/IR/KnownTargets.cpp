@@ -50,6 +50,9 @@ struct KnownTarget {
   /// The SIMDs (schedulers) of a unit that its resident subgroups are
   /// spread over: 4 on NVIDIA SMs and CDNA CUs, 2 on an RDNA3 CU.
   int64_t simdsPerUnit = 4;
+  /// The most workgroups of a cluster (NVIDIA sm_90+: 8, the portable
+  /// size); 0: none.
+  int64_t clusterWorkgroups = 0;
 };
 
 constexpr int64_t KiB = 1024;
@@ -121,7 +124,9 @@ const KnownTarget kKnownTargets[] = {
      "mma.sync",
      NVIDIA_MMA,
      {},
-     /*dependentLaunch=*/true},
+     /*dependentLaunch=*/true,
+     /*simdsPerUnit=*/4,
+     /*clusterWorkgroups=*/8},
     // H100 SXM with its arch-specific instructions (PTX and cubins for
     // exactly sm_90): wgmma beside mma.sync.
     {"sm_90a",
@@ -134,7 +139,9 @@ const KnownTarget kKnownTargets[] = {
      "mma.sync",
      NVIDIA_MMA,
      HOPPER_WGMMA,
-     /*dependentLaunch=*/true},
+     /*dependentLaunch=*/true,
+     /*simdsPerUnit=*/4,
+     /*clusterWorkgroups=*/8},
     // MI250X (one GCD): 110 CUs, 64 KiB of LDS, wave64.
     {"gfx90a",
      GpuVendor::amd,
@@ -271,7 +278,8 @@ fdc::decode::lookupGpuTarget(MLIRContext *context, StringRef arch,
       *target->subgroups.begin(), target->units, target->sharedMemory,
       target->vectorBytes, target->maxWorkgroupSize,
       mmaShapes(context, *target), groupMmaShapes(context, *target),
-      target->dependentLaunch ? BoolAttr::get(context, true) : BoolAttr());
+      target->dependentLaunch ? BoolAttr::get(context, true) : BoolAttr(),
+      target->clusterWorkgroups);
 }
 
 FailureOr<GpuTargetAttr>
@@ -290,6 +298,7 @@ fdc::decode::getCommonGpuTarget(MLIRContext *context,
   int64_t maxWorkgroupSize = first->getMaxWorkgroupSize();
   SmallVector<Attribute> mma(first->getMma().getValue());
   bool dependentLaunch = first->hasDependentLaunch();
+  int64_t clusterWorkgroups = first->getClusterWorkgroups();
   SmallVector<Attribute> groupMma;
   if (ArrayAttr shapes = first->getGroupMma())
     groupMma.assign(shapes.begin(), shapes.end());
@@ -309,6 +318,8 @@ fdc::decode::getCommonGpuTarget(MLIRContext *context,
     vectorBytes = std::min(vectorBytes, other->getVectorBytes());
     maxWorkgroupSize = std::min(maxWorkgroupSize, other->getMaxWorkgroupSize());
     dependentLaunch = dependentLaunch && other->hasDependentLaunch();
+    clusterWorkgroups =
+        std::min(clusterWorkgroups, other->getClusterWorkgroups());
     if (StringRef(find(archs.front())->mmaFamily) != find(arch)->mmaFamily)
       mma.clear();
     llvm::erase_if(mma, [&](Attribute shape) {
@@ -327,15 +338,15 @@ fdc::decode::getCommonGpuTarget(MLIRContext *context,
       first->getUnits(), sharedMemory, vectorBytes, maxWorkgroupSize,
       ArrayAttr::get(context, mma),
       groupMma.empty() ? ArrayAttr() : ArrayAttr::get(context, groupMma),
-      dependentLaunch ? BoolAttr::get(context, true) : BoolAttr());
+      dependentLaunch ? BoolAttr::get(context, true) : BoolAttr(),
+      clusterWorkgroups);
 }
 
-LogicalResult
-GpuTargetAttr::verify(function_ref<InFlightDiagnostic()> emitError,
-                      GpuVendor vendor, StringAttr arch, int64_t subgroup,
-                      int64_t units, int64_t sharedMemory, int64_t vectorBytes,
-                      int64_t maxWorkgroupSize, ArrayAttr mma,
-                      ArrayAttr groupMma, BoolAttr dependentLaunch) {
+LogicalResult GpuTargetAttr::verify(
+    function_ref<InFlightDiagnostic()> emitError, GpuVendor vendor,
+    StringAttr arch, int64_t subgroup, int64_t units, int64_t sharedMemory,
+    int64_t vectorBytes, int64_t maxWorkgroupSize, ArrayAttr mma,
+    ArrayAttr groupMma, BoolAttr dependentLaunch, int64_t clusterWorkgroups) {
   if (!mma)
     return emitError() << "#decode.gpu_target needs an mma list (maybe [])";
   for (Attribute shape : mma)
@@ -363,17 +374,30 @@ GpuTargetAttr::verify(function_ref<InFlightDiagnostic()> emitError,
     }
   if (!arch || arch.getValue().empty())
     return emitError() << "#decode.gpu_target needs an arch name";
-  if (dependentLaunch && dependentLaunch.getValue()) {
-    // griddepcontrol: PTX ISA 7.8, sm_90 and later.
+  // The NVIDIA compute capability of `arch` (90 for sm_90a), 0 for others.
+  auto smVersion = [&]() -> unsigned {
     unsigned version = 0;
     StringRef number = arch.getValue();
-    bool smArch = number.consume_front("sm_");
+    if (vendor != GpuVendor::nvidia || !number.consume_front("sm_"))
+      return 0;
     number.consume_back("a");
-    if (vendor != GpuVendor::nvidia || !smArch ||
-        number.getAsInteger(10, version) || version < 90)
+    return number.getAsInteger(10, version) ? 0 : version;
+  };
+  if (dependentLaunch && dependentLaunch.getValue()) {
+    // griddepcontrol: PTX ISA 7.8, sm_90 and later.
+    if (smVersion() < 90)
       return emitError() << "#decode.gpu_target dependent_launch needs an "
                             "NVIDIA arch of sm_90 or later, got '"
                          << arch.getValue() << "'";
+  }
+  if (clusterWorkgroups != 0) {
+    // Thread block clusters: sm_90 and later, at most 16 workgroups.
+    if (smVersion() < 90 || clusterWorkgroups < 2 || clusterWorkgroups > 16)
+      return emitError() << "#decode.gpu_target cluster_workgroups needs an "
+                            "NVIDIA arch of sm_90 or later and a size in "
+                            "[2, 16], got "
+                         << clusterWorkgroups << " on '" << arch.getValue()
+                         << "'";
   }
   if (subgroup != 32 && subgroup != 64)
     return emitError() << "#decode.gpu_target subgroup must be 32 or 64, got "

@@ -132,7 +132,12 @@ def Decode_GpuTargetAttr : AttrDef<Decode_Dialect, "GpuTarget"> {
     and its writes are visible (NVIDIA sm_90+ programmatic dependent launch,
     `griddepcontrol.wait`); the model library's manifest then asks the
     runtime to launch its kernels that way, which overlaps each kernel's
-    launch with the end of the one before it.
+    launch with the end of the one before it. `cluster_workgroups`
+    (optional, 0 by default: none) is the most workgroups a kernel may group
+    into a cluster, whose workgroups run at once and read each other's shared
+    memory (NVIDIA sm_90+ thread block clusters; 8 is the portable size): a
+    GEMM split in K then adds its splits' sums inside the cluster instead of
+    in a second kernel.
 
     ```mlir
     #decode.gpu_target<vendor = nvidia, arch = "sm_90", subgroup = 32,
@@ -151,7 +156,8 @@ def Decode_GpuTargetAttr : AttrDef<Decode_Dialect, "GpuTarget"> {
     "int64_t":$max_workgroup_size,
     "::mlir::ArrayAttr":$mma,
     OptionalParameter<"::mlir::ArrayAttr">:$group_mma,
-    OptionalParameter<"::mlir::BoolAttr">:$dependent_launch);
+    OptionalParameter<"::mlir::BoolAttr">:$dependent_launch,
+    DefaultValuedParameter<"int64_t", "0">:$cluster_workgroups);
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
   let extraClassDeclaration = [{
@@ -165,6 +171,10 @@ def Decode_GpuTargetAttr : AttrDef<Decode_Dialect, "GpuTarget"> {
     /// be launched before it ends (`dependent_launch`).
     bool hasDependentLaunch() const {
       return getDependentLaunch() && getDependentLaunch().getValue();
+    }
+    /// Whether `workgroups` workgroups may form a cluster.
+    bool canCluster(int64_t workgroups) const {
+      return workgroups > 1 && workgroups <= getClusterWorkgroups();
     }
   }];
 }

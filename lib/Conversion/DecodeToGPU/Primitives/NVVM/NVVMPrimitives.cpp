@@ -209,6 +209,37 @@ public:
     if (target().hasDependentLaunch())
       NVVM::GriddepcontrolOp::create(b, NVVM::GridDepActionKind::wait);
   }
+  /// __cluster_dims__: the PTX kernel's .reqnctapercluster, so that every
+  /// launch (cuLaunchKernel included) forms the clusters.
+  void setClusterShape(mlir::gpu::GPUFuncOp func,
+                       std::array<int64_t, 3> shape) const override {
+    func->setAttr(NVVM::NVVMDialect::getClusterDimAttrName(),
+                  DenseI32ArrayAttr::get(func.getContext(),
+                                         {static_cast<int32_t>(shape[0]),
+                                          static_cast<int32_t>(shape[1]),
+                                          static_cast<int32_t>(shape[2])}));
+  }
+  /// barrier.cluster.arrive (release) and barrier.cluster.wait (acquire),
+  /// every thread of the cluster's workgroups taking part.
+  void clusterBarrier(ImplicitLocOpBuilder &b) const override {
+    UnitAttr aligned = b.getUnitAttr();
+    NVVM::ClusterArriveOp::create(b, aligned);
+    NVVM::ClusterWaitOp::create(b, aligned);
+  }
+  void storeShared(ImplicitLocOpBuilder &b, Value address,
+                   Value value) const override {
+    LLVM::StoreOp::create(b, value, sharedPointer(b, address));
+  }
+  /// mapa.shared::cluster, then ld.shared::cluster.
+  Value loadClusterShared(ImplicitLocOpBuilder &b, Value address, Value rank,
+                          Type type) const override {
+    auto clusterType = LLVM::LLVMPointerType::get(
+        b.getContext(),
+        static_cast<unsigned>(NVVM::NVVMMemorySpace::SharedCluster));
+    Value remote =
+        NVVM::MapaOp::create(b, clusterType, sharedPointer(b, address), rank);
+    return LLVM::LoadOp::create(b, type, remote);
+  }
   void beginGroupMmas(ImplicitLocOpBuilder &b) const override {
     NVVM::WgmmaFenceAlignedOp::create(b);
   }
@@ -325,6 +356,12 @@ private:
         b.getContext(), SmallVector<Type>(layout.accPerThread, b.getF32Type()));
   }
 
+  /// Byte `address` (i64) of shared memory as a shared-space pointer.
+  static Value sharedPointer(ImplicitLocOpBuilder &b, Value address) {
+    auto type = LLVM::LLVMPointerType::get(
+        b.getContext(), static_cast<unsigned>(NVVM::NVVMMemorySpace::Shared));
+    return LLVM::IntToPtrOp::create(b, type, address);
+  }
   /// The wgmma matrix descriptor of a K-major 128-byte-swizzled tile at
   /// shared byte address `tile` + `offset`: the start address (bits 0-13,
   /// in 16-byte units), the leading-dimension offset (bits 16-29; unused by
