@@ -49,7 +49,12 @@ void ClusterSplitSums::reduce(Value split, Value thread, Value rowBase,
   auto vectorType = VectorType::get({kChunkRows}, b.getF32Type());
   Value first = arith::AddIOp::create(
       b, arith::MulIOp::create(b, split, e.index(threads)), thread);
-  e.loop(e.index(0), e.index(rounds), e.index(1), [&](Value round) {
+  // One op-creating call per argument list: the order of a call's
+  // arguments is the C++ compiler's (see scripts/check-determinism.sh).
+  Value lower = e.index(0);
+  Value upper = e.index(rounds);
+  Value one = e.index(1);
+  e.loop(lower, upper, one, [&](Value round) {
     Value roundFirst = arith::AddIOp::create(
         b, arith::MulIOp::create(b, round, e.index(perRound * perPass)), first);
     struct Chunk {
