@@ -166,9 +166,10 @@ def test_attention_model_on_host_matches_numpy(tmp_path):
 @needs_fdc
 @needs_cuda
 def test_linear_family_times_the_split_k_reduction(tmp_path):
-    # ffn2 [4096, 11008] at M = 4 runs a GEMM split in K: the linear
-    # family times its linear_epilogue with it, and not the head's kernels.
-    model = models.linear_model(4096, 11008)
+    # [1024, 4096] (a GQA model's k and v) at M = 4 runs a GEMM split 8
+    # ways in K, more than a cluster adds: the linear family times its
+    # linear_epilogue with it, and not the head's kernels.
+    model = models.linear_model(1024, 4096)
     library = ModelLibrary(compile_model(model, tmp_path, "cuda:sm_90a"))
     recorder = LaunchRecorder()
     args = step_args(batch=4, num_slots=4, max_context=1, weights=1 << 40,

@@ -231,6 +231,9 @@ std::optional<decode::KernelAttr>
 getTiledGemmKernel(decode::LinearOp op, const GpuPrimitives &target,
                    const TiledGemmShape &shape);
 
+/// The most stages a group GEMM may have (GroupGemm.cpp's verifier): a
+/// block with 15 tiles of K in flight streams its weight rows alone.
+constexpr int64_t kMaxGroupGemmStages = 16;
 /// A group GEMM's tile and split for getGroupGemmKernel.
 struct GroupGemmShape {
   int64_t groups, rowTiles, batch;

@@ -153,6 +153,19 @@ VARIANTS += [
                   _group("groups = 1, row_tiles = 1, batch = 16, stages = 3, "
                          "split_k = 9"),
                   arch="sm_90a"),
+    # The deepest pipelines: 16 stages over 17 k tiles (a k tail of 24)
+    # with a residual, and 10 stages for 2 splits of 9 and 8 tiles (more
+    # stages than a split's tiles) with the gate-up halves, added in their
+    # cluster.
+    LinearVariant("linear-group-deep-residual-bf16", "bf16", 1048, 1048,
+                  "residual",
+                  _group("groups = 1, row_tiles = 1, batch = 16, stages = 16"),
+                  arch="sm_90a"),
+    LinearVariant("linear-group-deep-split-gateup-f16", "f16", 1000, 1048,
+                  "silu_gate_up",
+                  _group("groups = 1, row_tiles = 1, batch = 32, stages = 10, "
+                         "split_k = 2"),
+                  arch="sm_90a"),
 ]
 
 
@@ -165,6 +178,11 @@ VARIANTS += [
       for t in ("bf16", "f16")
       for e in ("none", "bias", "residual", "silu_gate_up")),
     LinearVariant("linear-longk-bias-bf16-sm90a", "bf16", 520, 1048, "bias",
+                  arch="sm_90a"),
+    # Row tiles that fill a quarter of the units or more but not all (33 of
+    # 132 on the H100): group GEMMs with K whole in the deepest pipeline
+    # from 2 rows.
+    LinearVariant("linear-deep-bias-bf16-sm90a", "bf16", 2100, 1048, "bias",
                   arch="sm_90a"),
 ]
 

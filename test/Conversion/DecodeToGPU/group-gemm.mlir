@@ -169,3 +169,25 @@
 // RUN: sed 's/groups = 2/groups = 9/' %t.group.mlir \
 // RUN:   | not fdc-opt --decode-select-kernels=target=sm_90a 2>&1 | FileCheck %s --check-prefix=GROUPS
 // GROUPS: error: 'decode.linear' op kernel config groups = 9 is outside [1, 8]
+// RUN: sed 's/stages = 3/stages = 17/' %t.group.mlir \
+// RUN:   | not fdc-opt --decode-select-kernels=target=sm_90a 2>&1 | FileCheck %s --check-prefix=STAGES
+// STAGES: error: 'decode.linear' op kernel config stages = 17 is outside [2, 16]
+
+// The deepest pipeline (kMaxGroupGemmStages): 9 stages of one group of 64
+// rows and 32 batch columns hold K = 512's 8 tiles, all copied ahead before
+// the first MMA; K whole, so a tile's MMAs run on into the next iteration
+// (stages - 2 = 7 tiles ahead, at most 6 groups of copies pending at its
+// wait).
+// RUN: sed 's/groups = 2, row_tiles = 1, batch = 32, stages = 3/groups = 1, row_tiles = 1, batch = 32, stages = 9/' %t.group.mlir \
+// RUN:   | fdc-opt --decode-assign-weight-layout --convert-decode-to-gpu=target=sm_90a | FileCheck %s --check-prefix=DEEP
+// DEEP: gpu.func @{{linear_[0-9]+}}({{[^)]*}}) kernel attributes {known_block_size = array<i32: 128, 1, 1>}
+// DEEP-COUNT-7: nvvm.cp.async.commit.group
+// DEEP-NOT: nvvm.wgmma.mma_async
+// DEEP: nvvm.cp.async.wait.group 6
+// DEEP: nvvm.wgmma.mma_async {{.*}} D[<f32>, <zero>]
+// DEEP: nvvm.wgmma.commit.group.sync.aligned
+// DEEP-NEXT: nvvm.wgmma.wait.group.sync.aligned 1
+// DEEP: scf.for
+// DEEP: nvvm.cp.async.wait.group 6
+// DEEP: nvvm.wgmma.commit.group.sync.aligned
+// DEEP-NEXT: nvvm.wgmma.wait.group.sync.aligned 1

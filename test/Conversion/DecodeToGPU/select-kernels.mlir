@@ -25,14 +25,16 @@
 // SPLIT: decode.linear {{.*}}{decode.kernel = #decode.dispatch<max_batch = [1, 8, 16], kernels = [#decode.kernel<"gemv", {{.*}}>, #decode.kernel<"flat_gemm", {{.*}}>, #decode.kernel<"flat_gemm", {{.*}}>, #decode.kernel<"tiled_gemm", {batch_tiles = 4 : i64, k_tile = 64 : i64, row_tiles = 4 : i64, split_k = 4 : i64, stages = 4 : i64, warps_m = 2 : i64, warps_n = 2 : i64}>]>} : tensor<?x4096xbf16>, tensor<4096x4096xbf16>
 
 // sm_90a adds the group GEMM (wgmma). N = 4096 leaves units idle with
-// 64-row tiles: from 17 rows one tile per block, K split 2 ways (about 132 /
-// 64), batch tiles of 32, 64 and 128 columns, 6 stages. The 128-row head
+// 64-row tiles but fills half of them: from 2 rows one tile per block, K
+// whole, the deepest pipeline that fits (16 stages of 16- and 32-column
+// batch tiles, 14 of 64), the narrowest batch tile whose blocks fit one wave
+// (16 columns to 32 rows, 32 to 64, 64 above). The 128-row head
 // splits K 16 ways (132 / 2, at most 16), 4 k tiles a split and so 5 stages;
 // its K >= 2N, but its 2 x 64 tiles and k tiles do not exceed the 132
 // units, so up to 16 rows the flat GEMM stays; its two row tiles leave
 // the units idle, so from M = 1 (not GEMV).
 // RUN: fdc-opt %S/Inputs/linear-4096x4096-bf16.mlir --decode-select-kernels=target=sm_90a | FileCheck %s --check-prefix=GROUP
-// GROUP: decode.linear {{.*}}{decode.kernel = #decode.dispatch<max_batch = [1, 8, 16, 32, 64], kernels = [#decode.kernel<"gemv", {{.*}}>, #decode.kernel<"flat_gemm", {{.*}}>, #decode.kernel<"flat_gemm", {{.*}}>, #decode.kernel<"group_gemm", {batch = 32 : i64, groups = 1 : i64, row_tiles = 1 : i64, split_k = 2 : i64, stages = 6 : i64}>, #decode.kernel<"group_gemm", {batch = 64 : i64, groups = 1 : i64, row_tiles = 1 : i64, split_k = 2 : i64, stages = 6 : i64}>, #decode.kernel<"group_gemm", {batch = 128 : i64, groups = 1 : i64, row_tiles = 1 : i64, split_k = 2 : i64, stages = 6 : i64}>]>} : tensor<?x4096xbf16>, tensor<4096x4096xbf16>
+// GROUP: decode.linear {{.*}}{decode.kernel = #decode.dispatch<max_batch = [1, 32, 64], kernels = [#decode.kernel<"gemv", {{.*}}>, #decode.kernel<"group_gemm", {batch = 16 : i64, groups = 1 : i64, row_tiles = 1 : i64, split_k = 1 : i64, stages = 16 : i64}>, #decode.kernel<"group_gemm", {batch = 32 : i64, groups = 1 : i64, row_tiles = 1 : i64, split_k = 1 : i64, stages = 16 : i64}>, #decode.kernel<"group_gemm", {batch = 64 : i64, groups = 1 : i64, row_tiles = 1 : i64, split_k = 1 : i64, stages = 14 : i64}>]>} : tensor<?x4096xbf16>, tensor<4096x4096xbf16>
 // GROUP: decode.linear {{.*}}{decode.kernel = #decode.dispatch<max_batch = [8, 16, 32, 64], kernels = [#decode.kernel<"flat_gemm", {batch_tiles = 1 : i64, k_unroll = 8 : i64, row_tiles = 1 : i64, subgroups = 32 : i64}>, #decode.kernel<"flat_gemm", {{.*}}>, #decode.kernel<"group_gemm", {batch = 32 : i64, groups = 1 : i64, row_tiles = 1 : i64, split_k = 16 : i64, stages = 5 : i64}>, {{.*}}]>} : tensor<?x4096xbf16>, tensor<128x4096xbf16>
 // Where N / 64 tiles fill the units (N = 12288 on the H100): two row tiles
 // per block, K whole, from 33 rows; the small tiled GEMM from 9 rows.

@@ -34,14 +34,15 @@
 // COUNT-COUNT-33: #decode.kernel<
 // COUNT-SAME: dtype = "bf16", input_dtype = "bf16", k = 512 : i64, n = 512 : i64,
 
-// sm_90a adds 36 group GEMMs (wgmma): batch tiles of 16 to 128 columns,
+// sm_90a adds 48 group GEMMs (wgmma): batch tiles of 16 to 128 columns,
 // one group of one or two row tiles or two groups of one, K whole or split
-// 2 or 4 ways, each with the most stages (up to 6) that fit.
+// 2 or 4 ways, each with the most stages that fit up to 6 and, K whole (8
+// k tiles here, so at most 9 stages), up to 16.
 // RUN: fdc-opt %S/Inputs/head128-bf16.mlir --decode-assign-weight-layout --convert-decode-to-gpu="target=sm_90a tuning-candidates=1" | FileCheck %s --check-prefix=SM90A
-// The first signature's list: its first group GEMM, then exactly 35 more
-// before the list ends.
+// The first signature's list: its first group GEMM, the same with 9
+// stages, then exactly 46 more before the list ends.
 // SM90A: fdc.tune_signatures = [{activation = "none", bias = false, candidates = [#decode.kernel<"gemv"
-// SM90A-SAME: #decode.kernel<"group_gemm", {batch = 16 : i64, groups = 1 : i64, row_tiles = 1 : i64, split_k = 1 : i64, stages = 6 : i64}>{{(, #decode.kernel<"group_gemm", [^>]*>){35}()}}], dtype = "bf16", input_dtype = "bf16", k = 512 : i64, n = 512 : i64,
+// SM90A-SAME: #decode.kernel<"group_gemm", {batch = 16 : i64, groups = 1 : i64, row_tiles = 1 : i64, split_k = 1 : i64, stages = 6 : i64}>, #decode.kernel<"group_gemm", {batch = 16 : i64, groups = 1 : i64, row_tiles = 1 : i64, split_k = 1 : i64, stages = 9 : i64}>{{(, #decode.kernel<"group_gemm", [^>]*>){46}()}}], dtype = "bf16", input_dtype = "bf16", k = 512 : i64, n = 512 : i64,
 
 // The launches read the FdcDeviceApi from FdcTuneArgs::device (field 9).
 // RUN: fdc-opt %S/Inputs/head128-bf16.mlir --decode-assign-weight-layout --convert-decode-to-gpu="target=sm_90 tuning-candidates=1" --fdc-lower-kernel-launches | FileCheck %s --check-prefix=LAUNCH

@@ -507,7 +507,7 @@ public:
     int64_t maxGroups = target.target().getMaxWorkgroupSize() / groupThreads;
     if (failed(checkRange(op, config, "groups", 1, maxGroups)) ||
         failed(checkRange(op, config, "row_tiles", 1, 4)) ||
-        failed(checkRange(op, config, "stages", 2, 8)) ||
+        failed(checkRange(op, config, "stages", 2, kMaxGroupGemmStages)) ||
         failed(checkRange(op, config, "split_k", 1, 16)))
       return failure();
     Type element = linear.getInput().getType().getElementType();

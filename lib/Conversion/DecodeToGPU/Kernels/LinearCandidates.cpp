@@ -115,7 +115,9 @@ void addTiledGemm(decode::LinearOp op, const GpuPrimitives &target,
 /// Group GEMMs (targets with a group MMA): batch tiles of 2, 4, 8 and 16
 /// times the MMA's n step (16 to 128 columns for wgmma), one or two row
 /// tiles per group and one or two groups, K whole or split two or four
-/// ways, each with the most stages (up to 6) its shared memory holds. Two
+/// ways, each with the most stages its shared memory holds up to 6 (two
+/// or three blocks a unit) and up to kMaxGroupGemmStages (one block a unit,
+/// the deepest pipeline; where they differ). Two
 /// groups of two row tiles never led the H100 sweep of the benchmark shapes
 /// and are left out.
 void addGroupGemm(decode::LinearOp op, const GpuPrimitives &target,
@@ -130,12 +132,13 @@ void addGroupGemm(decode::LinearOp op, const GpuPrimitives &target,
   for (int64_t batch : {2 * step, 4 * step, 8 * step, 16 * step})
     for (auto [groups, rowTiles] :
          {std::pair<int64_t, int64_t>{1, 1}, {1, 2}, {2, 1}})
-      for (int64_t splitK : {1, 2, 4}) {
-        std::optional<decode::KernelAttr> kernel = getGroupGemmKernel(
-            op, target, {groups, rowTiles, batch, /*maxStages=*/6, splitK});
-        if (kernel)
-          out.push_back({"group_gemm", entriesOf(*kernel)});
-      }
+      for (int64_t splitK : {1, 2, 4})
+        for (int64_t maxStages : {int64_t(6), kMaxGroupGemmStages}) {
+          std::optional<decode::KernelAttr> kernel = getGroupGemmKernel(
+              op, target, {groups, rowTiles, batch, maxStages, splitK});
+          if (kernel)
+            out.push_back({"group_gemm", entriesOf(*kernel)});
+        }
 }
 
 using Generator = void (*)(decode::LinearOp, const GpuPrimitives &,

@@ -43,20 +43,28 @@ int64_t fdc::gpu::getFlatGemmUnroll(decode::LinearOp op,
 
 namespace {
 /// On a target with a group MMA (#decode.group_mma, sm_90a's wgmma), group
-/// GEMMs take the batches where they measured fastest (an H100 fdc tune
-/// sweep of the benchmark shapes at M = 8..128, 2026-11-25), in place of
+/// GEMMs take the batches where they measured fastest (H100 fdc tune
+/// sweeps of the benchmark shapes, 2026-11-25 and 2026-11-27), in place of
 /// the entries of `entries` for those batches: batch tiles of 2n, 4n, 8n
-/// and 16n columns (16, 32, 64, 128 on NVIDIA), the most stages (up to 6)
-/// that fit shared memory.
-///   - Where N / m row tiles leave units idle (N = 4096 on the H100): one
-///     row tile per block, K split to fill the units (about units / tiles
-///     ways, twice that up to 2n rows), from 2n + 1 rows; and from 2 rows
-///     where K is at least twice N and its tiles and k tiles together
-///     exceed the units, long rows that the flat GEMM streams with too few
-///     blocks (K = 11008 and 14336: 0.99-1.06x the flat GEMM at M = 8,
-///     1.06-1.11x at M = 16).
-///   - Elsewhere two row tiles per block, K whole, from 4n + 1 rows (below,
-///     the tiled GEMM stays: 1-2 % faster at M = 32).
+/// and 16n columns (16, 32, 64, 128 on NVIDIA).
+///   - Where N / m row tiles leave units idle (N = 4096 on the H100) but
+///     fill at least a quarter of them, and the rows are not long (below):
+///     one row tile per block, K whole, the deepest pipeline shared memory
+///     holds (up to kMaxGroupGemmStages), from 2 rows, with the narrowest
+///     batch tile whose blocks fit one wave. A block with 15 tiles of K in
+///     flight streams its rows without help, where 6 stages needed K split
+///     two ways and the sums added after (o [4096, 4096] at M = 8 / 32 /
+///     64 / 128: 13.0 / 13.2 / 13.4 / 16.3 us against 13.4 (flat GEMM) /
+///     14.6 / 15.4 / 17.0).
+///   - Where they leave units idle otherwise: one row tile per block, K
+///     split to fill the units (about units / tiles ways), the deepest
+///     pipeline, from 2n + 1 rows; and from 2 rows where K is at least
+///     twice N and its tiles and k tiles together exceed the units, long
+///     rows that the flat GEMM streams with too few blocks (ffn2 [4096,
+///     11008] at M = 2 / 8 / 32, split 2: 32.8 / 33.3 / 34.1 us at 16
+///     stages against 33.5 / 33.8 / 34.5 at 6).
+///   - Elsewhere two row tiles per block, K whole, up to 6 stages, from 4n
+///     + 1 rows (below, the tiled GEMM stays: 1-2 % faster at M = 32).
 void useGroupGemm(decode::LinearOp op, const GpuPrimitives &target,
                   SmallVectorImpl<std::pair<int64_t, Attribute>> &entries) {
   Type element = op.getInput().getType().getElementType();
@@ -76,17 +84,19 @@ void useGroupGemm(decode::LinearOp op, const GpuPrimitives &target,
   bool idle = tiles < target.units();
   // Long rows with enough k tiles to spread over the units.
   bool longRows = reduction >= 2 * features && tiles * kTiles >= target.units();
+  // Short rows whose row tiles, one block each, fill a quarter of the
+  // units or more.
+  bool deepWhole = idle && !longRows && 4 * tiles >= target.units();
   int64_t splitK =
       std::clamp<int64_t>((target.units() + tiles / 2) / tiles, 1, 16);
   // Fewer row tiles where the accumulators do not fit (SiLU-gate-up holds
   // both halves), fewer splits where K's tiles leave a split empty.
-  auto groupGemm = [&](int64_t batch, int64_t rowTiles,
-                       int64_t split) -> Attribute {
+  auto groupGemm = [&](int64_t batch, int64_t rowTiles, int64_t split,
+                       int64_t maxStages) -> Attribute {
     for (int64_t ways = std::min<int64_t>(split, 16); ways >= 1; --ways)
       for (int64_t perGroup = rowTiles; perGroup >= 1; --perGroup)
         if (std::optional<decode::KernelAttr> kernel = getGroupGemmKernel(
-                op, target,
-                {/*groups=*/1, perGroup, batch, /*maxStages=*/6, ways}))
+                op, target, {/*groups=*/1, perGroup, batch, maxStages, ways}))
           return *kernel;
     return {};
   };
@@ -96,10 +106,18 @@ void useGroupGemm(decode::LinearOp op, const GpuPrimitives &target,
     int64_t rows = bound == 0 ? 16 * step : std::max(bound, 2 * step);
     int64_t batch = std::min<int64_t>(llvm::PowerOf2Ceil(rows), 16 * step);
     Attribute chosen;
-    if (idle && (rows > 2 * step || longRows))
-      chosen = groupGemm(batch, 1, rows > 2 * step ? splitK : 2 * splitK);
-    else if (!idle && rows > 4 * step)
-      chosen = groupGemm(batch, 2, 1);
+    if (deepWhole) {
+      // The narrowest batch tile whose blocks fit one wave.
+      int64_t narrow = 2 * step;
+      while (narrow < batch &&
+             tiles * llvm::divideCeil(rows, narrow) > target.units())
+        narrow *= 2;
+      chosen = groupGemm(narrow, 1, 1, kMaxGroupGemmStages);
+    } else if (idle && (rows > 2 * step || longRows)) {
+      chosen = groupGemm(batch, 1, splitK, kMaxGroupGemmStages);
+    } else if (!idle && rows > 4 * step) {
+      chosen = groupGemm(batch, 2, 1, /*maxStages=*/6);
+    }
     if (chosen)
       kernel = chosen;
   }
