@@ -282,9 +282,24 @@ LogicalResult GpuStepLowering::run() {
   KernelContext kernelContext(b, kernels, primitives, batch, numSlots,
                               maxContext);
   kernelContext.stepArgs = args;
+  // Which op launches kernels after each (the step's first after its last:
+  // the runtime launches steps one after another).
+  SmallVector<Operation *> launching;
   for (Operation &op : body.without_terminator())
+    if (resolvedKernels.lookup(&op))
+      launching.push_back(&op);
+  llvm::DenseMap<Operation *, Operation *> nextLaunching;
+  for (auto [i, op] : llvm::enumerate(launching))
+    nextLaunching[op] = launching[(i + 1) % launching.size()];
+  for (Operation &op : body.without_terminator()) {
+    Operation *next = nextLaunching.lookup(&op);
+    auto linear = dyn_cast_or_null<decode::LinearOp>(next);
+    kernelContext.releasesDependents =
+        linear && fdc::gpu::isModelWeight(linear.getWeight());
     if (failed(lowerOp(op, kernelContext)))
       return failure();
+  }
+  kernelContext.releasesDependents = false;
   func::ReturnOp::create(b);
   if (buildTuneEntry) {
     b.setInsertionPointAfter(entry);
@@ -320,7 +335,10 @@ LogicalResult GpuStepLowering::buildKernel(Operation &op,
                                            KernelContext &ctx) {
   const KernelFamily *family =
       KernelRegistry::get().lookup(kernel.getFamily().getValue());
-  ctx.setKernelKey(getKernelKey(op, kernel));
+  std::string key = getKernelKey(op, kernel);
+  if (ctx.releasesDependents)
+    key += " releases-dependents";
+  ctx.setKernelKey(std::move(key));
   LogicalResult built =
       family->build(&op, KernelConfig(kernel.getConfig()), *this, ctx);
   ctx.clearKernelKey();
@@ -478,6 +496,8 @@ LogicalResult GpuStepLowering::lowerTuneEntry(KernelContext &ctx) {
   ctx.batch = batch;
   ctx.numSlots = ctx.hostI64(1);
   ctx.maxContext = ctx.hostI64(1);
+  // fdc tune launches a candidate again and again.
+  ctx.releasesDependents = true;
   llvm::SaveAndRestore noScratch(inDispatch, true);
 
   Block *next = b.getInsertionBlock();

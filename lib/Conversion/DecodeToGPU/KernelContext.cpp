@@ -136,7 +136,8 @@ KernelContext::buildKernel(StringRef name, ArrayRef<Type> types,
 
   Block &entry = func.getBody().front();
   ImplicitLocOpBuilder kernel(host.getLoc(), &entry, entry.begin());
-  primitives.beginKernel(kernel);
+  if (!block.waitsInBody)
+    primitives.beginKernel(kernel);
   unsigned numArgs = args.size();
   Value kBatch = entry.getArgument(numArgs);
   Value kSlots = entry.getArgument(numArgs + 1);

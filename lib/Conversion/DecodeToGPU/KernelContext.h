@@ -63,6 +63,10 @@ public:
     int64_t threads;
     int64_t minPerUnit = 0;
     std::array<int64_t, 3> cluster = {1, 1, 1};
+    /// The body calls the target's beginKernel itself (after it has started
+    /// reading inputs that no kernel of the step writes, the weights), not
+    /// the kernel's entry.
+    bool waitsInBody = false;
     Workgroup(int64_t threads, int64_t minPerUnit = 0)
         : threads(threads), minPerUnit(minPerUnit) {}
     Workgroup(int64_t threads, std::array<int64_t, 3> cluster)
@@ -107,6 +111,13 @@ public:
   const GpuPrimitives &primitives;
   /// Host i64 values from FdcStepArgs.
   mlir::Value batch, numSlots, maxContext;
+  /// The kernel the step launches after the op being lowered (the next
+  /// step's first, after its last op) may read the model's weights before it
+  /// waits for the one before it (it is a decode.linear's): the op's kernels
+  /// let the kernel after them launch early (GpuPrimitives::
+  /// releaseDependents) where their family can say when. Kernels built
+  /// under the flag are distinct from those built without it.
+  bool releasesDependents = false;
   /// Names of the distinct kernels, in order of their first launch.
   llvm::SmallVector<std::string> kernelNames;
 

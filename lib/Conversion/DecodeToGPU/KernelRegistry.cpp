@@ -2,6 +2,7 @@
 
 #include "KernelRegistry.h"
 
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "llvm/ADT/StringExtras.h"
 
 using namespace mlir;
@@ -174,6 +175,20 @@ fdc::gpu::completeKernel(Operation *op, decode::KernelAttr kernel,
   if (failed(family->verifyConfig(op, KernelConfig(complete), target)))
     return failure();
   return decode::KernelAttr::get(context, kernel.getFamily(), complete);
+}
+
+bool fdc::gpu::isModelWeight(Value value) {
+  while (Operation *def = value.getDefiningOp()) {
+    if (isa<decode::WeightRefOp>(def))
+      return true;
+    if (auto expand = dyn_cast<tensor::ExpandShapeOp>(def))
+      value = expand.getSrc();
+    else if (auto collapse = dyn_cast<tensor::CollapseShapeOp>(def))
+      value = collapse.getSrc();
+    else
+      return false;
+  }
+  return false;
 }
 
 FailureOr<Attribute> fdc::gpu::resolveKernels(Operation *op,

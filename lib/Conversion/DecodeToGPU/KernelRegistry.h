@@ -188,6 +188,10 @@ getDefaultSparseLinearDispatch(decode::SparseLinearOp op,
 std::optional<decode::KernelAttr>
 getDefaultAttentionKernel(decode::AttentionOp op, const GpuPrimitives &target);
 
+/// Whether `value` is a declared weight of the model (decode.weight_ref,
+/// through reshapes), which the step reads and never writes.
+bool isModelWeight(mlir::Value value);
+
 /// The families, one per file in Kernels/.
 std::unique_ptr<KernelFamily> createEmbeddingFamily();
 std::unique_ptr<KernelFamily> createRMSNormFamily();

@@ -177,11 +177,12 @@
 // rows and 32 batch columns hold K = 512's 8 tiles, all copied ahead before
 // the first MMA; K whole, so a tile's MMAs run on into the next iteration
 // (stages - 2 = 7 tiles ahead, at most 6 groups of copies pending at its
-// wait).
+// wait). The weight part of those 7 tiles is one more group before them
+// (EARLY below).
 // RUN: sed 's/groups = 2, row_tiles = 1, batch = 32, stages = 3/groups = 1, row_tiles = 1, batch = 32, stages = 9/' %t.group.mlir \
 // RUN:   | fdc-opt --decode-assign-weight-layout --convert-decode-to-gpu=target=sm_90a | FileCheck %s --check-prefix=DEEP
 // DEEP: gpu.func @{{linear_[0-9]+}}({{[^)]*}}) kernel attributes {known_block_size = array<i32: 128, 1, 1>}
-// DEEP-COUNT-7: nvvm.cp.async.commit.group
+// DEEP-COUNT-8: nvvm.cp.async.commit.group
 // DEEP-NOT: nvvm.wgmma.mma_async
 // DEEP: nvvm.cp.async.wait.group 6
 // DEEP: nvvm.wgmma.mma_async {{.*}} D[<f32>, <zero>]
@@ -191,3 +192,63 @@
 // DEEP: nvvm.cp.async.wait.group 6
 // DEEP: nvvm.wgmma.commit.group.sync.aligned
 // DEEP-NEXT: nvvm.wgmma.wait.group.sync.aligned 1
+
+// Dependent launch (sm_90a): the model's weight is read before the kernel
+// waits for the one before it: the weight part of the first tiles copied
+// ahead (32 KiB at most, one tile at least; one here: 3 stages, K whole) is
+// a group of its own, then the wait, then each tile's batch part (the
+// whole tile past those) a group each, so the loop's waits count as
+// before. q_proj is followed by k_proj, a linear: once a block has issued
+// its last copies, it lets the next kernel launch; so does the rms_norm
+// before q_proj, from its start. o_proj, followed by an rms_norm, lets
+// nothing launch early.
+// RUN: fdc-opt %t.group.mlir --decode-assign-weight-layout --convert-decode-to-gpu=target=sm_90a | FileCheck %s --check-prefix=EARLY
+// EARLY: gpu.func @{{rms_norm_[0-9]+}}
+// EARLY-NEXT: nvvm.griddepcontrol wait
+// EARLY: nvvm.griddepcontrol launch_dependents
+// EARLY: gpu.func @{{linear_[0-9]+}}({{[^)]*}}) kernel attributes {known_block_size = array<i32: 256, 1, 1>}
+// EARLY-NOT: nvvm.griddepcontrol
+// EARLY-NOT: memref<?x512xbf16> to
+// EARLY: nvgpu.device_async_copy {{.*}} : memref<512x512xbf16> to
+// EARLY-NOT: memref<?x512xbf16> to
+// EARLY: nvvm.cp.async.commit.group
+// EARLY-NEXT: nvvm.griddepcontrol wait
+// EARLY-NOT: memref<512x512xbf16> to
+// EARLY: nvgpu.device_async_copy {{.*}} : memref<?x512xbf16> to
+// EARLY-NEXT: nvvm.cp.async.commit.group
+// EARLY: nvvm.cp.async.wait.group 0
+// EARLY: } else {
+// EARLY-NEXT: nvvm.griddepcontrol launch_dependents
+// RUN: sed 's/%h1 = decode.linear %af_0, %wo_0 residual %h0 :/%h1 = decode.linear %af_0, %wo_0 residual %h0 {decode.kernel = #decode.kernel<"group_gemm", {groups = 2, row_tiles = 1, batch = 16, stages = 3}>} :/' %S/Inputs/head128-bf16.mlir \
+// RUN:   | fdc-opt --decode-assign-weight-layout --convert-decode-to-gpu=target=sm_90a | FileCheck %s --check-prefix=LATE
+// LATE: gpu.func @{{linear_[0-9]+}}({{[^)]*}}) kernel attributes {known_block_size = array<i32: 256, 1, 1>}
+// LATE: nvvm.griddepcontrol wait
+// LATE-NOT: nvvm.griddepcontrol launch_dependents
+// LATE: gpu.return
+
+// A batch tile of 64 columns or more (kWideBatchTile) copies early and lets
+// the next kernel launch early only where the batch is that one tile;
+// otherwise its first group is empty and its tiles' copies whole.
+// RUN: sed 's/batch = 32, stages = 3/batch = 64, stages = 3/' %t.group.mlir \
+// RUN:   | fdc-opt --decode-assign-weight-layout --convert-decode-to-gpu=target=sm_90a | FileCheck %s --check-prefix=WIDE
+// WIDE: gpu.func @{{linear_[0-9]+}}({{[^)]*}}) kernel attributes {known_block_size = array<i32: 256, 1, 1>}
+// WIDE-NOT: nvvm.griddepcontrol
+// WIDE: %[[ONE:.*]] = arith.cmpi ule, %{{.*}}, %c64{{.*}} : index
+// WIDE-NOT: nvvm.griddepcontrol
+// WIDE: scf.if %[[ONE]] {
+// WIDE-NOT: memref<?x512xbf16> to
+// WIDE: nvgpu.device_async_copy {{.*}} : memref<512x512xbf16> to
+// WIDE-NOT: memref<?x512xbf16> to
+// WIDE: nvvm.cp.async.commit.group
+// WIDE-NEXT: nvvm.griddepcontrol wait
+// WIDE-NEXT: scf.if %[[ONE]] {
+// WIDE-NOT: memref<512x512xbf16> to
+// WIDE: nvgpu.device_async_copy {{.*}} : memref<?x512xbf16> to
+// WIDE: } else {
+// WIDE: nvgpu.device_async_copy {{.*}} : memref<512x512xbf16> to
+// WIDE: nvgpu.device_async_copy {{.*}} : memref<?x512xbf16> to
+// WIDE: nvvm.cp.async.commit.group
+// WIDE: nvvm.cp.async.wait.group 0
+// WIDE: } else {
+// WIDE-NEXT: scf.if %[[ONE]] {
+// WIDE-NEXT: nvvm.griddepcontrol launch_dependents

@@ -19,6 +19,16 @@
 //     the block waits for tile k, fences it for the MMA unit, synchronises,
 //     starts the copies of tile k + stages - 1 into the buffer tile k - 1
 //     used, then issues tile k's MMAs and waits for them.
+//   - With the target's dependent launch, a block may start while the
+//     kernel before it on the stream ends: where the weight is the model's
+//     (which no kernel of the step writes), the block copies its first
+//     tiles' weight rows (up to kEarlyWeightBytes) before it waits for that
+//     kernel, and the batch rows after. Where the step's next kernel is a
+//     linear's (KernelContext::releasesDependents), a block lets it launch
+//     once it has issued its last copies, so that its blocks take the units
+//     this one's leave and start their weight copies there. A block of a
+//     wide batch tile (kWideBatchTile) does neither where the batch has
+//     several tiles.
 //   - Grid x walks the batch tiles, grid y the weight tiles, grid z the
 //     splits of K (split_k). Where the target groups split_k workgroups
 //     into a cluster (#decode.gpu_target's cluster_workgroups: sm_90) and
@@ -53,6 +63,19 @@ namespace {
 constexpr int64_t kEpilogueThreads = 256;
 /// The most f32 accumulators a thread may hold.
 constexpr int64_t kMaxAccumulators = 128;
+/// The weight bytes a block copies before it waits for the kernel before
+/// it, at most (one tile's at least). Its first MMAs wait for all of them,
+/// and with more the step lost (H100, 7B-wide at B = 8 / 32: 471.3 / 544.7
+/// us with 32 KiB, 475.5 / 547.2 with none, 478.5 / 555.6 with every tile
+/// copied ahead and nothing early for a batch of several tiles), though a
+/// linear after a linear gained alone (o [4096, 4096] at M = 2 … 16: 12.4
+/// against 12.7 – 13.0 us).
+constexpr int64_t kEarlyWeightBytes = 32 * 1024;
+/// Batch tiles from which a block copies early and lets the next kernel
+/// launch early only where the batch is one tile: where blocks of wide
+/// batch tiles share a weight tile, they lost (H100, o [4096, 4096] at M =
+/// 128, two batch tiles of 64: 16.8 against 16.2 us).
+constexpr int64_t kWideBatchTile = 64;
 /// The registers a thread holds besides its accumulators (addresses, loop
 /// state, copy plan): ptxas fits 5 groups at 64 accumulators and 3 at 128 in
 /// the H100's 64 Ki registers per block, not 6 and 4.
@@ -134,16 +157,22 @@ struct StageCopy {
   Value destination, k;
   /// Null, or whether this thread has the copy (a partial last round).
   Value active;
+  /// A copy of the weight (else of the batch).
+  bool ofWeight = false;
 };
+
+/// Which of a stage's copies copyTile issues.
+enum class StageCopies { all, weight, batch };
 
 /// The body of one group GEMM kernel.
 class GroupGemmBuilder {
 public:
   GroupGemmBuilder(GpuEmitter &e, const GroupMmaLayout &layout,
                    const GroupGemmConfig &config, const GroupGemmGeometry &g,
-                   const LinearProblem &problem)
+                   const LinearProblem &problem, bool releasesDependents)
       : e(e), b(e.builder()), target(e.target()), layout(layout),
-        config(config), g(g), problem(problem) {}
+        config(config), g(g), problem(problem),
+        releasesDependents(releasesDependents) {}
 
   void build(ArrayRef<Value> v, size_t implicitStart, int64_t workspaceIndex) {
     input = v[0];
@@ -155,6 +184,10 @@ public:
     shared = v.back();
     batchRows = arith::IndexCastOp::create(b, b.getIndexType(), batch64);
     epilogue = problem.optional.operands(v, out);
+    // The kernel waits for the one before it in accumulate() where the
+    // weight is the model's, else before anything.
+    if (!problem.weightIsModelWeight)
+      target.beginKernel(b);
 
     thread = e.threadId();
     Value groupIndex =
@@ -167,6 +200,9 @@ public:
     columnBase = arith::MulIOp::create(b, blockX, e.index(config.batch));
     Value blockY = e.blockId(Dimension::y);
     rowBase = arith::MulIOp::create(b, blockY, e.index(g.blockRows));
+    if (config.batch >= kWideBatchTile)
+      oneBatchTile =
+          e.cmpi(CmpIPredicate::ule, batchRows, e.index(config.batch));
 
     planShared();
     planK();
@@ -206,7 +242,7 @@ private:
 
   /// The thread's copies of `rows` stage rows from `first` on; `source`
   /// maps a row of the region to its source row and whether it is real.
-  void planRegion(Value memref, int64_t first, int64_t rows,
+  void planRegion(Value memref, bool ofWeight, int64_t first, int64_t rows,
                   llvm::function_ref<std::pair<Value, Value>(Value)> source) {
     int64_t chunksPerRow = g.rowBytes / target.vectorBytes();
     int64_t chunks = rows * chunksPerRow;
@@ -214,6 +250,7 @@ private:
       Value chunk = arith::AddIOp::create(b, thread, e.index(start));
       StageCopy copy;
       copy.memref = memref;
+      copy.ofWeight = ofWeight;
       if (start + g.threads > chunks) {
         copy.active = e.cmpi(CmpIPredicate::ult, chunk, e.index(chunks));
         chunk = e.select(copy.active, chunk, e.index(0));
@@ -235,7 +272,7 @@ private:
 
   /// Every thread's copies: the weight rows (both halves), then the batch.
   void planCopies() {
-    planRegion(weight, 0, g.weightRows, [&](Value row) {
+    planRegion(weight, /*ofWeight=*/true, 0, g.weightRows, [&](Value row) {
       Value half = arith::DivUIOp::create(b, row, e.index(g.blockRows));
       Value inHalf = arith::RemUIOp::create(b, row, e.index(g.blockRows));
       Value global = arith::AddIOp::create(b, rowBase, inHalf);
@@ -246,17 +283,20 @@ private:
       return std::make_pair(source, inBounds);
     });
     Value lastColumn = arith::SubIOp::create(b, batchRows, e.index(1));
-    planRegion(input, g.weightRows, config.batch, [&](Value row) {
-      Value global = arith::AddIOp::create(b, columnBase, row);
-      Value inBounds = e.cmpi(CmpIPredicate::ult, global, batchRows);
-      Value source = arith::MinUIOp::create(b, global, lastColumn);
-      return std::make_pair(source, inBounds);
-    });
+    planRegion(input, /*ofWeight=*/false, g.weightRows, config.batch,
+               [&](Value row) {
+                 Value global = arith::AddIOp::create(b, columnBase, row);
+                 Value inBounds = e.cmpi(CmpIPredicate::ult, global, batchRows);
+                 Value source = arith::MinUIOp::create(b, global, lastColumn);
+                 return std::make_pair(source, inBounds);
+               });
   }
 
   /// Starts the copies of the block's k tile `tile` (counted from its
-  /// first) into stage buffer `buffer`.
-  void copyTile(Value tile, Value buffer) {
+  /// first) into stage buffer `buffer`: all of them, or those of the weight
+  /// or the batch alone.
+  void copyTile(Value tile, Value buffer,
+                StageCopies which = StageCopies::all) {
     Value global = arith::AddIOp::create(b, firstTile, tile);
     Value tileK = arith::MulIOp::create(b, global, e.index(g.kTile));
     Value stageOffset = arith::MulIOp::create(b, buffer, e.index(g.stageBytes));
@@ -264,6 +304,9 @@ private:
     Value base = arith::DivUIOp::create(b, stageStart, e.index(g.elementBytes));
     bool kTail = problem.k % g.kTile != 0;
     for (const StageCopy &copy : copies) {
+      if ((which == StageCopies::weight && !copy.ofWeight) ||
+          (which == StageCopies::batch && copy.ofWeight))
+        continue;
       auto issue = [&] {
         Value k = arith::AddIOp::create(b, tileK, copy.k);
         Value valid = copy.inBounds;
@@ -281,6 +324,26 @@ private:
       else
         issue();
     }
+  }
+
+  /// The tiles, of the `ahead` copied before the loop, whose weight part
+  /// is copied before the kernel waits: kEarlyWeightBytes of them, at least
+  /// one. The first tile's wait completes them all.
+  int64_t earlyTiles(int64_t ahead) const {
+    int64_t tileBytes = g.weightRows * g.rowBytes;
+    return std::clamp<int64_t>(kEarlyWeightBytes / tileBytes, 1, ahead);
+  }
+
+  /// `then` where the block copies weights early and lets the next kernel
+  /// launch early, else `otherwise`: always, but for a batch tile of
+  /// kWideBatchTile columns or more when the batch has several tiles.
+  void whereEarly(llvm::function_ref<void()> then,
+                  llvm::function_ref<void()> otherwise = nullptr) {
+    if (!oneBatchTile) {
+      then();
+      return;
+    }
+    e.ifThenElse(oneBatchTile, then, otherwise);
   }
 
   int64_t accIndex(int64_t h, int64_t r) const {
@@ -333,6 +396,16 @@ private:
   /// [12288, 4096] M = 64 / 128 37.8 / 40.5 us with the overlap against
   /// 39.5 / 43.9 without; o [4096, 4096], split 2, 14.7 / 15.7 against
   /// 14.3 / 15.4).
+  ///
+  /// Where the weight is the model's, the weight part of the first
+  /// earlyTiles() tiles is copied before the kernel waits for the one before
+  /// it (beginKernel), which may then still be running (the target's
+  /// dependent launch), as one group; their batch parts, then the whole of
+  /// the other tiles copied ahead, follow a group each, so that tile t's
+  /// copies are complete once groups 0 .. t + 1 are, and the loop waits as
+  /// it does with a group per tile. With releasesDependents, a block lets
+  /// the next kernel launch once it has issued its last copies. Both only
+  /// whereEarly().
   SmallVector<Value> accumulate() {
     int64_t inFlight = config.stages >= 3 && config.splitK == 1 ? 1 : 0;
     int64_t ahead = config.stages - 1 - inFlight;
@@ -341,14 +414,30 @@ private:
         GroupGemmGeometry::getTilesPerSplit(g.kTile, config.splitK, problem.k);
     int64_t fewest =
         config.splitK == 1 ? tiles : tiles - (config.splitK - 1) * perSplit;
-    for (int64_t s = 0; s < ahead; ++s) {
+    auto copyAhead = [&](int64_t s, StageCopies which) {
       // Tile s goes to buffer s; a split's last run may have fewer tiles.
       Value tile = e.index(s);
       if (s < fewest)
-        copyTile(tile, tile);
+        copyTile(tile, tile, which);
       else if (config.splitK > 1 && s < perSplit)
         e.ifThenElse(e.cmpi(CmpIPredicate::ult, tile, tileCount),
-                     [&] { copyTile(tile, tile); });
+                     [&] { copyTile(tile, tile, which); });
+    };
+    int64_t early = problem.weightIsModelWeight ? earlyTiles(ahead) : 0;
+    if (early > 0) {
+      whereEarly([&] {
+        for (int64_t s = 0; s < early; ++s)
+          copyAhead(s, StageCopies::weight);
+      });
+      target.commitCopies(b);
+      target.beginKernel(b);
+    }
+    for (int64_t s = 0; s < ahead; ++s) {
+      if (s < early)
+        whereEarly([&] { copyAhead(s, StageCopies::batch); },
+                   [&] { copyAhead(s, StageCopies::all); });
+      else
+        copyAhead(s, StageCopies::all);
       target.commitCopies(b);
     }
     // Tile `tile` has landed (this thread's copies) and is visible to the
@@ -361,10 +450,15 @@ private:
       e.barrier();
       Value next = arith::AddIOp::create(b, tile, e.index(ahead));
       Value hasNext = e.cmpi(CmpIPredicate::ult, next, tileCount);
-      e.ifThenElse(hasNext, [&] {
+      auto copyNext = [&] {
         Value buffer = arith::RemUIOp::create(b, next, e.index(config.stages));
         copyTile(next, buffer);
-      });
+      };
+      if (releasesDependents)
+        e.ifThenElse(hasNext, copyNext,
+                     [&] { whereEarly([&] { target.releaseDependents(b); }); });
+      else
+        e.ifThenElse(hasNext, copyNext);
       target.commitCopies(b);
       Value buffer = arith::RemUIOp::create(b, tile, e.index(config.stages));
       return multiplyStage(buffer, carried, inFlight);
@@ -456,11 +550,15 @@ private:
   const GroupGemmConfig &config;
   const GroupGemmGeometry &g;
   const LinearProblem &problem;
+  bool releasesDependents;
 
   /// batchRows: the step's M (config.batch is the block's columns).
   Value input, weight, batchRows, shared, workspace;
   LinearEpilogueOperands epilogue;
   Value thread, groupThread, groupRowBase, rowBase, columnBase;
+  /// With a batch tile of kWideBatchTile columns or more: the batch is one
+  /// tile (grid x is 1); else null.
+  Value oneBatchTile;
   /// The shared byte address of stage 0 (i64) and its element offset in
   /// the allocation (padBytes / element bytes).
   Value stagesAddress, padBytes;
@@ -575,15 +673,16 @@ public:
     if (inCluster)
       workgroup =
           KernelContext::Workgroup(geometry.threads, {1, 1, group.splitK});
-    ctx.launch("linear", args, {gridX, gridY, ctx.hostIndex(group.splitK)},
-               workgroup,
-               KernelContext::SharedMemory{geometry.sharedBytes /
-                                               geometry.elementBytes,
-                                           problem.element},
-               [&](GpuEmitter &e, ArrayRef<Value> v) {
-                 GroupGemmBuilder(e, layout, group, geometry, problem)
-                     .build(v, implicitStart, workspaceIndex);
-               });
+    workgroup.waitsInBody = true;
+    ctx.launch(
+        "linear", args, {gridX, gridY, ctx.hostIndex(group.splitK)}, workgroup,
+        KernelContext::SharedMemory{
+            geometry.sharedBytes / geometry.elementBytes, problem.element},
+        [&](GpuEmitter &e, ArrayRef<Value> v) {
+          GroupGemmBuilder(e, layout, group, geometry, problem,
+                           ctx.releasesDependents)
+              .build(v, implicitStart, workspaceIndex);
+        });
     if (group.splitK > 1 && !inCluster)
       launchLinearEpilogue(ctx, kEpilogueThreads, partials, group.splitK,
                            problem.out, problem.bias, problem.residual,

@@ -57,6 +57,7 @@ struct LinearProblem {
         activation(linear.getActivation()), n(out.type.getDimSize(1)),
         k(input.type.getDimSize(1)), element(input.type.getElementType()),
         gateUp(activation == decode::Activation::silu_gate_up),
+        weightIsModelWeight(isModelWeight(linear.getWeight())),
         optional(activation) {
     args = {KernelArg::buffer(input), KernelArg::buffer(weight),
             KernelArg::buffer(out)};
@@ -72,6 +73,9 @@ struct LinearProblem {
   mlir::Type element;
   /// SiLU-gate-up: the weight's rows [n, 2n) are the up half.
   bool gateUp;
+  /// The weight is the model's (isModelWeight): no kernel of the step writes
+  /// it, so a kernel may read it before the kernel before it has ended.
+  bool weightIsModelWeight;
   /// The kernel's arguments before the implicit ones, and where the
   /// optional ones are.
   llvm::SmallVector<KernelArg> args;

@@ -27,11 +27,20 @@ constexpr int64_t kMaxVectorsPerThread = 8;
 void launchRMSNorm(KernelContext &ctx, int64_t threads, Buffer input,
                    Buffer weight, Buffer out, KernelContext::BodyBuilder body) {
   int64_t warps = threads / ctx.subgroupSize();
-  ctx.launch("rms_norm",
-             {KernelArg::buffer(input), KernelArg::buffer(weight),
-              KernelArg::buffer(out)},
-             {ctx.toIndex(ctx.batch), ctx.hostIndex(1), ctx.hostIndex(1)},
-             threads, warps, std::move(body));
+  ctx.launch(
+      "rms_norm",
+      {KernelArg::buffer(input), KernelArg::buffer(weight),
+       KernelArg::buffer(out)},
+      {ctx.toIndex(ctx.batch), ctx.hostIndex(1), ctx.hostIndex(1)}, threads,
+      warps,
+      [&, release = ctx.releasesDependents](GpuEmitter &e, ArrayRef<Value> v) {
+        // A block per row, every block resident at once: the next
+        // kernel (a linear's) may launch from the start and copy its
+        // weights while the rows are normalised.
+        if (release)
+          e.target().releaseDependents(e.builder());
+        body(e, v);
+      });
 }
 
 /// The row in `lanes`-element vectors (hidden % lanes == 0), each thread

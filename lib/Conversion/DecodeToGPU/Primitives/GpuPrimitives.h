@@ -129,6 +129,13 @@ public:
   /// reads what that kernel writes nor overwrites what it reads). Nothing by
   /// default.
   virtual void beginKernel(mlir::ImplicitLocOpBuilder &b) const {}
+  /// With the target's `dependent_launch`: lets the kernel after this one on
+  /// the stream launch once every workgroup of this one has called it (or
+  /// ended), so that its workgroups are placed on the units as this one's
+  /// leave and start what they may do before their beginKernel. A generator
+  /// calls it once a workgroup has issued its last loads. Nothing by
+  /// default.
+  virtual void releaseDependents(mlir::ImplicitLocOpBuilder &b) const {}
 
   /// Clusters of workgroups (target().canCluster(n)): the workgroups of a
   /// cluster run at once and read each other's shared memory. The

@@ -200,14 +200,21 @@ public:
   }
   /// griddepcontrol.wait: it returns at once when the kernel was launched
   /// without a programmatic dependency, so the code is right however the
-  /// runtime launches it. No kernel signals launch_dependents: the next
-  /// kernel then launches as this one's blocks exit (the implicit trigger).
-  /// Signalled at a kernel's start, it placed the next kernel's blocks on
-  /// the SMs while this one still ran, unevenly, and the GEMMs and the INT4
-  /// attention that came next ran up to 35 % slower (H100, docs/perf.md).
+  /// runtime launches it.
   void beginKernel(ImplicitLocOpBuilder &b) const override {
     if (target().hasDependentLaunch())
       NVVM::GriddepcontrolOp::create(b, NVVM::GridDepActionKind::wait);
+  }
+  /// griddepcontrol.launch_dependents. A kernel that never calls it lets the
+  /// next one launch as its blocks exit (the implicit trigger). Signalled at
+  /// every kernel's start, it placed the next kernel's blocks on the SMs
+  /// while this one still ran, unevenly, and the GEMMs and the INT4
+  /// attention that came next ran up to 35 % slower (H100, docs/perf.md);
+  /// the generators call it once a block has issued its last loads.
+  void releaseDependents(ImplicitLocOpBuilder &b) const override {
+    if (target().hasDependentLaunch())
+      NVVM::GriddepcontrolOp::create(
+          b, NVVM::GridDepActionKind::launch_dependents);
   }
   /// __cluster_dims__: the PTX kernel's .reqnctapercluster, so that every
   /// launch (cuLaunchKernel included) forms the clusters.
