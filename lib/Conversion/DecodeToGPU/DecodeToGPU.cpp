@@ -335,9 +335,15 @@ LogicalResult GpuStepLowering::buildKernel(Operation &op,
                                            KernelContext &ctx) {
   const KernelFamily *family =
       KernelRegistry::get().lookup(kernel.getFamily().getValue());
+  // What the kernels depend on besides the op's types and attributes: the
+  // flag, and whether a linear's weight is the model's (the group GEMM
+  // reads it before its wait).
   std::string key = getKernelKey(op, kernel);
   if (ctx.releasesDependents)
     key += " releases-dependents";
+  if (auto linear = dyn_cast<decode::LinearOp>(op))
+    if (fdc::gpu::isModelWeight(linear.getWeight()))
+      key += " model-weight";
   ctx.setKernelKey(std::move(key));
   LogicalResult built =
       family->build(&op, KernelConfig(kernel.getConfig()), *this, ctx);
@@ -496,7 +502,10 @@ LogicalResult GpuStepLowering::lowerTuneEntry(KernelContext &ctx) {
   ctx.batch = batch;
   ctx.numSlots = ctx.hostI64(1);
   ctx.maxContext = ctx.hostI64(1);
-  // fdc tune launches a candidate again and again.
+  // fdc tune launches a candidate again and again, each launch after the
+  // one before, as in a step where a linear follows (q, k and v; gate-up
+  // and down). (A linear the step follows with another op, such as
+  // o_proj, then runs without the signal there.)
   ctx.releasesDependents = true;
   llvm::SaveAndRestore noScratch(inDispatch, true);
 

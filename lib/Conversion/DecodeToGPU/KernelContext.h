@@ -111,12 +111,13 @@ public:
   const GpuPrimitives &primitives;
   /// Host i64 values from FdcStepArgs.
   mlir::Value batch, numSlots, maxContext;
-  /// The kernel the step launches after the op being lowered (the next
-  /// step's first, after its last op) may read the model's weights before it
-  /// waits for the one before it (it is a decode.linear's): the op's kernels
-  /// let the kernel after them launch early (GpuPrimitives::
-  /// releaseDependents) where their family can say when. Kernels built
-  /// under the flag are distinct from those built without it.
+  /// Set while the op being lowered is followed, among the ops that launch
+  /// kernels, by a decode.linear on a model weight (after the step's last
+  /// op: its first, for the next step), whose kernels may read that weight
+  /// before they wait for the kernel before them. The op's kernels then
+  /// let the next kernel launch early (GpuPrimitives::releaseDependents)
+  /// where their family knows when. Kernels built under the flag are keyed
+  /// apart from those built without it.
   bool releasesDependents = false;
   /// Names of the distinct kernels, in order of their first launch.
   llvm::SmallVector<std::string> kernelNames;

@@ -177,8 +177,8 @@
 // rows and 32 batch columns hold K = 512's 8 tiles, all copied ahead before
 // the first MMA; K whole, so a tile's MMAs run on into the next iteration
 // (stages - 2 = 7 tiles ahead, at most 6 groups of copies pending at its
-// wait). The weight part of those 7 tiles is one more group before them
-// (EARLY below).
+// wait). The weight part of the first 4 (32 KiB) is one more group before
+// them (EARLY below).
 // RUN: sed 's/groups = 2, row_tiles = 1, batch = 32, stages = 3/groups = 1, row_tiles = 1, batch = 32, stages = 9/' %t.group.mlir \
 // RUN:   | fdc-opt --decode-assign-weight-layout --convert-decode-to-gpu=target=sm_90a | FileCheck %s --check-prefix=DEEP
 // DEEP: gpu.func @{{linear_[0-9]+}}({{[^)]*}}) kernel attributes {known_block_size = array<i32: 128, 1, 1>}

@@ -162,7 +162,7 @@ struct StageCopy {
 };
 
 /// Which of a stage's copies copyTile issues.
-enum class StageCopies { all, weight, batch };
+enum class StageCopies { All, Weight, Batch };
 
 /// The body of one group GEMM kernel.
 class GroupGemmBuilder {
@@ -296,7 +296,7 @@ private:
   /// first) into stage buffer `buffer`: all of them, or those of the weight
   /// or the batch alone.
   void copyTile(Value tile, Value buffer,
-                StageCopies which = StageCopies::all) {
+                StageCopies which = StageCopies::All) {
     Value global = arith::AddIOp::create(b, firstTile, tile);
     Value tileK = arith::MulIOp::create(b, global, e.index(g.kTile));
     Value stageOffset = arith::MulIOp::create(b, buffer, e.index(g.stageBytes));
@@ -304,8 +304,8 @@ private:
     Value base = arith::DivUIOp::create(b, stageStart, e.index(g.elementBytes));
     bool kTail = problem.k % g.kTile != 0;
     for (const StageCopy &copy : copies) {
-      if ((which == StageCopies::weight && !copy.ofWeight) ||
-          (which == StageCopies::batch && copy.ofWeight))
+      if ((which == StageCopies::Weight && !copy.ofWeight) ||
+          (which == StageCopies::Batch && copy.ofWeight))
         continue;
       auto issue = [&] {
         Value k = arith::AddIOp::create(b, tileK, copy.k);
@@ -427,17 +427,17 @@ private:
     if (early > 0) {
       whereEarly([&] {
         for (int64_t s = 0; s < early; ++s)
-          copyAhead(s, StageCopies::weight);
+          copyAhead(s, StageCopies::Weight);
       });
       target.commitCopies(b);
       target.beginKernel(b);
     }
     for (int64_t s = 0; s < ahead; ++s) {
       if (s < early)
-        whereEarly([&] { copyAhead(s, StageCopies::batch); },
-                   [&] { copyAhead(s, StageCopies::all); });
+        whereEarly([&] { copyAhead(s, StageCopies::Batch); },
+                   [&] { copyAhead(s, StageCopies::All); });
       else
-        copyAhead(s, StageCopies::all);
+        copyAhead(s, StageCopies::All);
       target.commitCopies(b);
     }
     // Tile `tile` has landed (this thread's copies) and is visible to the

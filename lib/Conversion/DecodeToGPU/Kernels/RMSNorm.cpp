@@ -34,9 +34,9 @@ void launchRMSNorm(KernelContext &ctx, int64_t threads, Buffer input,
       {ctx.toIndex(ctx.batch), ctx.hostIndex(1), ctx.hostIndex(1)}, threads,
       warps,
       [&, release = ctx.releasesDependents](GpuEmitter &e, ArrayRef<Value> v) {
-        // A block per row, every block resident at once: the next
-        // kernel (a linear's) may launch from the start and copy its
-        // weights while the rows are normalised.
+        // A block per row, a short kernel: the next one (a linear's) may
+        // launch from the start and copy its weights while the rows are
+        // normalised.
         if (release)
           e.target().releaseDependents(e.builder());
         body(e, v);

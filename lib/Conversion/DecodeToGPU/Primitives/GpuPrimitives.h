@@ -123,18 +123,22 @@ public:
     return subgroupReduce(b, value, kind, subgroupSize());
   }
 
-  /// What every kernel does first. With the target's `dependent_launch`:
-  /// wait until the kernel before it on the stream has ended and its writes
-  /// are visible (before any access to global memory, so that it neither
-  /// reads what that kernel writes nor overwrites what it reads). Nothing by
-  /// default.
+  /// What every kernel does first (a kernel built with
+  /// KernelContext::Workgroup::waitsInBody: once it has started reading the
+  /// model's weights, which no kernel writes). With the target's
+  /// `dependent_launch`: wait until the kernel before it on the stream has
+  /// ended and its writes are visible (before any other access to global
+  /// memory, so that it neither reads what that kernel writes nor
+  /// overwrites what it reads). Nothing by default.
   virtual void beginKernel(mlir::ImplicitLocOpBuilder &b) const {}
   /// With the target's `dependent_launch`: lets the kernel after this one on
   /// the stream launch once every workgroup of this one has called it (or
   /// ended), so that its workgroups are placed on the units as this one's
   /// leave and start what they may do before their beginKernel. A generator
-  /// calls it once a workgroup has issued its last loads. Nothing by
-  /// default.
+  /// calls it where the rest of a workgroup's work is short (the group GEMM
+  /// once it has issued its last weight copies, rms_norm at its start).
+  /// Only performance depends on where: every kernel waits before it reads
+  /// what another writes. Nothing by default.
   virtual void releaseDependents(mlir::ImplicitLocOpBuilder &b) const {}
 
   /// Clusters of workgroups (target().canCluster(n)): the workgroups of a

@@ -210,7 +210,8 @@ public:
   /// every kernel's start, it placed the next kernel's blocks on the SMs
   /// while this one still ran, unevenly, and the GEMMs and the INT4
   /// attention that came next ran up to 35 % slower (H100, docs/perf.md);
-  /// the generators call it once a block has issued its last loads.
+  /// the generators call it near a block's end, and only where a linear
+  /// follows (KernelContext::releasesDependents).
   void releaseDependents(ImplicitLocOpBuilder &b) const override {
     if (target().hasDependentLaunch())
       NVVM::GriddepcontrolOp::create(
