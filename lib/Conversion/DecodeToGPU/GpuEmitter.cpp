@@ -2,6 +2,8 @@
 
 #include "GpuEmitter.h"
 
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+
 #include <algorithm>
 #include <numeric>
 
@@ -16,6 +18,13 @@ Value GpuEmitter::threadId() {
 Value GpuEmitter::blockId(mlir::gpu::Dimension dimension) {
   return mlir::gpu::BlockIdOp::create(builder(), dimension);
 }
+Value GpuEmitter::addressBase(Value value) {
+  ImplicitLocOpBuilder &b = builder();
+  Value wide = arith::IndexCastOp::create(b, b.getI64Type(), value);
+  Value leaf = LLVM::FreezeOp::create(b, wide);
+  return arith::IndexCastOp::create(b, b.getIndexType(), leaf);
+}
+
 Value GpuEmitter::laneId() {
   Value thread = threadId();
   return arith::RemUIOp::create(builder(), thread, index(subgroupSize()));

@@ -64,6 +64,12 @@ public:
                    mlir::ValueRange indices);
   /// Element `i` of a vector.
   mlir::Value extract(mlir::Value vector, int64_t i);
+  /// `value` (index) as a leaf of the optimiser's address arithmetic: sums
+  /// of it and constants keep their constants, which fold into the
+  /// addressing of the loads and copies that use them, instead of being
+  /// regrouped with other loop-invariant terms (one register and one add
+  /// each).
+  mlir::Value addressBase(mlir::Value value);
   /// The 1-D vectors `parts` (one element type) concatenated in order.
   mlir::Value concatVectors(llvm::ArrayRef<mlir::Value> parts);
   /// A lane's k slots of MMA `s` of a run of `layout.kPerLane`-element

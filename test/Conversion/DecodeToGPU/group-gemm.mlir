@@ -21,8 +21,10 @@
 // SM90A: %[[ALIGN:.*]] = arith.constant 1024 : i64
 // SM90A: arith.remui %{{.*}}, %[[ALIGN]] : i64
 // A chunk's place: row * 128 + (chunk ^ (row % 8)) * 16 bytes (wgmma's
-// 128-byte swizzle), in elements.
-// SM90A: arith.minui %{{.*}}, %c511{{.*}} : index
+// 128-byte swizzle), in elements. N = 512 is a whole number of 128-row
+// blocks: the weight's rows are not clamped to N - 1, and all real.
+// SM90A-NOT: arith.minui %{{.*}}, %c511{{.*}} : index
+// SM90A: arith.constant true
 // SM90A: %[[PHASE:.*]] = arith.remui %[[ROW:.*]], %c8{{.*}} : index
 // SM90A-NEXT: %[[SWIZZLED:.*]] = arith.xori %{{.*}}, %[[PHASE]] : index
 // SM90A-NEXT: %c16{{.*}} = arith.constant 16 : index
@@ -190,8 +192,27 @@
 // DEEP-NEXT: nvvm.wgmma.wait.group.sync.aligned 1
 // DEEP: scf.for
 // DEEP: nvvm.cp.async.wait.group 6
+// A thread's copies of a region (here the weight's 64 rows: 4 of 16 rows
+// each) lie a constant apart in the stage: one base a tile, kept whole
+// (llvm.freeze) so that the constants fold into the copies' addressing.
+// DEEP: %[[STAGE:.*]] = llvm.freeze %{{.*}} : i64
+// DEEP-NEXT: %[[AT:.*]] = arith.index_cast %[[STAGE]] : i64 to index
+// DEEP: nvgpu.device_async_copy %{{.*}}, %{{.*}}[%[[AT]]]
+// DEEP: %[[NEXT:.*]] = arith.addi %[[AT]], %c1024{{.*}} : index
+// DEEP: nvgpu.device_async_copy %{{.*}}, %{{.*}}[%[[NEXT]]]
 // DEEP: nvvm.wgmma.commit.group.sync.aligned
 // DEEP-NEXT: nvvm.wgmma.wait.group.sync.aligned 1
+
+// Split in K with 8 stages or more (kSplitOverlapStages), a tile's MMAs
+// run on into the next iteration too.
+// RUN: sed 's/groups = 2, row_tiles = 1, batch = 32, stages = 3/groups = 1, row_tiles = 1, batch = 32, stages = 8, split_k = 2/' %t.group.mlir \
+// RUN:   | fdc-opt --decode-assign-weight-layout --convert-decode-to-gpu=target=sm_90a | FileCheck %s --check-prefix=SPLITDEEP
+// SPLITDEEP: gpu.func @{{linear_[0-9]+}}({{[^)]*}}) kernel attributes {known_block_size = array<i32: 128, 1, 1>, nvvm.cluster_dim = array<i32: 1, 1, 2>}
+// SPLITDEEP: scf.for
+// SPLITDEEP: nvvm.wgmma.commit.group.sync.aligned
+// SPLITDEEP-NEXT: nvvm.wgmma.wait.group.sync.aligned 1
+// SPLITDEEP: nvvm.wgmma.wait.group.sync.aligned 0
+// SPLITDEEP: nvvm.cluster.arrive {aligned}
 
 // Dependent launch (sm_90a): the model's weight is read before the kernel
 // waits for the one before it: the weight part of the first tiles copied

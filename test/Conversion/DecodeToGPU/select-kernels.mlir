@@ -25,21 +25,35 @@
 // SPLIT: decode.linear {{.*}}{decode.kernel = #decode.dispatch<max_batch = [1, 8, 16], kernels = [#decode.kernel<"gemv", {{.*}}>, #decode.kernel<"flat_gemm", {{.*}}>, #decode.kernel<"flat_gemm", {{.*}}>, #decode.kernel<"tiled_gemm", {batch_tiles = 4 : i64, k_tile = 64 : i64, row_tiles = 4 : i64, split_k = 4 : i64, stages = 4 : i64, warps_m = 2 : i64, warps_n = 2 : i64}>]>} : tensor<?x4096xbf16>, tensor<4096x4096xbf16>
 
 // sm_90a adds the group GEMM (wgmma). N = 4096 leaves units idle with
-// 64-row tiles but fills half of them: from 2 rows one tile per block, K
-// whole, the deepest pipeline that fits (16 stages of 16- and 32-column
-// batch tiles, 14 of 64), the narrowest batch tile whose blocks fit one wave
-// (16 columns to 32 rows, 32 to 64, 64 above). The 128-row head
-// splits K 16 ways (132 / 2, at most 16), 4 k tiles a split and so 5 stages;
-// its K >= 2N, but its 2 x 64 tiles and k tiles do not exceed the 132
-// units, so up to 16 rows the flat GEMM stays; its two row tiles leave
-// the units idle, so from M = 1 (not GEMV).
+// 64-row tiles but fills half of them: up to 16 rows, M = 1 too, one tile
+// per block with K split 2 ways (132 / 64), 16 stages of 16 batch columns;
+// to 64 rows K whole, the deepest pipeline that fits (16 stages), the
+// narrowest batch tile whose blocks fit one wave (16 columns to 32 rows, 32
+// to 64). Above 64 rows that tile would be 64 of 128 columns: the whole
+// batch is one tile of 128 and K is split 2 ways, 9 stages of 24 KiB. The
+// 128-row head splits K 16 ways (132 / 2, at most 16), 4 k tiles a split
+// and so 5 stages; its K >= 2N, but its 2 x 64 tiles and k tiles do not
+// exceed the 132 units, so up to 16 rows the flat GEMM stays; its two row
+// tiles leave the units idle, so from M = 1 (not GEMV).
 // RUN: fdc-opt %S/Inputs/linear-4096x4096-bf16.mlir --decode-select-kernels=target=sm_90a | FileCheck %s --check-prefix=GROUP
-// GROUP: decode.linear {{.*}}{decode.kernel = #decode.dispatch<max_batch = [1, 32, 64], kernels = [#decode.kernel<"gemv", {{.*}}>, #decode.kernel<"group_gemm", {batch = 16 : i64, groups = 1 : i64, row_tiles = 1 : i64, split_k = 1 : i64, stages = 16 : i64}>, #decode.kernel<"group_gemm", {batch = 32 : i64, groups = 1 : i64, row_tiles = 1 : i64, split_k = 1 : i64, stages = 16 : i64}>, #decode.kernel<"group_gemm", {batch = 64 : i64, groups = 1 : i64, row_tiles = 1 : i64, split_k = 1 : i64, stages = 14 : i64}>]>} : tensor<?x4096xbf16>, tensor<4096x4096xbf16>
+// GROUP: decode.linear {{.*}}{decode.kernel = #decode.dispatch<max_batch = [16, 32, 64], kernels = [#decode.kernel<"group_gemm", {batch = 16 : i64, groups = 1 : i64, row_tiles = 1 : i64, split_k = 2 : i64, stages = 16 : i64}>, #decode.kernel<"group_gemm", {batch = 16 : i64, groups = 1 : i64, row_tiles = 1 : i64, split_k = 1 : i64, stages = 16 : i64}>, #decode.kernel<"group_gemm", {batch = 32 : i64, groups = 1 : i64, row_tiles = 1 : i64, split_k = 1 : i64, stages = 16 : i64}>, #decode.kernel<"group_gemm", {batch = 128 : i64, groups = 1 : i64, row_tiles = 1 : i64, split_k = 2 : i64, stages = 9 : i64}>]>} : tensor<?x4096xbf16>, tensor<4096x4096xbf16>
 // GROUP: decode.linear {{.*}}{decode.kernel = #decode.dispatch<max_batch = [8, 16, 32, 64], kernels = [#decode.kernel<"flat_gemm", {batch_tiles = 1 : i64, k_unroll = 8 : i64, row_tiles = 1 : i64, subgroups = 32 : i64}>, #decode.kernel<"flat_gemm", {{.*}}>, #decode.kernel<"group_gemm", {batch = 32 : i64, groups = 1 : i64, row_tiles = 1 : i64, split_k = 16 : i64, stages = 5 : i64}>, {{.*}}]>} : tensor<?x4096xbf16>, tensor<128x4096xbf16>
-// Where N / 64 tiles fill the units (N = 12288 on the H100): two row tiles
-// per block, K whole, from 33 rows; the small tiled GEMM from 9 rows.
+// With a residual added, GEMV keeps M = 1 (split-K's sums add it in
+// their cluster); the rest as above.
+// RUN: sed 's/%y = decode.linear %x, %w : tensor<?x4096xbf16>, tensor<4096x4096xbf16> -> tensor<?x4096xbf16>/%y = decode.linear %x, %w residual %x : tensor<?x4096xbf16>, tensor<4096x4096xbf16>, tensor<?x4096xbf16> -> tensor<?x4096xbf16>/' %S/Inputs/linear-4096x4096-bf16.mlir \
+// RUN:   | fdc-opt --decode-select-kernels=target=sm_90a | FileCheck %s --check-prefix=RESIDUAL
+// RESIDUAL: decode.linear {{.*}} residual {{.*}}{decode.kernel = #decode.dispatch<max_batch = [1, 16, 32, 64], kernels = [#decode.kernel<"gemv", {{.*}}>, #decode.kernel<"group_gemm", {batch = 16 : i64, groups = 1 : i64, row_tiles = 1 : i64, split_k = 2 : i64, stages = 16 : i64}>,
+
+// Where N / 64 tiles fill the units (N = 12288 on the H100): from 2 rows
+// two row tiles per block, K whole, 6 stages, batch tiles of at least 32
+// columns; GEMV keeps M = 1.
 // RUN: fdc-opt %S/Inputs/linear-12288x4096-bf16.mlir --decode-select-kernels=target=sm_90a | FileCheck %s --check-prefix=WIDE
-// WIDE: decode.linear {{.*}}{decode.kernel = #decode.dispatch<max_batch = [1, 8, 32, 64], kernels = [#decode.kernel<"gemv", {{.*}}>, #decode.kernel<"flat_gemm", {{.*}}>, #decode.kernel<"tiled_gemm", {batch_tiles = 2 : i64, k_tile = 128 : i64, row_tiles = 1 : i64, split_k = 1 : i64, stages = 3 : i64, warps_m = 2 : i64, warps_n = 2 : i64}>, #decode.kernel<"group_gemm", {batch = 64 : i64, groups = 1 : i64, row_tiles = 2 : i64, split_k = 1 : i64, stages = 6 : i64}>, #decode.kernel<"group_gemm", {batch = 128 : i64, groups = 1 : i64, row_tiles = 2 : i64, split_k = 1 : i64, stages = 6 : i64}>]>} : tensor<?x4096xbf16>, tensor<12288x4096xbf16>
+// WIDE: decode.linear {{.*}}{decode.kernel = #decode.dispatch<max_batch = [1, 32, 64], kernels = [#decode.kernel<"gemv", {{.*}}>, #decode.kernel<"group_gemm", {batch = 32 : i64, groups = 1 : i64, row_tiles = 2 : i64, split_k = 1 : i64, stages = 6 : i64}>, #decode.kernel<"group_gemm", {batch = 64 : i64, groups = 1 : i64, row_tiles = 2 : i64, split_k = 1 : i64, stages = 6 : i64}>, #decode.kernel<"group_gemm", {batch = 128 : i64, groups = 1 : i64, row_tiles = 2 : i64, split_k = 1 : i64, stages = 6 : i64}>]>} : tensor<?x4096xbf16>, tensor<12288x4096xbf16>
+// SiLU-gate-up whose halves' tiles fill the units ([2 x 12288, 4096]): one
+// row tile a half, batch tiles of 32 columns from M = 1 (no GEMV).
+// RUN: sed -e 's/tensor<12288x4096xbf16>/tensor<24576x4096xbf16>/g' -e 's/%y = decode.linear %x, %w :/%y = decode.linear %x, %w {activation = #decode<activation silu_gate_up>} :/' %S/Inputs/linear-12288x4096-bf16.mlir \
+// RUN:   | fdc-opt --decode-select-kernels=target=sm_90a | FileCheck %s --check-prefix=GATEUP
+// GATEUP: decode.linear {{.*}}{activation = #decode<activation silu_gate_up>, decode.kernel = #decode.dispatch<max_batch = [32, 64], kernels = [#decode.kernel<"group_gemm", {batch = 32 : i64, groups = 1 : i64, row_tiles = 1 : i64, split_k = 1 : i64, stages = 6 : i64}>, #decode.kernel<"group_gemm", {batch = 64 : i64, groups = 1 : i64, row_tiles = 1 : i64, split_k = 1 : i64, stages = 6 : i64}>, #decode.kernel<"group_gemm", {batch = 128 : i64, groups = 1 : i64, row_tiles = 1 : i64, split_k = 1 : i64, stages = 6 : i64}>]>}
 
 // f32 weights have no MMA: one GEMV for every batch size; an f32 cache
 // neither: the per-query-head attention.

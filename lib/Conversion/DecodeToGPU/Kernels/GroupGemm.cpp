@@ -76,6 +76,13 @@ constexpr int64_t kEarlyWeightBytes = 32 * 1024;
 /// batch tiles share a weight tile, they lost (H100, o [4096, 4096] at M =
 /// 128, two batch tiles of 64: 16.8 against 16.2 us).
 constexpr int64_t kWideBatchTile = 64;
+/// The stages from which a split of K keeps a tile's MMAs in flight while
+/// it copies (see accumulate()): with 9 or more the overlap gained, with 6
+/// it lost (H100, o [4096, 4096] M = 128, batch 128, split 2: 15.7 against
+/// 16.6 us with 9 stages; M = 64, batch 64: 15.2 against 14.4 with 6, 14.0
+/// against 14.3 with 14; ffn2 [4096, 11008] M = 16, batch 16, 16 stages:
+/// 32.4 against 33.2).
+constexpr int64_t kSplitOverlapStages = 8;
 /// The registers a thread holds besides its accumulators (addresses, loop
 /// state, copy plan): ptxas fits 5 groups at 64 accumulators and 3 at 128 in
 /// the H100's 64 Ki registers per block, not 6 and 4.
@@ -153,8 +160,11 @@ struct StageCopy {
   Value memref;
   /// The source row (clamped in bounds) and whether it is a real row.
   Value sourceRow, inBounds;
-  /// The element offset of the chunk in a stage, and its k in a tile.
+  /// The element offset of the chunk in a stage: `destination` (a value
+  /// that copies share) + `destinationOffset` (a constant), and its k in a
+  /// tile.
   Value destination, k;
+  int64_t destinationOffset = 0;
   /// Null, or whether this thread has the copy (a partial last round).
   Value active;
   /// A copy of the weight (else of the batch).
@@ -228,7 +238,8 @@ private:
     Value shortBy = arith::SubIOp::create(b, alignment, misaligned);
     Value pad64 = arith::RemUIOp::create(b, shortBy, alignment);
     stagesAddress = arith::AddIOp::create(b, base, pad64);
-    padBytes = arith::IndexCastOp::create(b, b.getIndexType(), pad64);
+    Value padBytes = arith::IndexCastOp::create(b, b.getIndexType(), pad64);
+    padElements = arith::DivUIOp::create(b, padBytes, e.index(g.elementBytes));
   }
 
   /// The block's run of K's tiles: all of them, or its split's.
@@ -246,6 +257,17 @@ private:
                   llvm::function_ref<std::pair<Value, Value>(Value)> source) {
     int64_t chunksPerRow = g.rowBytes / target.vectorBytes();
     int64_t chunks = rows * chunksPerRow;
+    // A round of g.threads chunks spans whole rows; where it also spans
+    // whole periods of the layout (tileAlignment bytes), a thread's chunks
+    // of every full round lie a constant apart in the stage, so they share
+    // the first one's offset.
+    int64_t roundRows = g.threads / chunksPerRow;
+    bool periodic = g.threads % chunksPerRow == 0 &&
+                    (roundRows * g.rowBytes) % layout.tileAlignment == 0;
+    // The region's first full round: its copy (an index in `copies`) and
+    // its first chunk.
+    std::optional<size_t> firstFull;
+    int64_t firstStart = 0;
     for (int64_t start = 0; start < chunks; start += g.threads) {
       Value chunk = arith::AddIOp::create(b, thread, e.index(start));
       StageCopy copy;
@@ -260,12 +282,25 @@ private:
       auto [sourceRow, inBounds] = source(regionRow);
       copy.sourceRow = sourceRow;
       copy.inBounds = inBounds;
+      if (periodic && !copy.active && firstFull) {
+        const StageCopy &base = copies[*firstFull];
+        copy.destination = base.destination;
+        copy.k = base.k;
+        copy.destinationOffset =
+            (start - firstStart) / chunksPerRow * g.rowBytes / g.elementBytes;
+        copies.push_back(copy);
+        continue;
+      }
       Value row = arith::AddIOp::create(b, regionRow, e.index(first));
       Value offset = target.getGroupMmaChunkOffset(b, layout, row, column);
       copy.destination =
           arith::DivUIOp::create(b, offset, e.index(g.elementBytes));
       copy.k = arith::MulIOp::create(
           b, column, e.index(target.vectorBytes() / g.elementBytes));
+      if (!copy.active && !firstFull) {
+        firstFull = copies.size();
+        firstStart = start;
+      }
       copies.push_back(copy);
     }
   }
@@ -276,9 +311,15 @@ private:
       Value half = arith::DivUIOp::create(b, row, e.index(g.blockRows));
       Value inHalf = arith::RemUIOp::create(b, row, e.index(g.blockRows));
       Value global = arith::AddIOp::create(b, rowBase, inHalf);
+      Value halfBase = arith::MulIOp::create(b, half, e.index(problem.n));
+      // Where the blocks tile N exactly, every row is real.
+      if (problem.n % g.blockRows == 0) {
+        Value source = arith::AddIOp::create(b, global, halfBase);
+        Value real = arith::ConstantIntOp::create(b, 1, 1);
+        return std::make_pair(source, real);
+      }
       Value inBounds = e.cmpi(CmpIPredicate::ult, global, e.index(problem.n));
       Value clamped = arith::MinUIOp::create(b, global, e.index(problem.n - 1));
-      Value halfBase = arith::MulIOp::create(b, half, e.index(problem.n));
       Value source = arith::AddIOp::create(b, clamped, halfBase);
       return std::make_pair(source, inBounds);
     });
@@ -299,10 +340,12 @@ private:
                 StageCopies which = StageCopies::All) {
     Value global = arith::AddIOp::create(b, firstTile, tile);
     Value tileK = arith::MulIOp::create(b, global, e.index(g.kTile));
-    Value stageOffset = arith::MulIOp::create(b, buffer, e.index(g.stageBytes));
-    Value stageStart = arith::AddIOp::create(b, padBytes, stageOffset);
-    Value base = arith::DivUIOp::create(b, stageStart, e.index(g.elementBytes));
+    Value stageOffset = arith::MulIOp::create(
+        b, buffer, e.index(g.stageBytes / g.elementBytes));
+    Value base = arith::AddIOp::create(b, padElements, stageOffset);
     bool kTail = problem.k % g.kTile != 0;
+    // The stage offsets copies share, each added to `base` once.
+    llvm::SmallDenseMap<Value, Value> threadBases;
     for (const StageCopy &copy : copies) {
       if ((which == StageCopies::Weight && !copy.ofWeight) ||
           (which == StageCopies::Batch && copy.ofWeight))
@@ -315,7 +358,14 @@ private:
           k = e.select(inK, k, e.index(0));
           valid = arith::AndIOp::create(b, valid, inK);
         }
-        Value destination = arith::AddIOp::create(b, base, copy.destination);
+        Value &threadBase = threadBases[copy.destination];
+        if (!threadBase)
+          threadBase =
+              e.addressBase(arith::AddIOp::create(b, base, copy.destination));
+        Value destination = threadBase;
+        if (copy.destinationOffset != 0)
+          destination = arith::AddIOp::create(b, threadBase,
+                                              e.index(copy.destinationOffset));
         target.copyToShared(b, shared, ValueRange{destination}, copy.memref,
                             ValueRange{copy.sourceRow, k}, valid);
       };
@@ -386,16 +436,16 @@ private:
     return result;
   }
 
-  /// The pipeline over K's tiles. Without split-K and with three stages or
-  /// more, a tile's MMAs run on while the next iteration waits for its
-  /// copies and starts more (the MMA unit and the copies overlap), so a
-  /// buffer is free only two iterations after its tile: stages - 2 tiles
-  /// are copied ahead. Otherwise each iteration waits for its MMAs and
-  /// stages - 1 tiles are copied ahead: a split's few tiles need the
-  /// deeper prefetch more than the overlap (H100, bf16, 6 stages: qkv
-  /// [12288, 4096] M = 64 / 128 37.8 / 40.5 us with the overlap against
-  /// 39.5 / 43.9 without; o [4096, 4096], split 2, 14.7 / 15.7 against
-  /// 14.3 / 15.4).
+  /// The pipeline over K's tiles. With three stages or more
+  /// (kSplitOverlapStages with split-K), a tile's MMAs run on while the next
+  /// iteration waits for its copies and starts more (the MMA unit and the
+  /// copies overlap), so a buffer is free only two iterations after its
+  /// tile: stages - 2 tiles are copied ahead. Otherwise each iteration waits
+  /// for its MMAs and stages - 1 tiles are copied ahead: a split's few tiles
+  /// need the deeper prefetch more than the overlap where the pipeline is
+  /// short (H100, bf16, 6 stages: qkv [12288, 4096] M = 64 / 128 37.8 / 40.5
+  /// us with the overlap against 39.5 / 43.9 without; o [4096, 4096], split
+  /// 2, 14.7 / 15.7 against 14.3 / 15.4).
   ///
   /// Where the weight is the model's, the weight part of the first
   /// earlyTiles() tiles is copied before the kernel waits for the one before
@@ -407,7 +457,8 @@ private:
   /// the next kernel launch once it has issued its last copies. Both only
   /// whereEarly().
   SmallVector<Value> accumulate() {
-    int64_t inFlight = config.stages >= 3 && config.splitK == 1 ? 1 : 0;
+    int64_t overlapStages = config.splitK == 1 ? 3 : kSplitOverlapStages;
+    int64_t inFlight = config.stages >= overlapStages ? 1 : 0;
     int64_t ahead = config.stages - 1 - inFlight;
     int64_t tiles = GroupGemmGeometry::getTiles(g.kTile, problem.k);
     int64_t perSplit =
@@ -560,8 +611,8 @@ private:
   /// tile (grid x is 1); else null.
   Value oneBatchTile;
   /// The shared byte address of stage 0 (i64) and its element offset in
-  /// the allocation (padBytes / element bytes).
-  Value stagesAddress, padBytes;
+  /// the allocation.
+  Value stagesAddress, padElements;
   /// The block's split of K (null without split-K), its first k tile and
   /// its number of k tiles.
   Value split, firstTile, tileCount;

@@ -44,27 +44,41 @@ int64_t fdc::gpu::getFlatGemmUnroll(decode::LinearOp op,
 namespace {
 /// On a target with a group MMA (#decode.group_mma, sm_90a's wgmma), group
 /// GEMMs take the batches where they measured fastest (H100 fdc tune
-/// sweeps of the benchmark shapes, 2026-11-25 and 2026-11-27), in place of
-/// the entries of `entries` for those batches: batch tiles of 2n, 4n, 8n
-/// and 16n columns (16, 32, 64, 128 on NVIDIA).
-///   - Where N / m row tiles leave units idle (N = 4096 on the H100) but
-///     fill at least a quarter of them, and the rows are not long (below):
-///     one row tile per block, K whole, the deepest pipeline shared memory
-///     holds (up to kMaxGroupGemmStages), from 2 rows, with the narrowest
-///     batch tile whose blocks fit one wave. A block with 15 tiles of K in
-///     flight streams its rows without help, where 6 stages needed K split
-///     two ways and the sums added after (o [4096, 4096] at M = 8 / 32 /
-///     64 / 128: 13.0 / 13.2 / 13.4 / 16.3 us against 13.4 (flat GEMM) /
-///     14.6 / 15.4 / 17.0).
+/// sweeps of the benchmark shapes, 2026-11-25, 2026-11-27 and 2026-11-28),
+/// in place of the entries of `entries` for those batches: batch tiles of
+/// 2n, 4n, 8n and 16n columns (16, 32, 64, 128 on NVIDIA).
+///   - Where N / m row tiles leave units idle but fill at least a quarter of
+///     them (N = 4096 on the H100), up to 2n rows: one row tile per block,
+///     K split to fill the units (about units / tiles ways), the deepest
+///     pipeline (kMaxGroupGemmStages), a batch tile of 2n (2026-11-28, M =
+///     1 / 16: o [4096, 4096] 12.6 / 12.9 us against 12.8 for GEMV / 13.5
+///     with K whole; ffn2 [4096, 11008] 31.6 / 32.2 against 32.9 / 35.2).
+///     GEMV keeps M = 1 where a residual is added (the 7B-wide step at B =
+///     1: 443.7 against 438.8 us; its o_proj 12.78 us for GEMV against 13.04).
+///   - Above 2n rows where the rows are not long (below): one row tile per
+///     block, K whole, the deepest pipeline shared memory holds, with the
+///     narrowest batch tile whose blocks fit one wave. A block with 15 tiles
+///     of K in flight streams its rows without help, where 6 stages needed
+///     K split two ways and the sums added after (o at M = 32 / 64 / 128:
+///     13.2 / 13.4 / 16.3 us against 14.6 / 15.4 / 17.0). Where that tile
+///     would be 8n columns or more but not the whole batch, the whole
+///     batch is one tile and K is split as above: blocks of several batch
+///     tiles read each weight tile again (o at M = 128: 15.6 us with batch
+///     128 and split 2, 16.1 with two batch tiles of 64).
 ///   - Where they leave units idle otherwise: one row tile per block, K
-///     split to fill the units (about units / tiles ways), the deepest
-///     pipeline, from 2n + 1 rows; and from 2 rows where K is at least
-///     twice N and its tiles and k tiles together exceed the units, long
-///     rows that the flat GEMM streams with too few blocks (ffn2 [4096,
-///     11008] at M = 2 / 8 / 32, split 2: 32.8 / 33.3 / 34.1 us at 16
+///     split as above, the deepest pipeline, from 2n + 1 rows; and from 2
+///     rows where K is at least twice N and its tiles and k tiles together
+///     exceed the units, long rows that the flat GEMM streams with too few
+///     blocks (ffn2 at M = 2 / 8 / 32, split 2: 32.8 / 33.3 / 34.1 us at 16
 ///     stages against 33.5 / 33.8 / 34.5 at 6).
-///   - Elsewhere two row tiles per block, K whole, up to 6 stages, from 4n
-///     + 1 rows (below, the tiled GEMM stays: 1-2 % faster at M = 32).
+///   - Elsewhere, from 2 rows, two row tiles of weight per block (one per
+///     half for SiLU-gate-up: gate and up), K whole, up to 6 stages, a
+///     batch tile of at least 4n (2026-11-28, M = 2 / 16: ffn1 [11008,
+///     4096] 31.8 / 32.4 us against 32.3 / 33.0 for the flat and tiled
+///     GEMMs; gate_up [28672, 4096] 78.7 / 79.8 against 80.2 / 81.7; the
+///     7B-wide SiLU-gate-up [2 x 14336, 4096] 80.5 / 81.4 against 85.8 /
+///     86.8 with two row tiles a half); GEMV keeps M = 1 but for
+///     SiLU-gate-up (80.3 against 82.9 us).
 void useGroupGemm(decode::LinearOp op, const GpuPrimitives &target,
                   SmallVectorImpl<std::pair<int64_t, Attribute>> &entries) {
   Type element = op.getInput().getType().getElementType();
@@ -78,15 +92,18 @@ void useGroupGemm(decode::LinearOp op, const GpuPrimitives &target,
   int64_t step = group->shape.getNStep();
   int64_t features = op.getResult().getType().getDimSize(1);
   int64_t reduction = op.getInput().getType().getDimSize(1);
+  int64_t halves =
+      op.getActivation() == decode::Activation::silu_gate_up ? 2 : 1;
   int64_t tiles = llvm::divideCeil(features, group->m());
   int64_t kTiles = llvm::divideCeil(
       reduction * element.getIntOrFloatBitWidth() / 8, group->rowBytes());
   bool idle = tiles < target.units();
   // Long rows with enough k tiles to spread over the units.
   bool longRows = reduction >= 2 * features && tiles * kTiles >= target.units();
-  // Short rows whose row tiles, one block each, fill a quarter of the
-  // units or more.
-  bool deepWhole = idle && !longRows && 4 * tiles >= target.units();
+  // Idle units, but a quarter of them or more filled by the row tiles; and
+  // of those, the short rows.
+  bool quarter = idle && 4 * tiles >= target.units();
+  bool deepWhole = quarter && !longRows;
   int64_t splitK =
       std::clamp<int64_t>((target.units() + tiles / 2) / tiles, 1, 16);
   // Fewer row tiles where the accumulators do not fit (SiLU-gate-up holds
@@ -100,23 +117,32 @@ void useGroupGemm(decode::LinearOp op, const GpuPrimitives &target,
           return *kernel;
     return {};
   };
-  // The batch bounds of entries [1..]: n, 2n, then the two tiled ones
+  // The batch bounds of entries: 1, n, 2n, then the two tiled ones
   // (smallBatch, 2 * smallBatch), then the last.
-  for (auto &[bound, kernel] : llvm::drop_begin(entries)) {
+  for (auto &[bound, kernel] : entries) {
     int64_t rows = bound == 0 ? 16 * step : std::max(bound, 2 * step);
     int64_t batch = std::min<int64_t>(llvm::PowerOf2Ceil(rows), 16 * step);
     Attribute chosen;
-    if (deepWhole) {
+    if (bound == 1) {
+      if (quarter && !op.getResidual())
+        chosen = groupGemm(batch, 1, splitK, kMaxGroupGemmStages);
+      else if (!idle && halves == 2)
+        chosen = groupGemm(4 * step, 1, 1, /*maxStages=*/6);
+    } else if (deepWhole && rows > 2 * step) {
       // The narrowest batch tile whose blocks fit one wave.
       int64_t narrow = 2 * step;
       while (narrow < batch &&
              tiles * llvm::divideCeil(rows, narrow) > target.units())
         narrow *= 2;
-      chosen = groupGemm(narrow, 1, 1, kMaxGroupGemmStages);
-    } else if (idle && (rows > 2 * step || longRows)) {
+      if (narrow >= 8 * step && narrow < batch)
+        chosen = groupGemm(batch, 1, splitK, kMaxGroupGemmStages);
+      else
+        chosen = groupGemm(narrow, 1, 1, kMaxGroupGemmStages);
+    } else if (idle && (rows > 2 * step || longRows || deepWhole)) {
       chosen = groupGemm(batch, 1, splitK, kMaxGroupGemmStages);
-    } else if (!idle && rows > 4 * step) {
-      chosen = groupGemm(batch, 2, 1, /*maxStages=*/6);
+    } else if (!idle) {
+      chosen = groupGemm(std::max(batch, 4 * step), 2 / halves, 1,
+                         /*maxStages=*/6);
     }
     if (chosen)
       kernel = chosen;

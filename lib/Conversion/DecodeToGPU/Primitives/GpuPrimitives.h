@@ -74,6 +74,9 @@ struct AccumulatorOperandMap {
 /// reads from shared memory. A tile's row holds rowBytes() of K in 16-byte
 /// chunks placed by getGroupMmaChunkOffset; a tile starts at a multiple of
 /// `tileAlignment` bytes, and its rows follow each other every rowBytes().
+/// The placement repeats every `tileAlignment` bytes: chunk c of row r +
+/// tileAlignment / rowBytes() lies tileAlignment bytes after chunk c of row
+/// r.
 struct GroupMmaLayout {
   decode::GroupMmaShapeAttr shape;
   int64_t n;
