@@ -18,13 +18,6 @@ Value GpuEmitter::threadId() {
 Value GpuEmitter::blockId(mlir::gpu::Dimension dimension) {
   return mlir::gpu::BlockIdOp::create(builder(), dimension);
 }
-Value GpuEmitter::addressBase(Value value) {
-  ImplicitLocOpBuilder &b = builder();
-  Value wide = arith::IndexCastOp::create(b, b.getI64Type(), value);
-  Value leaf = LLVM::FreezeOp::create(b, wide);
-  return arith::IndexCastOp::create(b, b.getIndexType(), leaf);
-}
-
 Value GpuEmitter::laneId() {
   Value thread = threadId();
   return arith::RemUIOp::create(builder(), thread, index(subgroupSize()));
@@ -114,6 +107,13 @@ void GpuEmitter::storeVector(ArrayRef<Value> values, Value memref,
 
 Value GpuEmitter::extract(Value vector, int64_t i) {
   return vector::ExtractOp::create(builder(), vector, ArrayRef<int64_t>{i});
+}
+
+Value GpuEmitter::addressBase(Value value) {
+  ImplicitLocOpBuilder &b = builder();
+  Value wide = arith::IndexCastOp::create(b, b.getI64Type(), value);
+  Value leaf = LLVM::FreezeOp::create(b, wide);
+  return arith::IndexCastOp::create(b, b.getIndexType(), leaf);
 }
 
 Value GpuEmitter::concatVectors(ArrayRef<Value> parts) {

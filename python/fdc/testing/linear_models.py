@@ -180,8 +180,8 @@ VARIANTS += [
     LinearVariant("linear-longk-bias-bf16-sm90a", "bf16", 520, 1048, "bias",
                   arch="sm_90a"),
     # Row tiles that fill a quarter of the units or more but not all (33 of
-    # 132 on the H100): group GEMMs with K whole in the deepest pipeline
-    # from 2 rows.
+    # 132 on the H100): group GEMMs in the deepest pipeline, K split 4 ways
+    # up to 16 rows (M = 1 too), K whole from 17.
     LinearVariant("linear-deep-bias-bf16-sm90a", "bf16", 2100, 1048, "bias",
                   arch="sm_90a"),
 ]

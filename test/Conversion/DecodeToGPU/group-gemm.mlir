@@ -5,7 +5,8 @@
 // waits for its copies, fences them for the MMA unit (fence.proxy.async)
 // and synchronises; the MMAs of a stage are one batch (fence, k steps of
 // wgmma.mma_async on the carried accumulators, commit). With three stages
-// or more a stage's batch runs on into the next iteration (wait 1), so
+// or more (kSplitOverlapStages with split-K) a stage's batch runs on into
+// the next iteration (wait 1), so
 // stages - 2 tiles are copied ahead; the first tile is outside the loop,
 // its first k step (scale-d 0) starting the sums, so that no other
 // instruction defines the accumulators (ptxas would serialise the MMAs).
@@ -23,8 +24,9 @@
 // A chunk's place: row * 128 + (chunk ^ (row % 8)) * 16 bytes (wgmma's
 // 128-byte swizzle), in elements. N = 512 is a whole number of 128-row
 // blocks: the weight's rows are not clamped to N - 1, and all real.
-// SM90A-NOT: arith.minui %{{.*}}, %c511{{.*}} : index
 // SM90A: arith.constant true
+// SM90A-NOT: arith.minui %{{.*}}, %c511{{.*}} : index
+// SM90A: arith.muli %{{.*}}, %c512{{.*}} : index
 // SM90A: %[[PHASE:.*]] = arith.remui %[[ROW:.*]], %c8{{.*}} : index
 // SM90A-NEXT: %[[SWIZZLED:.*]] = arith.xori %{{.*}}, %[[PHASE]] : index
 // SM90A-NEXT: %c16{{.*}} = arith.constant 16 : index
@@ -101,8 +103,9 @@
 // linear_epilogue.
 // RUN: sed 's/batch = 32, stages = 3/batch = 32, stages = 3, split_k = 2/' %t.group.mlir \
 // RUN:   | fdc-opt --decode-assign-weight-layout --convert-decode-to-gpu=target=sm_90a | FileCheck %s --check-prefix=SPLIT
-// A split's few k tiles keep the deeper prefetch: two tiles copied ahead
-// (stages - 1), each batch of wgmmas waited for.
+// A split's few k tiles keep the deeper prefetch where the pipeline is
+// short (fewer than kSplitOverlapStages): two tiles copied ahead (stages -
+// 1), each batch of wgmmas waited for.
 // SPLIT: gpu.func @[[K:linear_[0-9]+]]({{[^)]*}}) kernel attributes {known_block_size = array<i32: 256, 1, 1>, nvvm.cluster_dim = array<i32: 1, 1, 2>}
 // SPLIT: gpu.block_id  z
 // SPLIT: nvvm.cp.async.commit.group
@@ -204,7 +207,9 @@
 // DEEP-NEXT: nvvm.wgmma.wait.group.sync.aligned 1
 
 // Split in K with 8 stages or more (kSplitOverlapStages), a tile's MMAs
-// run on into the next iteration too.
+// run on into the next iteration too. (K = 512 gives a split 4 tiles, all
+// copied ahead: the loop's copies are not reached here; the GPU check's
+// linear-group-deep-split-gateup-f16 reuses buffers with 10 stages.)
 // RUN: sed 's/groups = 2, row_tiles = 1, batch = 32, stages = 3/groups = 1, row_tiles = 1, batch = 32, stages = 8, split_k = 2/' %t.group.mlir \
 // RUN:   | fdc-opt --decode-assign-weight-layout --convert-decode-to-gpu=target=sm_90a | FileCheck %s --check-prefix=SPLITDEEP
 // SPLITDEEP: gpu.func @{{linear_[0-9]+}}({{[^)]*}}) kernel attributes {known_block_size = array<i32: 128, 1, 1>, nvvm.cluster_dim = array<i32: 1, 1, 2>}

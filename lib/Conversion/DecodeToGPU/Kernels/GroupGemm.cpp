@@ -81,7 +81,8 @@ constexpr int64_t kWideBatchTile = 64;
 /// it lost (H100, o [4096, 4096] M = 128, batch 128, split 2: 15.7 against
 /// 16.6 us with 9 stages; M = 64, batch 64: 15.2 against 14.4 with 6, 14.0
 /// against 14.3 with 14; ffn2 [4096, 11008] M = 16, batch 16, 16 stages:
-/// 32.4 against 33.2).
+/// 32.4 against 33.2). 7 and 8 stages were not measured apart; 8 leaves 6
+/// tiles copied ahead.
 constexpr int64_t kSplitOverlapStages = 8;
 /// The registers a thread holds besides its accumulators (addresses, loop
 /// state, copy plan): ptxas fits 5 groups at 64 accumulators and 3 at 128 in
@@ -158,7 +159,8 @@ getLayout(decode::LinearOp op, const GpuPrimitives &target, int64_t batch) {
 /// goes in a stage.
 struct StageCopy {
   Value memref;
-  /// The source row (clamped in bounds) and whether it is a real row.
+  /// The source row (clamped in bounds where the blocks do not tile the
+  /// rows exactly) and whether it is a real row.
   Value sourceRow, inBounds;
   /// The element offset of the chunk in a stage: `destination` (a value
   /// that copies share) + `destinationOffset` (a constant), and its k in a
@@ -307,15 +309,15 @@ private:
 
   /// Every thread's copies: the weight rows (both halves), then the batch.
   void planCopies() {
+    // Where the blocks tile N exactly, every weight row is real.
+    Value real = arith::ConstantOp::create(b, b.getBoolAttr(true));
     planRegion(weight, /*ofWeight=*/true, 0, g.weightRows, [&](Value row) {
       Value half = arith::DivUIOp::create(b, row, e.index(g.blockRows));
       Value inHalf = arith::RemUIOp::create(b, row, e.index(g.blockRows));
       Value global = arith::AddIOp::create(b, rowBase, inHalf);
       Value halfBase = arith::MulIOp::create(b, half, e.index(problem.n));
-      // Where the blocks tile N exactly, every row is real.
       if (problem.n % g.blockRows == 0) {
         Value source = arith::AddIOp::create(b, global, halfBase);
-        Value real = arith::ConstantIntOp::create(b, 1, 1);
         return std::make_pair(source, real);
       }
       Value inBounds = e.cmpi(CmpIPredicate::ult, global, e.index(problem.n));
@@ -358,10 +360,14 @@ private:
           k = e.select(inK, k, e.index(0));
           valid = arith::AndIOp::create(b, valid, inK);
         }
+        // Only full rounds share a destination (planRegion), so a base
+        // made inside a partial round's branch is never reused outside it.
         Value &threadBase = threadBases[copy.destination];
         if (!threadBase)
           threadBase =
               e.addressBase(arith::AddIOp::create(b, base, copy.destination));
+        assert((!copy.active || copy.destinationOffset == 0) &&
+               "a partial round's copy shares no base");
         Value destination = threadBase;
         if (copy.destinationOffset != 0)
           destination = arith::AddIOp::create(b, threadBase,

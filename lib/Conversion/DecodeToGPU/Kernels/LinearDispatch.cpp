@@ -53,18 +53,20 @@ namespace {
 ///     pipeline (kMaxGroupGemmStages), a batch tile of 2n (2026-11-28, M =
 ///     1 / 16: o [4096, 4096] 12.6 / 12.9 us against 12.8 for GEMV / 13.5
 ///     with K whole; ffn2 [4096, 11008] 31.6 / 32.2 against 32.9 / 35.2).
-///     GEMV keeps M = 1 where a residual is added (the 7B-wide step at B =
-///     1: 443.7 against 438.8 us; its o_proj 12.78 us for GEMV against 13.04).
+///     The M = 1 kernel (GEMV, or the flat GEMM where GEMV's blocks are too
+///     few) stays where a residual is added (the 7B-wide step at B = 1:
+///     443.7 against 438.8 us; its o_proj 12.78 us for GEMV against 13.04).
 ///   - Above 2n rows where the rows are not long (below): one row tile per
 ///     block, K whole, the deepest pipeline shared memory holds, with the
 ///     narrowest batch tile whose blocks fit one wave. A block with 15 tiles
 ///     of K in flight streams its rows without help, where 6 stages needed
 ///     K split two ways and the sums added after (o at M = 32 / 64 / 128:
 ///     13.2 / 13.4 / 16.3 us against 14.6 / 15.4 / 17.0). Where that tile
-///     would be 8n columns or more but not the whole batch, the whole
-///     batch is one tile and K is split as above: blocks of several batch
-///     tiles read each weight tile again (o at M = 128: 15.6 us with batch
-///     128 and split 2, 16.1 with two batch tiles of 64).
+///     would be 8n columns or more but not the whole batch, batch tiles of
+///     16n columns (the whole batch up to 16n rows) with K split as above:
+///     blocks of several batch tiles read each weight tile again (o at M =
+///     128: 15.6 us with batch 128 and split 2, 16.1 with two batch tiles
+///     of 64; above 128 rows not measured against the tuned split 1).
 ///   - Where they leave units idle otherwise: one row tile per block, K
 ///     split as above, the deepest pipeline, from 2n + 1 rows; and from 2
 ///     rows where K is at least twice N and its tiles and k tiles together
@@ -132,7 +134,8 @@ void useGroupGemm(decode::LinearOp op, const GpuPrimitives &target,
       // The narrowest batch tile whose blocks fit one wave.
       int64_t narrow = 2 * step;
       while (narrow < batch &&
-             tiles * llvm::divideCeil(rows, narrow) > target.units())
+             tiles * static_cast<int64_t>(llvm::divideCeil(rows, narrow)) >
+                 target.units())
         narrow *= 2;
       if (narrow >= 8 * step && narrow < batch)
         chosen = groupGemm(batch, 1, splitK, kMaxGroupGemmStages);

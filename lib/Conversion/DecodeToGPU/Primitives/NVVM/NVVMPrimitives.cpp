@@ -377,8 +377,9 @@ private:
   /// 8 rows (bits 32-45, 16-byte units) and the swizzle mode (bits 62-63,
   /// 1 = 128 bytes). A shared address is below 2^18 bytes, so the start of
   /// `tile` + `offset` is the start of `tile` + offset / 16 without a carry
-  /// out of its field: the k steps of a tile share one descriptor and add
-  /// a constant (fewer instructions in the k loop).
+  /// out of its field: the k steps of a tile add a constant to one
+  /// descriptor (the same and / shift / or of `tile` at every step, which
+  /// CSE merges), fewer instructions in the k loop.
   static Value descriptor(ImplicitLocOpBuilder &b, Value tile, int64_t offset) {
     Type i64 = b.getI64Type();
     auto constant = [&](int64_t value) {
