@@ -266,10 +266,11 @@ private:
     int64_t roundRows = g.threads / chunksPerRow;
     bool periodic = g.threads % chunksPerRow == 0 &&
                     (roundRows * g.rowBytes) % layout.tileAlignment == 0;
-    // The region's first full round: its copy (an index in `copies`) and
-    // its first chunk.
+    // The region's first round, where it is full: its copy (an index in
+    // `copies`). Only a last round is partial, so a first full round is the
+    // first round, and a later round `start` chunks on lies start /
+    // chunksPerRow rows after it.
     std::optional<size_t> firstFull;
-    int64_t firstStart = 0;
     for (int64_t start = 0; start < chunks; start += g.threads) {
       Value chunk = arith::AddIOp::create(b, thread, e.index(start));
       StageCopy copy;
@@ -289,7 +290,7 @@ private:
         copy.destination = base.destination;
         copy.k = base.k;
         copy.destinationOffset =
-            (start - firstStart) / chunksPerRow * g.rowBytes / g.elementBytes;
+            start / chunksPerRow * g.rowBytes / g.elementBytes;
         copies.push_back(copy);
         continue;
       }
@@ -299,10 +300,8 @@ private:
           arith::DivUIOp::create(b, offset, e.index(g.elementBytes));
       copy.k = arith::MulIOp::create(
           b, column, e.index(target.vectorBytes() / g.elementBytes));
-      if (!copy.active && !firstFull) {
+      if (!copy.active && start == 0)
         firstFull = copies.size();
-        firstStart = start;
-      }
       copies.push_back(copy);
     }
   }
