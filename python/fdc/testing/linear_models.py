@@ -166,6 +166,13 @@ VARIANTS += [
                   _group("groups = 1, row_tiles = 1, batch = 32, stages = 10, "
                          "split_k = 2"),
                   arch="sm_90a"),
+    # N = 1024 in whole blocks of 64 rows (the weight rows unclamped): the
+    # gate-up halves by 128 batch columns, K split 2 added in their cluster.
+    LinearVariant("linear-group-whole-split-gateup-bf16", "bf16", 1024, 1048,
+                  "silu_gate_up",
+                  _group("groups = 1, row_tiles = 1, batch = 128, stages = 6, "
+                         "split_k = 2"),
+                  arch="sm_90a"),
 ]
 
 
