@@ -72,24 +72,26 @@ struct TuneSignature {
 };
 
 /// The workspace `kernel` of `op` takes, bytes per batch row.
-static int64_t getWorkspaceBytesPerRow(Operation *op,
-                                       decode::KernelAttr kernel) {
+static int64_t getWorkspaceBytesPerRow(Operation *op, decode::KernelAttr kernel,
+                                       const GpuPrimitives &target) {
   const KernelFamily *family =
       KernelRegistry::get().lookup(kernel.getFamily().getValue());
-  return family->getWorkspaceBytesPerRow(op, KernelConfig(kernel.getConfig()));
+  return family->getWorkspaceBytesPerRow(op, KernelConfig(kernel.getConfig()),
+                                         target);
 }
 
 /// The largest workspace of `op`'s kernels (a #decode.kernel or the
 /// kernels of a #decode.dispatch; none for null), bytes per batch row.
-static int64_t getWorkspaceBytesPerRow(Operation *op, Attribute kernels) {
+static int64_t getWorkspaceBytesPerRow(Operation *op, Attribute kernels,
+                                       const GpuPrimitives &target) {
   if (!kernels)
     return 0;
   if (auto kernel = dyn_cast<decode::KernelAttr>(kernels))
-    return getWorkspaceBytesPerRow(op, kernel);
+    return getWorkspaceBytesPerRow(op, kernel, target);
   int64_t bytes = 0;
   for (decode::KernelAttr kernel :
        cast<decode::KernelDispatchAttr>(kernels).getKernelList())
-    bytes = std::max(bytes, getWorkspaceBytesPerRow(op, kernel));
+    bytes = std::max(bytes, getWorkspaceBytesPerRow(op, kernel, target));
   return bytes;
 }
 
@@ -270,8 +272,8 @@ LogicalResult GpuStepLowering::run() {
     if (failed(opKernels))
       return failure();
     resolvedKernels[&op] = *opKernels;
-    workspaceBytes =
-        std::max(workspaceBytes, getWorkspaceBytesPerRow(&op, *opKernels));
+    workspaceBytes = std::max(
+        workspaceBytes, getWorkspaceBytesPerRow(&op, *opKernels, primitives));
   }
   if (workspaceBytes > 0) {
     auto bytes = MemRefType::get({ShapedType::kDynamic}, b.getI8Type());
@@ -390,8 +392,8 @@ void GpuStepLowering::recordLinear(decode::LinearOp linear, Attribute kernels,
     return;
   int64_t workspaceBytes = 0;
   for (decode::KernelAttr candidate : candidates)
-    workspaceBytes =
-        std::max(workspaceBytes, getWorkspaceBytesPerRow(linear, candidate));
+    workspaceBytes = std::max(
+        workspaceBytes, getWorkspaceBytesPerRow(linear, candidate, primitives));
   tuneSignatures.push_back({linear, std::move(candidates), workspaceBytes});
 }
 

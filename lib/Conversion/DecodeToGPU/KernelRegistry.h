@@ -75,9 +75,11 @@ public:
                                            const KernelConfig &config,
                                            const GpuPrimitives &target) const;
   /// The bytes of workspace per batch row the kernels of `op` with `config`
-  /// take besides its results (StepBuffers::workspace); none by default.
+  /// take on `target` besides its results (StepBuffers::workspace); none by
+  /// default.
   virtual int64_t getWorkspaceBytesPerRow(mlir::Operation *op,
-                                          const KernelConfig &config) const {
+                                          const KernelConfig &config,
+                                          const GpuPrimitives &target) const {
     return 0;
   }
   /// Builds and launches the kernels of `op`.

@@ -166,6 +166,39 @@ VARIANTS = [
                              "heads_as_b = 0, register_softmax = 1, "
                              "f32_operands = 0"),
                      tolerance=1e-2),  # P rounded to bf16
+    # The softmax in every lane with the heads as B columns (each lane's
+    # score accumulators, the lanes of a head agreeing on its max, the
+    # weights through shared memory to P's slots): INT4 (MQA, and a group
+    # of 8 with an f16 query), bf16 GQA online, unified max with its
+    # fallback, and MHA.
+    AttentionVariant("attention-pinned-lanes-mqa-int4", 8, 1, 128, "bf16",
+                     "online",
+                     _kernel("gqa_attention",
+                             "heads_as_b = 1, register_softmax = 1"),
+                     cache="int4", cases=((1, 1), (3, 8192), (64, 300),
+                                          (2, 32768))),
+    AttentionVariant("attention-pinned-lanes-gqa8-int4-f16", 32, 4, 128, "f16",
+                     "online",
+                     _kernel("gqa_attention",
+                             "heads_as_b = 1, register_softmax = 1"),
+                     cache="int4"),
+    AttentionVariant("attention-pinned-lanes-gqa8-online-bf16", 32, 4, 128,
+                     "bf16", "online",
+                     _kernel("gqa_attention",
+                             "heads_as_b = 1, register_softmax = 1")),
+    AttentionVariant("attention-pinned-lanes-gqa8-unified-bf16", 32, 4, 128,
+                     "bf16", "unified",
+                     _kernel("gqa_attention",
+                             "heads_as_b = 1, register_softmax = 1")),
+    AttentionVariant("attention-pinned-lanes-fallback-bf16", 16, 2, 128,
+                     "bf16", "fallback",
+                     _kernel("gqa_attention",
+                             "heads_as_b = 1, register_softmax = 1"),
+                     cases=((1, 1), (5, 300), (2, 2000), (150, 300))),
+    AttentionVariant("attention-pinned-lanes-mha-online-bf16", 8, 8, 128,
+                     "bf16", "online",
+                     _kernel("gqa_attention",
+                             "heads_as_b = 1, register_softmax = 1")),
 ]
 
 

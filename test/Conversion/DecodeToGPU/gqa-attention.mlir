@@ -137,6 +137,46 @@
 // PINNED: error: 'decode.attention' op kernel config subgroups = 4 needs 66048 bytes of shared memory, more than the 65536 of gfx942
 // A group of 16 with D = 128 on sm_90: the heads as B columns pinned
 // where mma.sync's n is 8 are refused by name.
+// The softmax in every lane with the heads as B columns (pinned:
+// heads_as_b = 1, register_softmax = 1; a group of 8 on 2 KV heads): each
+// lane turns its score accumulators into weights, for each of its two head
+// columns; the 8 lanes of a column (lane % 4 on sm_90) agree on the step's
+// max with butterflies over lanes 4, 8 and 16 apart; the 4 weights go to
+// the subgroup's rows of shared memory, and after a warp barrier each lane
+// loads its P slots (4 consecutive positions of its head). On gfx942
+// (MFMA 16x16x16, one column a lane) the lanes 16 and 32 apart share a
+// column.
+// RUN: sed 's/256/128/g; s/4096/2048/g; s/kv_heads = 1/kv_heads = 2/g; s/softmax = #decode.softmax<online>/softmax = #decode.softmax<online>, decode.kernel = #decode.kernel<"gqa_attention", {heads_as_b = 1, register_softmax = 1}>/' %s \
+// RUN:   | fdc-opt --decode-assign-weight-layout --convert-decode-to-gpu=target=sm_90 | FileCheck %s --check-prefix=LANES
+// LANES-LABEL: gpu.func @{{gqa_attention_partial_[0-9]+}}(
+// LANES:         scf.for
+// LANES-COUNT-8:   nvvm.mma.sync
+// LANES:           gpu.shuffle  xor %{{.*}}, %c4_i32
+// LANES:           gpu.shuffle  xor %{{.*}}, %c8_i32
+// LANES:           gpu.shuffle  xor %{{.*}}, %c16_i32
+// LANES:           llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f32"
+// LANES:           gpu.shuffle  xor %{{.*}}, %c4_i32
+// LANES:           gpu.shuffle  xor %{{.*}}, %c8_i32
+// LANES:           gpu.shuffle  xor %{{.*}}, %c16_i32
+// LANES-COUNT-4:   memref.store {{.*}} : memref<4160xf32, #gpu.address_space<workgroup>>
+// LANES:           nvvm.bar.warp.sync
+// LANES:           vector.load {{.*}} : memref<4160xf32, #gpu.address_space<workgroup>>, vector<4xf32>
+// LANES:           nvvm.mma.sync
+// LANES:           nvvm.bar.warp.sync
+// LANES-NEXT:      scf.yield
+// RUN: sed 's/256/128/g; s/4096/2048/g; s/kv_heads = 1/kv_heads = 2/g; s/softmax = #decode.softmax<online>/softmax = #decode.softmax<online>, decode.kernel = #decode.kernel<"gqa_attention", {heads_as_b = 1, register_softmax = 1}>/' %s \
+// RUN:   | fdc-opt --decode-assign-weight-layout --convert-decode-to-gpu=target=gfx942 | FileCheck %s --check-prefix=LANES942
+// LANES942-LABEL: gpu.func @{{gqa_attention_partial_[0-9]+}}(
+// LANES942:         scf.for
+// LANES942-COUNT-8:   amdgpu.mfma 16x16x16
+// LANES942:           gpu.shuffle  xor %{{.*}}, %c16_i32
+// LANES942-NEXT:      arith.maximumf
+// LANES942:           gpu.shuffle  xor %{{.*}}, %c32_i32
+// LANES942-NEXT:      arith.maximumf
+// LANES942:           math.exp2
+// LANES942:           llvm.fence syncscope("wavefront") acq_rel
+// LANES942-COUNT-16:  amdgpu.mfma 16x16x16
+
 // RUN: sed 's/256/128/g; s/4096/2048/g; s/softmax = #decode.softmax<online>/softmax = #decode.softmax<online>, decode.kernel = #decode.kernel<"gqa_attention", {heads_as_b = 1}>/' %s \
 // RUN:   | not fdc-opt --decode-select-kernels=target=sm_90 2>&1 | FileCheck %s --check-prefix=WIDEGROUP
 // WIDEGROUP: error: 'decode.attention' op kernel family 'gqa_attention' needs an MMA of sm_90 on the cache's 'bf16' (f16 and INT4, on f16 MMAs: online softmax only) with at least the group's 16 query heads as columns (heads_as_b = 1), and head_dim 128 a multiple of its k runs and columns

@@ -40,17 +40,20 @@
 // SM90A-NEXT: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
 // SM90A-NEXT: gpu.barrier
 // SM90A: nvvm.cp.async.commit.group
-// SM90A: nvvm.wgmma.fence.aligned
-// A matrix descriptor: the 18-bit shared address >> 4, then LBO 1 (bit 16),
-// SBO 1024 bytes = 64 (bits 32-45) and the 128-byte swizzle (bit 62):
-// 1 << 16 | 64 << 32 | 1 << 62 = 4611686293305360384.
+// A matrix descriptor, made once per tile before its batch of MMAs: the
+// 18-bit shared address >> 4, then LBO 1 (bit 16), SBO 1024 bytes = 64
+// (bits 32-45) and the 128-byte swizzle (bit 62): 1 << 16 | 64 << 32 |
+// 1 << 62 = 4611686293305360384. Its k steps add 32 bytes (2) each.
 // SM90A: %[[MASKED:.*]] = arith.andi %{{.*}}, %c262143_i64{{.*}} : i64
 // SM90A-NEXT: %c4_i64{{.*}} = arith.constant 4 : i64
 // SM90A-NEXT: %[[START:.*]] = arith.shrui %[[MASKED]], %c4_i64{{.*}} : i64
 // SM90A-NEXT: %c4611686293305360384_i64{{.*}} = arith.constant 4611686293305360384 : i64
-// SM90A-NEXT: arith.ori %[[START]], %c4611686293305360384_i64{{.*}} : i64
+// SM90A-NEXT: %[[DESC:.*]] = arith.ori %[[START]], %c4611686293305360384_i64{{.*}} : i64
+// SM90A: nvvm.wgmma.fence.aligned
 // SM90A: %[[NONE:.*]] = llvm.mlir.poison : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-// SM90A-NEXT: nvvm.wgmma.mma_async {{.*}}, %[[NONE]], <m = 64, n = 32, k = 16>, D[<f32>, <zero>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>]
+// SM90A-NEXT: nvvm.wgmma.mma_async %[[DESC]], {{.*}}, %[[NONE]], <m = 64, n = 32, k = 16>, D[<f32>, <zero>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>]
+// SM90A-NEXT: %[[STEP:.*]] = arith.constant 2 : i64
+// SM90A-NEXT: arith.addi %[[DESC]], %[[STEP]] : i64
 // SM90A-COUNT-3: nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 32, k = 16>, D[<f32>, <one>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>]
 // SM90A-NEXT: nvvm.wgmma.commit.group.sync.aligned
 // SM90A-NEXT: nvvm.wgmma.wait.group.sync.aligned 1

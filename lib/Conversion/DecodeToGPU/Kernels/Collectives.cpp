@@ -108,8 +108,8 @@ public:
                                   const GpuPrimitives &target) const override {
     return makeConfig(op->getContext(), {});
   }
-  int64_t getWorkspaceBytesPerRow(Operation *op,
-                                  const KernelConfig &config) const override {
+  int64_t getWorkspaceBytesPerRow(Operation *op, const KernelConfig &config,
+                                  const GpuPrimitives &target) const override {
     auto result =
         cast<RankedTensorType>(cast<decode::AllGatherOp>(op).getType());
     return result.getDimSize(1) *

@@ -432,15 +432,25 @@ public:
                                          {"vectors", vectors},
                                          {"prefetch", 1}});
   }
-  int64_t getWorkspaceBytesPerRow(Operation *op,
-                                  const KernelConfig &config) const override {
+  /// A split-K kernel that reduces in its cluster takes none.
+  int64_t getWorkspaceBytesPerRow(Operation *op, const KernelConfig &config,
+                                  const GpuPrimitives &target) const override {
     int64_t splitK = config.get("split_k");
     if (splitK == 1)
       return 0;
     auto sparse = cast<decode::SparseLinearOp>(op);
-    int64_t n = sparse.getResult().getType().getDimSize(1);
+    decode::TiledCSLType type = sparse.getWeight().getType();
     bool gateUp = sparse.getActivation() == decode::Activation::silu_gate_up;
-    return splitK * (gateUp ? 2 : 1) * n * 4;
+    if (std::optional<MmaLayout> layout = getSpmmLayout(sparse, target)) {
+      TiledGemmConfig tiled = FlashSpmmConfig(config).getTiled(type);
+      TiledGemmGeometry geometry(tiled, *layout, target,
+                                 sparse.getInput().getType().getElementType(),
+                                 gateUp);
+      if (geometry.reducesInCluster(tiled, target.target()))
+        return 0;
+    }
+    int64_t n = sparse.getResult().getType().getDimSize(1);
+    return splitK * getWeightHalves(gateUp) * n * 4;
   }
   LogicalResult verifyConfig(Operation *op, const KernelConfig &config,
                              const GpuPrimitives &target) const override {

@@ -61,7 +61,7 @@ public:
     pieces = laneRun / pieceLanes;
     mmasPerStep = laneRun / layout.kPerLane;
     stepK = mmasPerStep * layout.k();
-    halves = problem.gateUp ? 2 : 1;
+    halves = getWeightHalves(problem.gateUp);
     pieceType = VectorType::get({pieceLanes}, element);
     accType = VectorType::get({layout.accPerLane}, b.getF32Type());
   }
@@ -385,7 +385,7 @@ public:
 
     int64_t rowsPerBlock = layout.m() * flat.rowTiles;
     int64_t batchPerBlock = layout.n() * flat.batchTiles;
-    int64_t halves = problem.gateUp ? 2 : 1;
+    int64_t halves = getWeightHalves(problem.gateUp);
     int64_t lanes = ctx.subgroupSize();
     int64_t sharedF32 = flat.subgroups == 1 ? 0
                                             : flat.subgroups * halves *

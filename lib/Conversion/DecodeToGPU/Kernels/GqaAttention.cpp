@@ -27,7 +27,11 @@
 //   softmax stays in registers: the k / n score tiles' accumulators are P's
 //   A slots as they lie, a row's max is reduced over the lanes that share
 //   it, each lane keeps its part of the row's sum, and V's k slots follow
-//   the accumulators' columns.
+//   the accumulators' columns. With the heads as B columns and
+//   `register_softmax` (where the target describes which columns its
+//   accumulators hold, AccumulatorColumns), every lane turns its own score
+//   accumulators into weights, the lanes of a head column agreeing on the
+//   step's max, and only the weights go through shared memory.
 // - O += P V (or Oᵀ += Vᵀ Pᵀ): the k slots of a lane are consecutive
 //   positions, and its MMA column c (A row r) of output tile t is head dim
 //   c * D/n + t (r * D/m + t), so a lane loads the consecutive dims of each
@@ -80,10 +84,13 @@ struct GqaAttentionConfig {
   /// The group's heads as the MMA's B columns, keys and values as A (1),
   /// or the heads as A rows, keys and values as B (0).
   bool headsAsB;
-  /// The softmax in registers, the scores' accumulators fed to P V as its A
-  /// operand (1: where the heads are A rows and the target's MMA allows it,
-  /// GqaAttentionShape::accumulatorAsA), or through shared memory by one
-  /// lane per head row (0, and elsewhere).
+  /// The softmax in registers (1), or through shared memory by one lane
+  /// per head row (0, and where the target's MMA does not allow it). With
+  /// the heads as A rows the scores' accumulators are fed to P V as its A
+  /// operand (GqaAttentionShape::accumulatorAsA); with the heads as B
+  /// columns every lane computes the weights of its accumulators, the
+  /// lanes of a column agreeing on its max (accumulatorColumns), and the
+  /// weights go through shared memory to P's B slots.
   bool registerSoftmax;
   /// The blocks per unit the kernel is compiled to fit at once (the target's
   /// compiler bounds a lane's registers to let them), or 0: as many as the
@@ -131,6 +138,16 @@ struct GqaAttentionShape {
   /// With the heads as A rows: where the score tiles' accumulators are P's
   /// A operand, if the target's MMA allows the softmax in registers.
   std::optional<AccumulatorOperandMap> accumulatorAsA;
+  /// With the heads as B columns: which heads (D columns) a lane's score
+  /// accumulators hold, if the target's MMA allows the softmax in
+  /// registers.
+  std::optional<AccumulatorColumns> accumulatorColumns;
+
+  /// Whether the target's MMA allows the softmax in registers.
+  bool allowsRegisterSoftmax() const {
+    return headsAsB ? accumulatorColumns.has_value()
+                    : accumulatorAsA.has_value();
+  }
 
   static std::optional<GqaAttentionShape>
   get(decode::AttentionOp op, const GpuPrimitives &target, bool headsAsB);
@@ -264,6 +281,8 @@ GqaAttentionShape::get(decode::AttentionOp op, const GpuPrimitives &target,
             shape.pieceLanes % shape.valueRun == 0);
   if (!fits)
     return std::nullopt;
+  if (headsAsB)
+    shape.accumulatorColumns = target.getAccumulatorColumns(*layout);
   // The softmax in registers takes a step's score tiles (k / n of them) as
   // the A operand of P V.
   if (!headsAsB)
@@ -394,7 +413,15 @@ private:
 
   /// The head rows whose (max or flag, sum) a lane carries.
   int64_t rowStates() const {
-    return config.registerSoftmax ? shape.laneHeads() : 1;
+    if (!config.registerSoftmax)
+      return 1;
+    return shape.headsAsB ? shape.accumulatorColumns->columns
+                          : shape.laneHeads();
+  }
+
+  /// Whether the step's weights P go through shared memory.
+  bool weightsInShared() const {
+    return !config.registerSoftmax || shape.headsAsB;
   }
 
   /// The lane's MMA coordinates (loop invariant).
@@ -417,7 +444,7 @@ private:
     // order (MmaLayout), so consecutive ones; with the softmax in registers,
     // the column of the score accumulator that becomes the slot of P.
     for (int64_t s = 0; s < layout.kPerLane; ++s) {
-      if (!config.registerSoftmax) {
+      if (weightsInShared()) {
         Value slotBase = mulI(b, kGroup, e.index(layout.kPerLane));
         slotOffsets.push_back(addI(b, slotBase, e.index(s)));
         continue;
@@ -427,7 +454,7 @@ private:
       Value tileBase = e.index(slot.tile * layout.n());
       slotOffsets.push_back(addI(b, tileBase, accOthers[slot.accumulator]));
     }
-    if (config.registerSoftmax) {
+    if (!weightsInShared()) {
       rowOfAccumulator.assign(layout.accPerLane, 0);
       for (int64_t r = 0; r < layout.aRowsPerLane; ++r)
         for (int64_t s = 0; s < layout.kPerLane; ++s)
@@ -724,7 +751,10 @@ private:
                            carried.begin() + shape.outputTiles);
     ValueRange rowState = carried.drop_front(shape.outputTiles);
     SmallVector<Value> weightsHi, weightsLo, newRowState;
-    if (config.registerSoftmax)
+    if (config.registerSoftmax && shape.headsAsB)
+      newRowState = softmaxInLanes(base, scoreTiles.front(), rowState, acc,
+                                   weightsHi, weightsLo);
+    else if (config.registerSoftmax)
       newRowState = softmaxInRegisters(base, scoreTiles, rowState, acc,
                                        weightsHi, weightsLo);
     else
@@ -755,7 +785,7 @@ private:
       if (config.f32Operands)
         acc[t] = update(weightsLo, acc[t]);
     }
-    if (!config.registerSoftmax)
+    if (weightsInShared())
       target.subgroupBarrier(b); // the scores are rewritten by the next step
     acc.append(newRowState);
     return acc;
@@ -799,6 +829,14 @@ private:
         factors.push_back(sharedAt(corrections, head));
       rescale(acc, factors);
     }
+    loadWeights(weightsHi, weightsLo);
+    return newRowState;
+  }
+
+  /// Each lane's k slots of P from the subgroup's rows of weights in shared
+  /// memory, as the MMA's operand type (hi, and lo with f32 operands).
+  void loadWeights(SmallVectorImpl<Value> &weightsHi,
+                   SmallVectorImpl<Value> &weightsLo) {
     auto weightType = VectorType::get({layout.kPerLane}, b.getF32Type());
     int64_t weightAlignment =
         std::min(target.vectorBytes(), layout.kPerLane * 4);
@@ -812,6 +850,71 @@ private:
       weightsHi.push_back(hi);
       weightsLo.push_back(lo);
     }
+  }
+
+  /// `kind` of `value` over the lanes that hold the same score columns
+  /// (heads) as this one (a butterfly over AccumulatorColumns' masks).
+  Value reduceOverColumn(Value value, ReduceKind kind) {
+    for (int64_t mask : shape.accumulatorColumns->laneMasks) {
+      Value other = target.shuffleXor(b, value, mask);
+      value = kind == ReduceKind::Max
+                  ? arith::MaximumFOp::create(b, value, other).getResult()
+                  : e.add(value, other);
+    }
+    return value;
+  }
+
+  /// The softmax in every lane, with the heads as B columns: each lane turns
+  /// the scores of its score accumulators into weights, per head column it
+  /// holds (the lanes of a column agreeing on the step's max, online), and
+  /// stores them to the subgroup's rows of shared memory, from which each
+  /// lane loads its slots of P (loadWeights). Rescales `acc` (online) with
+  /// the corrections of its columns and returns each column's (max or
+  /// flag, sum): a lane's sum is its part of the column's (added up after
+  /// the loop).
+  SmallVector<Value> softmaxInLanes(Value base, Value scoreTile,
+                                    ValueRange rowState,
+                                    SmallVectorImpl<Value> &acc,
+                                    SmallVectorImpl<Value> &weightsHi,
+                                    SmallVectorImpl<Value> &weightsLo) {
+    const AccumulatorColumns &columns = *shape.accumulatorColumns;
+    SmallVector<SmallVector<Value>> columnScores(columns.columns);
+    for (int64_t j = 0; j < layout.accPerLane; ++j) {
+      Value dot = e.extract(scoreTile, j);
+      columnScores[columns.columnOf[j]].push_back(
+          maskedScore(base, accOthers[j], dot));
+    }
+    SmallVector<Value> newRowState, columnCorrections;
+    SmallVector<SmallVector<Value>> columnWeights(columns.columns);
+    auto agreeMax = [&](Value max) {
+      return reduceOverColumn(max, ReduceKind::Max);
+    };
+    for (int64_t c = 0; c < columns.columns; ++c) {
+      Value max = rowState[2 * c], sum = rowState[2 * c + 1];
+      Value correction =
+          softmaxStep(columnScores[c], agreeMax, max, sum, columnWeights[c]);
+      columnCorrections.push_back(correction);
+      newRowState.push_back(max);
+      newRowState.push_back(sum);
+    }
+    // Weight j at (head accHeads[j], position accOthers[j]), as the scores
+    // of the shared softmax lie.
+    SmallVector<int64_t> taken(columns.columns, 0);
+    for (int64_t j = 0; j < layout.accPerLane; ++j) {
+      int64_t c = columns.columnOf[j];
+      Value weight = columnWeights[c][taken[c]++];
+      Value rowBase = mulI(b, accHeads[j], e.index(shape.scoreStride));
+      Value at = addI(b, scores, addI(b, rowBase, accOthers[j]));
+      memref::StoreOp::create(b, weight, shared, ValueRange{at});
+    }
+    target.subgroupBarrier(b);
+    if (!problem.unified()) {
+      SmallVector<Value> factors;
+      for (int64_t j = 0; j < layout.accPerLane; ++j)
+        factors.push_back(columnCorrections[columns.columnOf[j]]);
+      rescale(acc, factors);
+    }
+    loadWeights(weightsHi, weightsLo);
     return newRowState;
   }
 
@@ -864,6 +967,17 @@ private:
   /// unified max returns null.
   Value softmaxStep(ArrayRef<Value> scores, int64_t rowLanes, Value &max,
                     Value &sum, SmallVectorImpl<Value> &weights) {
+    auto agreeMax = [&](Value stepMax) {
+      if (rowLanes == 1)
+        return stepMax;
+      return target.subgroupReduce(b, stepMax, ReduceKind::Max, rowLanes);
+    };
+    return softmaxStep(scores, agreeMax, max, sum, weights);
+  }
+  /// softmaxStep with the row's lanes agreeing on the step's max by
+  /// `agreeMax`.
+  Value softmaxStep(ArrayRef<Value> scores, function_ref<Value(Value)> agreeMax,
+                    Value &max, Value &sum, SmallVectorImpl<Value> &weights) {
     auto add = [&](Value x, Value y) { return e.add(x, y); };
     if (problem.unified()) {
       Value flagged = unifiedWeights(scores, weights);
@@ -871,11 +985,9 @@ private:
       sum = e.add(sum, treeReduce(weights, add));
       return Value();
     }
-    Value stepMax = treeReduce(scores, [&](Value x, Value y) {
+    Value stepMax = agreeMax(treeReduce(scores, [&](Value x, Value y) {
       return arith::MaximumFOp::create(b, x, y);
-    });
-    if (rowLanes > 1)
-      stepMax = target.subgroupReduce(b, stepMax, ReduceKind::Max, rowLanes);
+    }));
     Value newMax = arith::MaximumFOp::create(b, max, stepMax);
     // exp(x - newMax) as 2^(x log2(e) - newMax log2(e)): one fma and one
     // exponential per score. A row with no valid score yet (newMax -inf)
@@ -1057,6 +1169,29 @@ private:
       Value isHead = e.cmpi(CmpIPredicate::ult, ownerRow, e.index(shape.group));
       Value stores = arith::AndIOp::create(b, isHead, isFirstOwner);
       e.ifThenElse(stores, [&] { storeRowState(ownerRow, max, sum); });
+      return;
+    }
+    if (shape.headsAsB) {
+      // Each lane holds its part of its columns' sums (and unified max's
+      // flags): combined over the lanes of a column, then stored by the
+      // first of them.
+      const AccumulatorColumns &columns = *shape.accumulatorColumns;
+      int64_t maskBits = 0;
+      for (int64_t mask : columns.laneMasks)
+        maskBits |= mask;
+      Value laneBits = arith::AndIOp::create(b, lane, e.index(maskBits));
+      Value firstOfColumn = e.cmpi(CmpIPredicate::eq, laneBits, e.index(0));
+      for (int64_t c = 0; c < columns.columns; ++c) {
+        const int64_t *j = llvm::find(columns.columnOf, c);
+        Value head = accHeads[j - columns.columnOf.begin()];
+        Value laneMax = state[shape.outputTiles + 2 * c];
+        Value laneSum = state[shape.outputTiles + 2 * c + 1];
+        Value max = reduceOverColumn(laneMax, ReduceKind::Max);
+        Value sum = reduceOverColumn(laneSum, ReduceKind::Sum);
+        Value isHead = e.cmpi(CmpIPredicate::ult, head, e.index(shape.group));
+        Value stores = arith::AndIOp::create(b, isHead, firstOfColumn);
+        e.ifThenElse(stores, [&] { storeRowState(head, max, sum); });
+      }
       return;
     }
     // Each lane holds its part of its rows' sums (and unified max's flags):
@@ -1327,7 +1462,7 @@ public:
     GqaAttentionShape shape =
         *GqaAttentionShape::get(attention, ctx.primitives, config.headsAsB);
     config.registerSoftmax =
-        config.registerSoftmax && shape.accumulatorAsA.has_value();
+        config.registerSoftmax && shape.allowsRegisterSoftmax();
     AttentionProblem problem = AttentionProblem::get(attention, buffers);
     Builder builder(op->getContext());
     auto [perSequence, fixed] =

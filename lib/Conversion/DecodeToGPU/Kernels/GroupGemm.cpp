@@ -106,7 +106,7 @@ struct GroupGemmGeometry {
     rowBytes = layout.rowBytes();
     kTile = rowBytes / elementBytes;
     kSteps = kTile / layout.k();
-    halves = gateUp ? 2 : 1;
+    halves = getWeightHalves(gateUp);
     groupRows = config.rowTiles * layout.m();
     blockRows = config.groups * groupRows;
     weightRows = halves * blockRows;
@@ -418,14 +418,17 @@ private:
         arith::IndexCastOp::create(b, b.getI64Type(), groupRowBase);
     Value groupBytes = arith::MulIOp::create(b, groupRows64, e.i64(g.rowBytes));
     Value groupStage = arith::AddIOp::create(b, stage, groupBytes);
-    Value bTile =
-        arith::AddIOp::create(b, stage, e.i64(g.weightRows * g.rowBytes));
     SmallVector<Value> aTiles;
     for (int64_t h = 0; h < g.halves; ++h)
-      for (int64_t r = 0; r < config.rowTiles; ++r)
-        aTiles.push_back(arith::AddIOp::create(
+      for (int64_t r = 0; r < config.rowTiles; ++r) {
+        Value aAddress = arith::AddIOp::create(
             b, groupStage,
-            e.i64((h * g.blockRows + r * layout.m()) * g.rowBytes)));
+            e.i64((h * g.blockRows + r * layout.m()) * g.rowBytes));
+        aTiles.push_back(target.groupMmaTile(b, layout, aAddress));
+      }
+    Value bAddress =
+        arith::AddIOp::create(b, stage, e.i64(g.weightRows * g.rowBytes));
+    Value bTile = target.groupMmaTile(b, layout, bAddress);
     SmallVector<Value> result(acc.begin(), acc.end());
     result.resize(g.halves * config.rowTiles);
     target.beginGroupMmas(b);
@@ -638,12 +641,21 @@ public:
                                          {"stages", 4},
                                          {"split_k", 1}});
   }
-  /// An upper bound: a split-K kernel that reduces in its cluster (a fact
-  /// of the target, which this query does not see) uses none.
-  int64_t getWorkspaceBytesPerRow(Operation *op,
-                                  const KernelConfig &config) const override {
-    return getSplitKWorkspaceBytesPerRow(cast<decode::LinearOp>(op),
-                                         config.get("split_k"));
+  /// A split-K kernel that reduces in its cluster takes none.
+  int64_t getWorkspaceBytesPerRow(Operation *op, const KernelConfig &config,
+                                  const GpuPrimitives &target) const override {
+    auto linear = cast<decode::LinearOp>(op);
+    GroupGemmConfig group = GroupGemmConfig::get(config);
+    if (std::optional<GroupMmaLayout> layout =
+            getLayout(linear, target, group.batch)) {
+      GroupGemmGeometry geometry(group, *layout, target.subgroupSize(),
+                                 linear.getInput().getType().getElementType(),
+                                 linear.getActivation() ==
+                                     decode::Activation::silu_gate_up);
+      if (geometry.reducesInCluster(group, target.target()))
+        return 0;
+    }
+    return getSplitKWorkspaceBytesPerRow(linear, group.splitK);
   }
   LogicalResult verifyConfig(Operation *op, const KernelConfig &config,
                              const GpuPrimitives &target) const override {

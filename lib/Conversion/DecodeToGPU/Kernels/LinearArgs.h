@@ -9,6 +9,14 @@
 
 namespace fdc::gpu {
 
+/// The weight row blocks a linear reads per output row: two for
+/// SiLU-gate-up (the gate and the up half, rows [0, N) and [N, 2N)), else
+/// one.
+inline int64_t getWeightHalves(bool gateUp) { return gateUp ? 2 : 1; }
+inline int64_t getWeightHalves(decode::Activation activation) {
+  return getWeightHalves(activation == decode::Activation::silu_gate_up);
+}
+
 /// A linear kernel's bias and residual arguments: appended when present, and
 /// found again in the kernel body for the shared epilogue.
 class LinearOptionalArgs {

@@ -20,25 +20,18 @@
 //===----------------------------------------------------------------------===//
 
 #include "../KernelRegistry.h"
+#include "LinearArgs.h"
 
 using namespace mlir;
 using namespace fdc;
 using namespace fdc::gpu;
-
-namespace {
-/// The weight row blocks a linear reads per output row: two for
-/// SiLU-gate-up (the gate and up halves), else one.
-int64_t getWeightHalves(decode::LinearOp op) {
-  return op.getActivation() == decode::Activation::silu_gate_up ? 2 : 1;
-}
-} // namespace
 
 int64_t fdc::gpu::getFlatGemmUnroll(decode::LinearOp op,
                                     const GpuPrimitives &target,
                                     const MmaLayout &layout, int64_t rowTiles,
                                     int64_t batchTiles, int64_t maxUnroll) {
   constexpr int64_t kRegisterBudget = 128;
-  int64_t halves = getWeightHalves(op);
+  int64_t halves = getWeightHalves(op.getActivation());
   int64_t runRegisters =
       std::max<int64_t>(layout.kPerLane, target.vectorBytes() / 2) / 2;
   int64_t loads =
@@ -101,7 +94,7 @@ void useGroupGemm(decode::LinearOp op, const GpuPrimitives &target,
   int64_t step = group->shape.getNStep();
   int64_t features = op.getResult().getType().getDimSize(1);
   int64_t reduction = op.getInput().getType().getDimSize(1);
-  int64_t halves = getWeightHalves(op);
+  int64_t halves = getWeightHalves(op.getActivation());
   int64_t tiles = llvm::divideCeil(features, group->m());
   int64_t kTiles = llvm::divideCeil(
       reduction * element.getIntOrFloatBitWidth() / 8, group->rowBytes());
@@ -183,7 +176,7 @@ fdc::gpu::getDefaultLinearDispatch(decode::LinearOp op,
                                    b.getDictionaryAttr(attrs));
   };
   int64_t n = layout->n();
-  int64_t halves = getWeightHalves(op);
+  int64_t halves = getWeightHalves(op.getActivation());
   // k_unroll within a register budget: each unrolled super-step holds a
   // lane's loaded runs (weight rows and batch rows, 32-bit registers) on top
   // of the accumulators.

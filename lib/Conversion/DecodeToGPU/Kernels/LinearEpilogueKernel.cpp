@@ -20,8 +20,7 @@ int64_t fdc::gpu::getSplitKWorkspaceBytesPerRow(decode::LinearOp op,
   if (splitK == 1)
     return 0;
   int64_t n = op.getResult().getType().getDimSize(1);
-  bool gateUp = op.getActivation() == decode::Activation::silu_gate_up;
-  return splitK * (gateUp ? 2 : 1) * n * 4;
+  return splitK * getWeightHalves(op.getActivation()) * n * 4;
 }
 
 KTileRun fdc::gpu::planKTileRun(GpuEmitter &e, int64_t tiles, int64_t splitK) {
@@ -41,8 +40,7 @@ void fdc::gpu::launchLinearEpilogue(KernelContext &ctx, int64_t threads,
                                     Buffer bias, Buffer residual,
                                     decode::Activation activation) {
   int64_t n = out.type.getDimSize(1);
-  bool gateUp = activation == decode::Activation::silu_gate_up;
-  int64_t halves = gateUp ? 2 : 1;
+  int64_t halves = getWeightHalves(activation);
   SmallVector<KernelArg> args = {KernelArg::buffer(partials),
                                  KernelArg::buffer(out)};
   LinearOptionalArgs optional(activation);
@@ -71,7 +69,7 @@ void fdc::gpu::launchLinearEpilogue(KernelContext &ctx, int64_t threads,
             return sum;
           };
           Value gate = sumHalf(0);
-          Value up = gateUp ? sumHalf(1) : Value();
+          Value up = halves == 2 ? sumHalf(1) : Value();
           emitLinearOutput(e, optional.operands(v, v[1]), row, feature, gate,
                            up);
         });

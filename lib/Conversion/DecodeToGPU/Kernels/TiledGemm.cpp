@@ -78,10 +78,19 @@ public:
                                          {"stages", 4},
                                          {"split_k", 1}});
   }
-  int64_t getWorkspaceBytesPerRow(Operation *op,
-                                  const KernelConfig &config) const override {
-    return getSplitKWorkspaceBytesPerRow(cast<decode::LinearOp>(op),
-                                         config.get("split_k"));
+  /// A split-K kernel that reduces in its cluster takes none.
+  int64_t getWorkspaceBytesPerRow(Operation *op, const KernelConfig &config,
+                                  const GpuPrimitives &target) const override {
+    auto linear = cast<decode::LinearOp>(op);
+    TiledGemmConfig tiled = getTiledConfig(config);
+    if (std::optional<MmaLayout> layout = getFlatGemmLayout(linear, target)) {
+      TiledGemmGeometry geometry(
+          tiled, *layout, target, linear.getInput().getType().getElementType(),
+          linear.getActivation() == decode::Activation::silu_gate_up);
+      if (geometry.reducesInCluster(tiled, target.target()))
+        return 0;
+    }
+    return getSplitKWorkspaceBytesPerRow(linear, tiled.splitK);
   }
   LogicalResult verifyConfig(Operation *op, const KernelConfig &config,
                              const GpuPrimitives &target) const override {

@@ -48,7 +48,7 @@ struct TiledGemmGeometry {
     pieces = laneRun / pieceLanes;
     mmasPerStep = laneRun / layout.kPerLane;
     stepK = mmasPerStep * layout.k();
-    halves = gateUp ? 2 : 1;
+    halves = getWeightHalves(gateUp);
     blockRows = config.warpsN * config.rowTiles * layout.m();
     blockBatch = config.warpsM * config.batchTiles * layout.n();
     weightRows = halves * blockRows;

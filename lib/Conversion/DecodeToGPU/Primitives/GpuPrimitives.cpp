@@ -144,6 +144,10 @@ void GpuPrimitives::fenceSharedForGroupMma(ImplicitLocOpBuilder &) const {
 void GpuPrimitives::beginGroupMmas(ImplicitLocOpBuilder &) const {
   noGroupMma();
 }
+Value GpuPrimitives::groupMmaTile(ImplicitLocOpBuilder &,
+                                  const GroupMmaLayout &, Value) const {
+  noGroupMma();
+}
 Value GpuPrimitives::groupMma(ImplicitLocOpBuilder &, const GroupMmaLayout &,
                               Value, Value, int64_t, Value) const {
   noGroupMma();

@@ -67,6 +67,17 @@ struct AccumulatorOperandMap {
   }
 };
 
+/// Which D columns an MMA's accumulators hold, lane for lane: a lane's
+/// accumulator j holds its column `columnOf[j]` (< columns, the same for
+/// every lane), and the lanes that hold the same D columns are those whose
+/// indices differ in the bits of `laneMasks` alone (a butterfly over those
+/// offsets reduces a column).
+struct AccumulatorColumns {
+  llvm::SmallVector<int64_t> columnOf;
+  int64_t columns;
+  llvm::SmallVector<int64_t> laneMasks;
+};
+
 /// A group MMA (#decode.group_mma) at one width n: the subgroups of a group
 /// (`subgroups()` consecutive ones, the group starting at a multiple of
 /// that) issue D (m x n, f32, spread over their registers) += A (m x k) *
@@ -255,6 +266,12 @@ public:
   getAccumulatorAsA(const MmaLayout &layout) const {
     return std::nullopt;
   }
+  /// Which D columns the accumulators of `layout` hold, lane for lane, if
+  /// the target describes it (see AccumulatorColumns).
+  virtual std::optional<AccumulatorColumns>
+  getAccumulatorColumns(const MmaLayout &layout) const {
+    return std::nullopt;
+  }
   /// D = A * B + C for one subgroup: `aRows` holds the lane's aRowsPerLane
   /// vectors of kPerLane elements, `bColumn` one such vector, `acc` a vector
   /// of accPerLane f32; returns the new accumulators.
@@ -292,11 +309,16 @@ public:
   /// Opens a batch of group MMAs: after it, the accumulators are the
   /// MMAs' until a wait completes the batch.
   virtual void beginGroupMmas(mlir::ImplicitLocOpBuilder &b) const;
+  /// The group MMA operand of the tile at shared-memory byte address `tile`
+  /// (i64, the layout's alignment), made once for all of its k steps.
+  virtual mlir::Value groupMmaTile(mlir::ImplicitLocOpBuilder &b,
+                                   const GroupMmaLayout &layout,
+                                   mlir::Value tile) const;
   /// acc + A * B over k step `kStep` (< rowBytes() / (k * element bytes)) of
-  /// the A and B tiles at shared-memory byte addresses `aTile` and `bTile`
-  /// (i64); A * B alone where `acc` is null (no instruction initialises the
-  /// accumulators, which an MMA still in flight across a loop's iterations
-  /// needs); asynchronous until committed and waited for.
+  /// the A and B tiles `aTile` and `bTile` (groupMmaTile's); A * B alone
+  /// where `acc` is null (no instruction initialises the accumulators, which
+  /// an MMA still in flight across a loop's iterations needs); asynchronous
+  /// until committed and waited for.
   virtual mlir::Value groupMma(mlir::ImplicitLocOpBuilder &b,
                                const GroupMmaLayout &layout, mlir::Value aTile,
                                mlir::Value bTile, int64_t kStep,

@@ -102,6 +102,18 @@ public:
     return map;
   }
 
+  /// Accumulator j is column 2c + j % 2 (getMmaAccumulator); the eight
+  /// lanes of a c (lane % 4) share its two columns.
+  std::optional<AccumulatorColumns>
+  getAccumulatorColumns(const MmaLayout &layout) const override {
+    AccumulatorColumns columns;
+    for (int64_t j = 0; j < layout.accPerLane; ++j)
+      columns.columnOf.push_back(j % 2);
+    columns.columns = 2;
+    columns.laneMasks = {4, 8, 16};
+    return columns;
+  }
+
   /// Slots (s0, s1, s2, s3) of a lane are k = (2c, 2c + 1, 2c + 8, 2c + 9):
   /// A's registers are {row g: s0 s1}, {row g + 8: s0 s1}, {row g: s2 s3},
   /// {row g + 8: s2 s3}; B's are {s0 s1}, {s2 s3}.
@@ -251,13 +263,18 @@ public:
   void beginGroupMmas(ImplicitLocOpBuilder &b) const override {
     NVVM::WgmmaFenceAlignedOp::create(b);
   }
+  /// The tile's wgmma descriptor (descriptor()).
+  Value groupMmaTile(ImplicitLocOpBuilder &b, const GroupMmaLayout &,
+                     Value tile) const override {
+    return descriptor(b, tile);
+  }
   Value groupMma(ImplicitLocOpBuilder &b, const GroupMmaLayout &layout,
                  Value aTile, Value bTile, int64_t kStep,
                  Value acc) const override {
     Type element = layout.shape.getA();
     int64_t stepBytes = layout.k() * element.getIntOrFloatBitWidth() / 8;
-    Value descriptorA = descriptor(b, aTile, kStep * stepBytes);
-    Value descriptorB = descriptor(b, bTile, kStep * stepBytes);
+    Value descriptorA = advance(b, aTile, kStep * stepBytes);
+    Value descriptorB = advance(b, bTile, kStep * stepBytes);
     auto type =
         element.isF16() ? NVVM::WGMMATypes::f16 : NVVM::WGMMATypes::bf16;
     MLIRContext *ctx = b.getContext();
@@ -371,16 +388,12 @@ private:
     return LLVM::IntToPtrOp::create(b, type, address);
   }
   /// The wgmma matrix descriptor of a K-major 128-byte-swizzled tile at
-  /// shared byte address `tile` + `offset`: the start address (bits 0-13,
-  /// in 16-byte units), the leading-dimension offset (bits 16-29; unused by
-  /// swizzled K-major tiles, 1 by convention), the stride between blocks of
-  /// 8 rows (bits 32-45, 16-byte units) and the swizzle mode (bits 62-63,
-  /// 1 = 128 bytes). A shared address is below 2^18 bytes, so the start of
-  /// `tile` + `offset` is the start of `tile` + offset / 16 without a carry
-  /// out of its field: the k steps of a tile add a constant to one
-  /// descriptor (the same and / shift / or of `tile` at every step, which
-  /// CSE merges), fewer instructions in the k loop.
-  static Value descriptor(ImplicitLocOpBuilder &b, Value tile, int64_t offset) {
+  /// shared byte address `tile`: the start address (bits 0-13, in 16-byte
+  /// units), the leading-dimension offset (bits 16-29; unused by swizzled
+  /// K-major tiles, 1 by convention), the stride between blocks of 8 rows
+  /// (bits 32-45, 16-byte units) and the swizzle mode (bits 62-63, 1 = 128
+  /// bytes).
+  static Value descriptor(ImplicitLocOpBuilder &b, Value tile) {
     Type i64 = b.getI64Type();
     auto constant = [&](int64_t value) {
       return arith::ConstantIntOp::create(b, i64, value);
@@ -390,11 +403,20 @@ private:
     int64_t fixed = (int64_t(1) << 16) |
                     (int64_t(kSwizzleRows * kSwizzleBytes / 16) << 32) |
                     (int64_t(1) << 62);
-    Value base = arith::OrIOp::create(b, start, constant(fixed));
+    return arith::OrIOp::create(b, start, constant(fixed));
+  }
+  /// The descriptor of the tile `offset` bytes past `descriptor`'s. A
+  /// shared address is below 2^18 bytes, so the start of tile + offset is
+  /// the start of the tile + offset / 16 without a carry out of its field:
+  /// the k steps of a tile add a constant to one descriptor, fewer
+  /// instructions in the k loop.
+  static Value advance(ImplicitLocOpBuilder &b, Value descriptor,
+                       int64_t offset) {
     if (offset == 0)
-      return base;
+      return descriptor;
     assert(offset % 16 == 0 && "a descriptor starts at a 16-byte unit");
-    return arith::AddIOp::create(b, base, constant(offset / 16));
+    Value units = arith::ConstantIntOp::create(b, b.getI64Type(), offset / 16);
+    return arith::AddIOp::create(b, descriptor, units);
   }
 
   static Value index(ImplicitLocOpBuilder &b, int64_t value) {

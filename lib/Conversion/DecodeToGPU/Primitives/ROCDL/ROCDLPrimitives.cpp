@@ -101,6 +101,18 @@ public:
     return {row, column};
   }
 
+  /// Every accumulator of a lane is its column lane % 16; the lanes 16
+  /// apart share it.
+  std::optional<AccumulatorColumns>
+  getAccumulatorColumns(const MmaLayout &layout) const override {
+    AccumulatorColumns columns;
+    columns.columnOf.assign(layout.accPerLane, 0);
+    columns.columns = 1;
+    for (int64_t mask = 16; mask < subgroupSize(); mask *= 2)
+      columns.laneMasks.push_back(mask);
+    return columns;
+  }
+
   Value mma(ImplicitLocOpBuilder &b, const MmaLayout &layout,
             ArrayRef<Value> aRows, Value bColumn, Value acc) const override {
     if (isWmma())
