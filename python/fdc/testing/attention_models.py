@@ -76,6 +76,17 @@ def _kernel(family: str, config: str) -> str:
     return f'#decode.kernel<"{family}", {{{config}}}>'
 
 
+# gqa_attention with the softmax in registers: the heads as A rows (the
+# scores' accumulators P's A operand), or as B columns (every lane's
+# score accumulators, the weights through shared memory).
+REGISTERS_HEADS_AS_A = _kernel("gqa_attention",
+                               "heads_as_b = 0, register_softmax = 1")
+REGISTERS_HEADS_AS_B = _kernel("gqa_attention",
+                               "heads_as_b = 1, register_softmax = 1")
+# The forced fallback's cases (see attention-gqa8-fallback-bf16).
+FALLBACK_CASES = ((1, 1), (5, 300), (2, 2000), (150, 300))
+
+
 VARIANTS = [
     # Defaults: gqa_attention on bf16 caches (MHA too), split_kv_attention
     # on f32.
@@ -86,8 +97,7 @@ VARIANTS = [
     # one (B = 150: 300 blocks fill the waves; gqa_attention_single_split
     # recomputes).
     AttentionVariant("attention-gqa8-fallback-bf16", 16, 2, 128, "bf16",
-                     "fallback",
-                     cases=((1, 1), (5, 300), (2, 2000), (150, 300))),
+                     "fallback", cases=FALLBACK_CASES),
     AttentionVariant("attention-gqa4-online-bf16-d64", 16, 4, 64, "bf16",
                      "online"),
     AttentionVariant("attention-gqa8-online-f16", 32, 4, 128, "f16", "online"),
@@ -120,9 +130,7 @@ VARIANTS = [
                              "heads_as_b = 0, register_softmax = 0"),
                      cache="int4", cases=((1, 1), (3, 1000), (37, 300))),
     AttentionVariant("attention-pinned-int4-registers", 8, 1, 128, "bf16",
-                     "online",
-                     _kernel("gqa_attention",
-                             "heads_as_b = 0, register_softmax = 1"),
+                     "online", REGISTERS_HEADS_AS_A,
                      cache="int4", cases=((1, 1), (3, 1000), (37, 300))),
     AttentionVariant("attention-pinned-gqa-int4-f32-huge", 16, 4, 128, "f32",
                      "online", _kernel("gqa_attention", ""), cache="int4",
@@ -152,14 +160,10 @@ VARIANTS = [
     # accumulators P's A operand) on bf16 caches: online, unified max with
     # its fallback, MHA, and P rounded to bf16.
     AttentionVariant("attention-pinned-registers-gqa8-online-bf16", 32, 4, 128,
-                     "bf16", "online",
-                     _kernel("gqa_attention",
-                             "heads_as_b = 0, register_softmax = 1")),
+                     "bf16", "online", REGISTERS_HEADS_AS_A),
     AttentionVariant("attention-pinned-registers-fallback-bf16", 16, 2, 128,
-                     "bf16", "fallback",
-                     _kernel("gqa_attention",
-                             "heads_as_b = 0, register_softmax = 1"),
-                     cases=((1, 1), (5, 300), (2, 2000), (150, 300))),
+                     "bf16", "fallback", REGISTERS_HEADS_AS_A,
+                     cases=FALLBACK_CASES),
     AttentionVariant("attention-pinned-registers-mha-unified-bf16", 8, 8, 64,
                      "bf16", "unified",
                      _kernel("gqa_attention",
@@ -172,33 +176,20 @@ VARIANTS = [
     # of 8 with an f16 query), bf16 GQA online, unified max with its
     # fallback, and MHA.
     AttentionVariant("attention-pinned-lanes-mqa-int4", 8, 1, 128, "bf16",
-                     "online",
-                     _kernel("gqa_attention",
-                             "heads_as_b = 1, register_softmax = 1"),
+                     "online", REGISTERS_HEADS_AS_B,
                      cache="int4", cases=((1, 1), (3, 8192), (64, 300),
                                           (2, 32768))),
     AttentionVariant("attention-pinned-lanes-gqa8-int4-f16", 32, 4, 128, "f16",
-                     "online",
-                     _kernel("gqa_attention",
-                             "heads_as_b = 1, register_softmax = 1"),
-                     cache="int4"),
+                     "online", REGISTERS_HEADS_AS_B, cache="int4"),
     AttentionVariant("attention-pinned-lanes-gqa8-online-bf16", 32, 4, 128,
-                     "bf16", "online",
-                     _kernel("gqa_attention",
-                             "heads_as_b = 1, register_softmax = 1")),
+                     "bf16", "online", REGISTERS_HEADS_AS_B),
     AttentionVariant("attention-pinned-lanes-gqa8-unified-bf16", 32, 4, 128,
-                     "bf16", "unified",
-                     _kernel("gqa_attention",
-                             "heads_as_b = 1, register_softmax = 1")),
+                     "bf16", "unified", REGISTERS_HEADS_AS_B),
     AttentionVariant("attention-pinned-lanes-fallback-bf16", 16, 2, 128,
-                     "bf16", "fallback",
-                     _kernel("gqa_attention",
-                             "heads_as_b = 1, register_softmax = 1"),
-                     cases=((1, 1), (5, 300), (2, 2000), (150, 300))),
+                     "bf16", "fallback", REGISTERS_HEADS_AS_B,
+                     cases=FALLBACK_CASES),
     AttentionVariant("attention-pinned-lanes-mha-online-bf16", 8, 8, 128,
-                     "bf16", "online",
-                     _kernel("gqa_attention",
-                             "heads_as_b = 1, register_softmax = 1")),
+                     "bf16", "online", REGISTERS_HEADS_AS_B),
 ]
 
 

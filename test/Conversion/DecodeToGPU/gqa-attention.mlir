@@ -145,7 +145,7 @@
 // the subgroup's rows of shared memory, and after a warp barrier each lane
 // loads its P slots (4 consecutive positions of its head). On gfx942
 // (MFMA 16x16x16, one column a lane) the lanes 16 and 32 apart share a
-// column.
+// column; on gfx1100 (wave32 WMMA) the lanes 16 apart.
 // RUN: sed 's/256/128/g; s/4096/2048/g; s/kv_heads = 1/kv_heads = 2/g; s/softmax = #decode.softmax<online>/softmax = #decode.softmax<online>, decode.kernel = #decode.kernel<"gqa_attention", {heads_as_b = 1, register_softmax = 1}>/' %s \
 // RUN:   | fdc-opt --decode-assign-weight-layout --convert-decode-to-gpu=target=sm_90 | FileCheck %s --check-prefix=LANES
 // LANES-LABEL: gpu.func @{{gqa_attention_partial_[0-9]+}}(
@@ -176,6 +176,16 @@
 // LANES942:           math.exp2
 // LANES942:           llvm.fence syncscope("wavefront") acq_rel
 // LANES942-COUNT-16:  amdgpu.mfma 16x16x16
+// RUN: sed 's/256/128/g; s/4096/2048/g; s/kv_heads = 1/kv_heads = 2/g; s/softmax = #decode.softmax<online>/softmax = #decode.softmax<online>, decode.kernel = #decode.kernel<"gqa_attention", {heads_as_b = 1, register_softmax = 1}>/' %s \
+// RUN:   | fdc-opt --decode-assign-weight-layout --convert-decode-to-gpu=target=gfx1100 | FileCheck %s --check-prefix=LANES1100
+// LANES1100-LABEL: gpu.func @{{gqa_attention_partial_[0-9]+}}(
+// LANES1100:         scf.for
+// LANES1100-COUNT-8:   amdgpu.wmma
+// LANES1100:           gpu.shuffle  xor %{{.*}}, %c16_i32
+// LANES1100-NEXT:      arith.maximumf
+// LANES1100-NOT:       gpu.shuffle  xor %{{.*}}, %c32_i32
+// LANES1100:           math.exp2
+// LANES1100-COUNT-8:   amdgpu.wmma
 
 // RUN: sed 's/256/128/g; s/4096/2048/g; s/softmax = #decode.softmax<online>/softmax = #decode.softmax<online>, decode.kernel = #decode.kernel<"gqa_attention", {heads_as_b = 1}>/' %s \
 // RUN:   | not fdc-opt --decode-select-kernels=target=sm_90 2>&1 | FileCheck %s --check-prefix=WIDEGROUP

@@ -815,9 +815,8 @@ private:
         Value offset = addI(b, accOthers[j], e.index(t * layout.n()));
         Value dot = e.extract(tile, j);
         Value masked = maskedScore(base, offset, dot);
-        Value rowBase = mulI(b, accHeads[j], e.index(shape.scoreStride));
-        Value at = addI(b, scores, addI(b, rowBase, offset));
-        memref::StoreOp::create(b, masked, shared, ValueRange{at});
+        memref::StoreOp::create(b, masked, shared,
+                                ValueRange{scoreIndex(accHeads[j], offset)});
       }
     target.subgroupBarrier(b);
     SmallVector<Value> newRowState = applySoftmax(rowState[0], rowState[1]);
@@ -833,6 +832,13 @@ private:
     return newRowState;
   }
 
+  /// Where score (or weight) `offset` of the step of head row `row` lies in
+  /// the subgroup's rows of shared memory.
+  Value scoreIndex(Value row, Value offset) {
+    Value rowBase = mulI(b, row, e.index(shape.scoreStride));
+    return addI(b, scores, addI(b, rowBase, offset));
+  }
+
   /// Each lane's k slots of P from the subgroup's rows of weights in shared
   /// memory, as the MMA's operand type (hi, and lo with f32 operands).
   void loadWeights(SmallVectorImpl<Value> &weightsHi,
@@ -841,8 +847,7 @@ private:
     int64_t weightAlignment =
         std::min(target.vectorBytes(), layout.kPerLane * 4);
     for (Value row : laneHeads) {
-      Value rowBase = mulI(b, row, e.index(shape.scoreStride));
-      Value at = addI(b, scores, addI(b, rowBase, slotOffsets.front()));
+      Value at = scoreIndex(row, slotOffsets.front());
       Value weights = vector::LoadOp::create(
           b, weightType, shared, ValueRange{at}, /*nontemporal=*/false,
           llvm::MaybeAlign(weightAlignment));
@@ -903,9 +908,8 @@ private:
     for (int64_t j = 0; j < layout.accPerLane; ++j) {
       int64_t c = columns.columnOf[j];
       Value weight = columnWeights[c][taken[c]++];
-      Value rowBase = mulI(b, accHeads[j], e.index(shape.scoreStride));
-      Value at = addI(b, scores, addI(b, rowBase, accOthers[j]));
-      memref::StoreOp::create(b, weight, shared, ValueRange{at});
+      memref::StoreOp::create(
+          b, weight, shared, ValueRange{scoreIndex(accHeads[j], accOthers[j])});
     }
     target.subgroupBarrier(b);
     if (!problem.unified()) {
