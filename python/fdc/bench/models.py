@@ -235,5 +235,6 @@ def all_models() -> list[BenchModel]:
     for hq, hkv in ATTENTION_HEADS:
         for softmax in SOFTMAX:
             models.append(attention_model(hq, hkv, softmax))
-    models.append(attention_model(8, 1, "online", kv="int4"))
+    for softmax in SOFTMAX:
+        models.append(attention_model(8, 1, softmax, kv="int4"))
     return models

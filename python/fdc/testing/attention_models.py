@@ -98,6 +98,10 @@ VARIANTS = [
     # recomputes).
     AttentionVariant("attention-gqa8-fallback-bf16", 16, 2, 128, "bf16",
                      "fallback", cases=FALLBACK_CASES),
+    # A bf16 cache's rows through three shared-memory stages (pinned).
+    AttentionVariant("attention-pinned-staged-gqa8-bf16", 32, 4, 128, "bf16",
+                     "online", _kernel("gqa_attention",
+                                       "prefetch = 0, stages = 3")),
     AttentionVariant("attention-gqa4-online-bf16-d64", 16, 4, 64, "bf16",
                      "online"),
     AttentionVariant("attention-gqa8-online-f16", 32, 4, 128, "f16", "online"),
@@ -116,6 +120,30 @@ VARIANTS = [
                                           (2, 32768))),
     AttentionVariant("attention-gqa4-online-int4-d64", 16, 4, 64, "bf16",
                      "online", cache="int4"),
+    # INT4 caches under unified max: bf16 MMAs, and by default on sm_90 the
+    # softmax in every lane with the rows through two shared-memory stages
+    # (MQA; head_dim 64, rows of 48 bytes; an f16 query; the forced
+    # fallback, recomputed from the INT4 rows); pinned, the loads a step
+    # ahead in registers instead. The values (and so the output's weights)
+    # rounded to bf16: worst 8.0e-3 on the H100 (2026-12-06), and twice
+    # 1e-2 is the bound.
+    AttentionVariant("attention-mqa-unified-int4", 8, 1, 128, "bf16",
+                     "unified", cache="int4", tolerance=2e-2,
+                     cases=((1, 1), (3, 8192), (64, 300), (2, 32768),
+                            (256, 200))),
+    AttentionVariant("attention-gqa4-unified-int4-d64", 16, 4, 64, "bf16",
+                     "unified", cache="int4", tolerance=2e-2),
+    AttentionVariant("attention-gqa8-unified-int4-f16", 32, 4, 128, "f16",
+                     "unified", cache="int4", tolerance=2e-2),
+    AttentionVariant("attention-mqa-fallback-int4", 8, 1, 128, "bf16",
+                     "fallback", cache="int4", tolerance=2e-2,
+                     cases=FALLBACK_CASES),
+    AttentionVariant("attention-pinned-unified-int4-prefetch", 8, 1, 128,
+                     "bf16", "unified",
+                     _kernel("gqa_attention", "stages = 0, prefetch = 1, "
+                                              "register_softmax = 0"),
+                     cache="int4", tolerance=2e-2,
+                     cases=((1, 1), (3, 1000), (37, 300))),
     AttentionVariant("attention-gqa8-online-int4-f16", 32, 4, 128, "f16",
                      "online", cache="int4"),
     AttentionVariant("attention-mha-online-int4-g2", 8, 8, 128, "bf16",

@@ -187,9 +187,54 @@
 // LANES1100:           math.exp2
 // LANES1100-COUNT-8:   amdgpu.wmma
 
+// An INT4 cache under unified max (a group of 8 on 2 KV heads), its
+// default on sm_90: shared memory is bytes, viewed as the f32s of the
+// softmax and the subgroups' two stages of cache rows (4 subgroups x 2 x
+// [K, V] x 16 positions of 80 bytes). Before the loop each lane copies its
+// 5 pieces of 16 bytes of the first step's rows (if it starts inside the
+// split); each step copies the next one's to the other stage, waits for its
+// own, and reads its rows from shared memory. The keys are dequantised to
+// f16 (0x64006400, as under the online scheme) for f16 score MMAs, the
+// values to bf16 (mask and bias to 128 + q, 0x43004300) for bf16 MMAs with
+// P; every lane turns its own scores into weights (no max to agree on, no
+// shuffle). No copy is left in flight after the loop.
+// RUN: sed 's/256/128/g; s/4096/2048/g; s/kv_heads = 1/kv_heads = 2/g; s/head_dim = 128, bf16>/head_dim = 128, !decode.int4<groups = 4>>/g; s/softmax = #decode.softmax<online>/softmax = #decode.softmax<unified_max, phi = 0.0, lo = -20.0, hi = 20.0>/' %s \
+// RUN:   | fdc-opt --decode-assign-weight-layout --convert-decode-to-gpu=target=sm_90 | FileCheck %s --check-prefix=STAGED
+// STAGED-LABEL: gpu.func @{{gqa_attention_partial_[0-9]+}}(
+// STAGED:         memref.view {{.*}} : memref<37120xi8, #gpu.address_space<workgroup>> to memref<4160xf32, #gpu.address_space<workgroup>>
+// STAGED:         memref.view {{.*}} : memref<37120xi8, #gpu.address_space<workgroup>> to memref<256x80xi8, #gpu.address_space<workgroup>>
+// STAGED:         scf.if
+// STAGED-COUNT-5:   nvgpu.device_async_copy {{.*}}, 16, {{.*}} : memref<?x1x2x2x?x80xi8> to memref<256x80xi8, #gpu.address_space<workgroup>>
+// STAGED-NOT:       nvgpu.device_async_copy
+// STAGED:         nvvm.cp.async.commit.group
+// STAGED:         scf.for
+// STAGED:           scf.if
+// STAGED-COUNT-5:     nvgpu.device_async_copy
+// STAGED:           nvvm.cp.async.commit.group
+// STAGED-NEXT:      nvvm.cp.async.wait.group 1
+// STAGED:           nvvm.bar.warp.sync
+// STAGED:           vector.load {{.*}} : memref<256x80xi8, #gpu.address_space<workgroup>>, vector<16xi8>
+// STAGED:           llvm.inline_asm "lop3.b32 $0, $1, 983055, 1677747200, 0xEA;"
+// STAGED:           arith.subf {{.*}} : vector<8xf16>
+// STAGED:           llvm.inline_asm "lop3.b32 $0, $1, 983055, 1124090624, 0xEA;"
+// STAGED:           arith.subf {{.*}} : vector<2xbf16>
+// STAGED:           nvvm.mma.sync {{.*}} : (vector<2xf16>, vector<2xf16>, f32)
+// STAGED-NOT:       gpu.shuffle
+// STAGED:           llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f32"
+// STAGED:           nvvm.mma.sync {{.*}}multiplicandAPtxType = #nvvm.mma_type<bf16>
+// STAGED:           scf.yield
+// STAGED-NEXT:    }
+// STAGED-NEXT:    nvvm.cp.async.wait.group 0
+// STAGED-NEXT:    gpu.barrier
+
+// Stages refused: one stage, or with prefetch.
+// RUN: sed 's/256/128/g; s/4096/2048/g; s/softmax = #decode.softmax<online>/softmax = #decode.softmax<online>, decode.kernel = #decode.kernel<"gqa_attention", {stages = 1, prefetch = 0}>/' %s \
+// RUN:   | not fdc-opt --decode-select-kernels=target=sm_90 2>&1 | FileCheck %s --check-prefix=ONESTAGE
+// ONESTAGE: error: 'decode.attention' op kernel config stages = 1 needs at least 2 stages, prefetch = 0, and cache rows of 256 bytes that a step's 16 positions copy in 16-byte pieces, as many per lane
+
 // RUN: sed 's/256/128/g; s/4096/2048/g; s/softmax = #decode.softmax<online>/softmax = #decode.softmax<online>, decode.kernel = #decode.kernel<"gqa_attention", {heads_as_b = 1}>/' %s \
 // RUN:   | not fdc-opt --decode-select-kernels=target=sm_90 2>&1 | FileCheck %s --check-prefix=WIDEGROUP
-// WIDEGROUP: error: 'decode.attention' op kernel family 'gqa_attention' needs an MMA of sm_90 on the cache's 'bf16' (f16 and INT4, on f16 MMAs: online softmax only) with at least the group's 16 query heads as columns (heads_as_b = 1), and head_dim 128 a multiple of its k runs and columns
+// WIDEGROUP: error: 'decode.attention' op kernel family 'gqa_attention' needs an MMA of sm_90 on the cache's 'bf16' (f16: online softmax only) with at least the group's 16 query heads as columns (heads_as_b = 1), and head_dim 128 a multiple of its k runs and columns
 
 decode.model @gqa16_d256 attributes {config = {vocab_size = 4096 : i64}} {
   decode.weight @"table" : tensor<4096x4096xbf16>

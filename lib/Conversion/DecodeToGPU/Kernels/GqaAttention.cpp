@@ -39,13 +39,18 @@
 // - The steps inside the split (with prefetch, whose next step is too) run
 //   in a first loop that reads rows unclamped; the rest, in a second loop,
 //   clamp each position to the last readable row.
+// - Or, with `stages`, a step's rows (K and V of its positions, contiguous
+//   in the cache) are copied to one of the subgroup's shared-memory stages
+//   by asynchronous 16-byte copies, stages - 1 steps ahead, each position
+//   clamped; the step reads them there, in one loop.
 //
 // Q and K have the cache's type, so S is exact up to f32 accumulation. With
 // f32_operands, P is carried as a pair hi + lo of that type (two MMAs),
 // which keeps the weighted sum as accurate as f32 arithmetic on the cache's
 // values. An f16 cache takes the online scheme only: unified max's weights
-// exp(x - phi) may leave f16's range; so does an INT4 cache, whose MMAs
-// take f16 (its dequantised values are rounded to f16, so P is too).
+// exp(x - phi) may leave f16's range. An INT4 cache's MMAs take f16 under
+// the online scheme (its dequantised values are rounded to f16, so P is
+// too) and bf16 under unified max (Int4Vectors.h).
 // The subgroups then combine through shared memory and the block writes the
 // split's partial rows, the same as split_kv_attention's, which
 // attention_reduce combines; a launch of one split writes the output
@@ -59,6 +64,8 @@
 #include "Int4Vectors.h"
 
 #include "mlir/IR/Diagnostics.h"
+
+#include <numeric>
 
 using namespace mlir;
 using namespace fdc;
@@ -78,6 +85,10 @@ struct GqaAttentionConfig {
   bool f32Operands;
   /// Each step's loads are issued a step ahead (1) or at the step (0).
   bool prefetch;
+  /// Shared-memory stages per subgroup through which the cache rows of the
+  /// steps stream (asynchronous copies issued stages - 1 steps ahead; the
+  /// step's loads read shared memory), or 0: the steps load global memory.
+  int64_t stages;
   /// The lanes that share a head row of the softmax through shared memory,
   /// at most (GqaAttentionShape::softmaxRowLanes).
   int64_t softmaxLanes;
@@ -102,7 +113,7 @@ struct GqaAttentionConfig {
         splits{config.get("max_splits"), config.get("waves_per_unit"),
                config.get("min_split_length"), /*wholeWaves=*/true},
         f32Operands(config.get("f32_operands") != 0),
-        prefetch(config.get("prefetch") != 0),
+        prefetch(config.get("prefetch") != 0), stages(config.get("stages")),
         softmaxLanes(config.get("softmax_lanes")),
         headsAsB(config.get("heads_as_b") != 0),
         registerSoftmax(config.get("register_softmax") != 0),
@@ -112,8 +123,13 @@ struct GqaAttentionConfig {
 /// The sizes that follow from the MMA layout and the head dim.
 struct GqaAttentionShape {
   MmaLayout layout;
-  /// The MMA operand type: the cache's, f16 for an INT4 cache.
+  /// The MMA operand type: the cache's; for an INT4 cache f16 (online) or
+  /// bf16 (unified max).
   Type operand;
+  /// The MMA layout and operand type of the scores (Q and K): layout's and
+  /// operand's, but f16 for an INT4 cache's keys under unified max.
+  MmaLayout keyLayout;
+  Type keyOperand;
   /// An INT4 cache's row layout.
   std::optional<Int4RowLayout> int4;
   /// The heads as B columns (K and V as A; a group of at most n) or as A
@@ -173,6 +189,28 @@ struct GqaAttentionShape {
     return layout.m() * scoreStride + layout.m();
   }
 
+  /// Bytes of a cache row (K or V of one position).
+  int64_t rowBytes() const {
+    return int4 ? int4->rowBytes
+                : headDim * operand.getIntOrFloatBitWidth() / 8;
+  }
+  /// Bytes of one stage of a subgroup: a step's K and V rows.
+  int64_t stageBytes() const { return 2 * stepPositions * rowBytes(); }
+  /// Whether a subgroup of `lanes` lanes copies a step's rows in whole
+  /// `pieceBytes` pieces, as many per lane (needed for stages).
+  bool allowsStages(int64_t pieceBytes, int64_t lanes) const {
+    return rowBytes() % pieceBytes == 0 &&
+           (stageBytes() / pieceBytes) % lanes == 0;
+  }
+  /// Bytes of shared memory: the f32s (sharedFloats), then, with stages,
+  /// every subgroup's stages from a 16-byte boundary.
+  int64_t sharedBytes(int64_t subgroups, int64_t stages) const {
+    int64_t floats = sharedFloats(subgroups) * 4;
+    if (stages == 0)
+      return floats;
+    return llvm::alignTo(floats, 16) + stages * subgroups * stageBytes();
+  }
+
   /// The consecutive lanes that share a head row of the softmax through
   /// shared memory, a part of the step's positions each: the most, up to
   /// `most`, for which the subgroup has that many lanes for every row and
@@ -227,9 +265,15 @@ GqaAttentionShape::get(decode::AttentionOp op, const GpuPrimitives &target,
   decode::KVCacheType cache = op.getCache().getType();
   Type element = cache.getElementType();
   bool int4 = isa<decode::Int4Type>(element);
-  Type operand = int4 ? Float16Type::get(op->getContext()) : element;
   bool unified =
       op.getSoftmax().getScheme() == decode::SoftmaxScheme::unified_max;
+  // An INT4 cache is dequantised to f16 (the more precise), or to bf16
+  // under unified max, whose weights exp(x - phi) need bf16's range.
+  MLIRContext *context = op->getContext();
+  Type operand = element;
+  if (int4)
+    operand = unified ? Type(BFloat16Type::get(context))
+                      : Type(Float16Type::get(context));
   if (!operand.isBF16() && !(operand.isF16() && !unified))
     return std::nullopt;
   std::optional<MmaLayout> layout = target.getMmaLayout(operand);
@@ -238,6 +282,22 @@ GqaAttentionShape::get(decode::AttentionOp op, const GpuPrimitives &target,
   GqaAttentionShape shape;
   shape.layout = *layout;
   shape.operand = operand;
+  shape.keyLayout = *layout;
+  shape.keyOperand = operand;
+  // Under unified max an INT4 cache's keys are dequantised to f16 all the
+  // same (only P, and so V, needs bf16's range): the scores keep f16's
+  // precision, where the target's f16 MMA lays its operands out as the
+  // bf16 one.
+  if (int4 && unified)
+    if (std::optional<MmaLayout> f16 =
+            target.getMmaLayout(Float16Type::get(context)))
+      if (f16->m() == layout->m() && f16->n() == layout->n() &&
+          f16->k() == layout->k() && f16->kPerLane == layout->kPerLane &&
+          f16->aRowsPerLane == layout->aRowsPerLane &&
+          f16->accPerLane == layout->accPerLane) {
+        shape.keyLayout = *f16;
+        shape.keyOperand = Float16Type::get(context);
+      }
   shape.headsAsB = headsAsB;
   shape.headDim = cache.getHeadDim();
   int64_t queryHeads = op.getQuery().getType().getDimSize(1);
@@ -321,6 +381,7 @@ public:
       : e(e), b(e.builder()), target(e.target()), problem(problem),
         config(config), shape(shape), layout(shape.layout), output(output) {
     element = shape.operand;
+    keyElement = shape.keyOperand;
     accType = VectorType::get({layout.accPerLane}, b.getF32Type());
   }
 
@@ -331,6 +392,8 @@ public:
   void build(ArrayRef<Value> v) {
     args = v;
     shared = v.back();
+    if (config.stages > 0)
+      viewSharedBytes();
     layerIndex = idx(b, v[Layer]);
     split = e.blockId(Dimension::x);
     kvHead = e.blockId(Dimension::y);
@@ -353,12 +416,23 @@ public:
     lastReadable =
         minU(arith::MaxSIOp::create(b, lastValid, start), lastOfSequence);
     computeLaneLayout();
-    loadQuery();
 
     // Each subgroup takes every subgroups-th step of the split.
     Value offset = mulI(b, subgroup, e.index(shape.stepPositions));
     Value first = addI(b, start, offset);
     Value stride = e.index(config.subgroups * shape.stepPositions);
+    // With prefetch, the first step's loads are issued before the query's,
+    // so that the two round trips to memory overlap: with one wave of blocks
+    // per split, a block's prologue is not hidden behind another's steps.
+    SmallVector<Value> firstLoads;
+    if (config.prefetch)
+      firstLoads = loadStep(first, /*clamp=*/true, cacheSource());
+    // With stages, the copies of the first stages - 1 steps likewise.
+    for (int64_t s = 0; s + 1 < config.stages; ++s) {
+      Value stepBase = addI(b, first, mulI(b, stride, e.index(s)));
+      copyStep(stepBase, e.index(s));
+    }
+    loadQuery();
     Value zero = arith::ConstantOp::create(b, accType, b.getZeroAttr(accType));
     SmallVector<Value> init(shape.outputTiles, zero);
     // Per head row the lane keeps state for (one; with the softmax in
@@ -371,15 +445,21 @@ public:
     // With prefetch, the loop carries the next step's loads: they are in
     // flight while the step before them computes.
     int64_t stateCount = init.size();
-    if (config.prefetch)
-      llvm::append_range(init, loadStep(first, /*clamp=*/true));
+    llvm::append_range(init, firstLoads);
+    if (config.stages > 0) {
+      SmallVector<Value> state = stagedSteps(first, stride, init);
+      finish(state);
+      return;
+    }
     auto stepsFrom = [&](Value lb, Value ub, ValueRange state, bool clamp) {
       return e.reduce(
           lb, ub, stride, state, [&](Value base, ValueRange carried) {
             ValueRange stepState = carried.take_front(stateCount);
             if (!config.prefetch)
-              return step(base, loadStep(base, clamp), stepState);
-            SmallVector<Value> next = loadStep(addI(b, base, stride), clamp);
+              return step(base, loadStep(base, clamp, cacheSource()),
+                          stepState);
+            SmallVector<Value> next =
+                loadStep(addI(b, base, stride), clamp, cacheSource());
             SmallVector<Value> current(carried.drop_front(stateCount));
             SmallVector<Value> result = step(base, current, stepState);
             llvm::append_range(result, next);
@@ -402,13 +482,87 @@ public:
         b, arith::SubIOp::create(b, insideLimit, first), stride);
     Value rest = addI(b, first, mulI(b, insideSteps, stride));
     state = stepsFrom(rest, end, state, true);
+    finish(state);
+  }
+
+private:
+  /// The steps from `first` (every `stride`-th position to the split's end)
+  /// through the stages: each issues the copies of the step stages - 1
+  /// ahead to the stage the step before it read, waits for its own
+  /// stage's, and reads its rows there. `init`: the loop state.
+  SmallVector<Value> stagedSteps(Value first, Value stride,
+                                 ArrayRef<Value> init) {
+    int64_t stages = config.stages;
+    SmallVector<Value> state(init);
+    state.push_back(e.index(0)); // the stage of the step
+    Value ahead = mulI(b, stride, e.index(stages - 1));
+    state = e.reduce(first, end, stride, state,
+                     [&](Value base, ValueRange carried) {
+                       return stagedStep(base, ahead, carried);
+                     });
+    state.pop_back();
+    // No copy is left in flight past the loop.
+    target.waitCopies(b, 0);
+    return state;
+  }
+
+  /// One step of stagedSteps from `base`; `ahead`: the offset of the step
+  /// whose rows it copies; `carried`: the loop state, then the step's stage.
+  SmallVector<Value> stagedStep(Value base, Value ahead, ValueRange carried) {
+    int64_t stages = config.stages;
+    Value stage = carried.back();
+    // Every lane is done with the rows of the step before (whose stage the
+    // copies overwrite).
+    if (!weightsInShared())
+      target.subgroupBarrier(b);
+    Value next = addI(b, stage, e.index(1));
+    Value wrapped = e.cmpi(CmpIPredicate::eq, next, e.index(stages));
+    Value nextStage = e.select(wrapped, e.index(0), next);
+    Value aheadSum = addI(b, stage, e.index(stages - 1));
+    Value aheadStage = arith::RemUIOp::create(b, aheadSum, e.index(stages));
+    copyStep(addI(b, base, ahead), aheadStage);
+    // This step's copies are done (this lane's), and every lane's seen.
+    target.waitCopies(b, stages - 1);
+    target.subgroupBarrier(b);
+    SmallVector<Value> loads =
+        loadStep(base, /*clamp=*/false, {stageRows, stage});
+    SmallVector<Value> result = step(base, loads, carried.drop_back());
+    result.push_back(nextStage);
+    return result;
+  }
+
+  /// Shared memory as bytes: its f32s (`shared`) and, from a 16-byte
+  /// boundary, every subgroup's stages of cache rows (`stageRows`).
+  void viewSharedBytes() {
+    Value bytes = shared;
+    auto bytesType = cast<MemRefType>(bytes.getType());
+    Attribute space = bytesType.getMemorySpace();
+    int64_t floats = shape.sharedFloats(config.subgroups);
+    auto floatsType = MemRefType::get({floats}, b.getF32Type(),
+                                      MemRefLayoutAttrInterface(), space);
+    shared =
+        memref::ViewOp::create(b, floatsType, bytes, e.index(0), ValueRange{});
+    auto cacheType = cast<MemRefType>(args[Cache].getType());
+    Type cacheElement = cacheType.getElementType();
+    int64_t rowElements =
+        shape.rowBytes() * 8 / cacheElement.getIntOrFloatBitWidth();
+    int64_t rows = config.stages * config.subgroups * 2 * shape.stepPositions;
+    auto rowsType = MemRefType::get({rows, rowElements}, cacheElement,
+                                    MemRefLayoutAttrInterface(), space);
+    int64_t offset = llvm::alignTo(floats * 4, 16);
+    stageRows = memref::ViewOp::create(b, rowsType, bytes, e.index(offset),
+                                       ValueRange{});
+  }
+
+  /// After the steps: the subgroups' results combined, the partial rows
+  /// written.
+  void finish(ArrayRef<Value> state) {
     e.barrier(); // every subgroup is done with its scores
     writeSubgroupResult(state);
     e.barrier();
     writePartials();
   }
 
-private:
   Value minU(Value x, Value y) { return arith::MinUIOp::create(b, x, y); }
 
   /// The head rows whose (max or flag, sum) a lane carries.
@@ -516,6 +670,15 @@ private:
   void loadQuery() {
     Type queryType = problem.query.type.getElementType();
     auto runType = VectorType::get({shape.laneRun}, queryType);
+    // A run starts at a multiple of laneRun elements of a head row, and the
+    // buffer at a multiple of 256 bytes (docs/model-library.md): one vector
+    // load per aligned piece, where LLVM would otherwise load each element.
+    int64_t elementBytes = queryType.getIntOrFloatBitWidth() / 8;
+    int64_t common = std::gcd(shape.laneRun, shape.headDim) * elementBytes;
+    int64_t queryAlignment = 1;
+    while (queryAlignment < target.vectorBytes() &&
+           common % (2 * queryAlignment) == 0)
+      queryAlignment *= 2;
     Value zero = arith::ConstantOp::create(b, runType, b.getZeroAttr(runType));
     int64_t runs = shape.headDim / shape.runDims;
     SmallVector<SmallVector<Value>> queryRuns; // [k run][A row]
@@ -524,8 +687,9 @@ private:
       SmallVector<Value> rows;
       for (Value row : laneHeads) {
         auto [head, valid] = queryHead(row);
-        Value q = vector::LoadOp::create(b, runType, args[Query],
-                                         ValueRange{sequence, head, d});
+        Value q = vector::LoadOp::create(
+            b, runType, args[Query], ValueRange{sequence, head, d},
+            /*nontemporal=*/false, llvm::MaybeAlign(queryAlignment));
         Value masked = e.select(valid, q, zero);
         if (shape.int4) {
           SmallVector<int64_t> order;
@@ -538,9 +702,9 @@ private:
       queryRuns.push_back(std::move(rows));
     }
     scoreScale = e.f32(problem.scale);
-    if (queryType != element)
+    if (queryType != keyElement)
       rescaleQuery(queryRuns);
-    auto operandRunType = VectorType::get({shape.laneRun}, element);
+    auto operandRunType = VectorType::get({shape.laneRun}, keyElement);
     for (SmallVector<Value> &rows : queryRuns) {
       for (Value &run : rows)
         if (run.getType() != operandRunType)
@@ -600,9 +764,75 @@ private:
     return {slot, layerIndex, kvIndex, kvHead, position};
   }
 
-  /// `count` cache elements from `dim` of `row`, in vector loads of at most
-  /// pieceLanes elements (aligned: callers keep `dim` a multiple of count).
-  Value loadCacheRun(ArrayRef<Value> row, Value dim, int64_t count) {
+  /// Where a step's rows are read: the cache, or the stage of shared memory
+  /// they were copied to (stageRows, the memref, and the stage's index).
+  struct RowSource {
+    Value rows;
+    Value stage;
+  };
+  RowSource cacheSource() const { return {args[Cache], Value()}; }
+
+  /// The indices of row `offset` (a position's offset in the step from
+  /// `base`) of K (kv = 0) or V (kv = 1) in `source`: the cache row, whose
+  /// position is clamped with `clamp`, or the stage's row.
+  SmallVector<Value> stepRow(const RowSource &source, int64_t kv, Value base,
+                             Value offset, bool clamp) {
+    if (source.stage)
+      return {stageRow(source.stage, e.index(kv), offset)};
+    Value position = addI(b, base, offset);
+    return cacheRow(kv, clamp ? minU(position, lastReadable) : position);
+  }
+
+  /// The row of stageRows that holds row `offset` of K or V (`kv`) of
+  /// stage `stage` of this subgroup.
+  Value stageRow(Value stage, Value kv, Value offset) {
+    Value subgroupStage =
+        addI(b, mulI(b, stage, e.index(config.subgroups)), subgroup);
+    Value kvRows = addI(b, mulI(b, subgroupStage, e.index(2)), kv);
+    return addI(b, mulI(b, kvRows, e.index(shape.stepPositions)), offset);
+  }
+
+  /// Copies the cache rows (K and V) of the step from `base` to stage
+  /// `stage`, in vector pieces spread over the subgroup's lanes, each
+  /// position clamped to the last readable row, if the step starts inside
+  /// the split (a subgroup runs no step past it); commits them as one group
+  /// either way.
+  void copyStep(Value base, Value stage) {
+    Value inside = e.cmpi(CmpIPredicate::ult, base, end);
+    e.ifThenElse(inside, [&] { copyStepRows(base, stage); });
+    target.commitCopies(b);
+  }
+  void copyStepRows(Value base, Value stage) {
+    int64_t pieceBytes = target.vectorBytes();
+    int64_t elementBytes = cast<MemRefType>(args[Cache].getType())
+                               .getElementType()
+                               .getIntOrFloatBitWidth() /
+                           8;
+    int64_t rowPieces = shape.rowBytes() / pieceBytes;
+    int64_t pieces = 2 * shape.stepPositions * rowPieces;
+    for (int64_t j = 0; j < pieces / target.subgroupSize(); ++j) {
+      Value piece = addI(b, lane, e.index(j * target.subgroupSize()));
+      Value kvRow = arith::DivUIOp::create(b, piece, e.index(rowPieces));
+      Value column = arith::RemUIOp::create(b, piece, e.index(rowPieces));
+      Value firstElement = mulI(b, column, e.index(pieceBytes / elementBytes));
+      Value kv = arith::DivUIOp::create(b, kvRow, e.index(shape.stepPositions));
+      Value offset =
+          arith::RemUIOp::create(b, kvRow, e.index(shape.stepPositions));
+      Value position = minU(addI(b, base, offset), lastReadable);
+      SmallVector<Value> source{slot,   layerIndex, kv,
+                                kvHead, position,   firstElement};
+      Value row = stageRow(stage, kv, offset);
+      Value valid = arith::ConstantIntOp::create(b, b.getI1Type(), 1);
+      target.copyToShared(b, stageRows, ValueRange{row, firstElement},
+                          args[Cache], source, valid);
+    }
+  }
+
+  /// `count` cache elements from `dim` of `row` of `rows` (the cache or
+  /// stageRows), in vector loads of at most pieceLanes elements (aligned:
+  /// callers keep `dim` a multiple of count).
+  Value loadCacheRun(Value rows, ArrayRef<Value> row, Value dim,
+                     int64_t count) {
     int64_t pieceLanes = std::min(count, shape.pieceLanes);
     auto pieceType = VectorType::get({pieceLanes}, element);
     int64_t bytes = pieceLanes * element.getIntOrFloatBitWidth() / 8;
@@ -610,8 +840,8 @@ private:
     for (int64_t p = 0; p < count / pieceLanes; ++p) {
       SmallVector<Value> indices(row);
       indices.push_back(addI(b, dim, e.index(p * pieceLanes)));
-      pieces.push_back(vector::LoadOp::create(b, pieceType, args[Cache],
-                                              indices, /*nontemporal=*/false,
+      pieces.push_back(vector::LoadOp::create(b, pieceType, rows, indices,
+                                              /*nontemporal=*/false,
                                               llvm::MaybeAlign(bytes)));
     }
     return e.concatVectors(pieces);
@@ -619,13 +849,12 @@ private:
 
   /// The loads of `count` dims from `dim` of `row`, appended to `loads`:
   /// one vector of cache elements, or an INT4 run's words and pairs.
-  void loadRun(ArrayRef<Value> row, Value dim, int64_t count,
+  void loadRun(Value rows, ArrayRef<Value> row, Value dim, int64_t count,
                SmallVectorImpl<Value> &loads) {
     if (shape.int4)
-      loadInt4Run(e, args[Cache], *shape.int4, row, dim, count)
-          .appendValues(loads);
+      loadInt4Run(e, rows, *shape.int4, row, dim, count).appendValues(loads);
     else
-      loads.push_back(loadCacheRun(row, dim, count));
+      loads.push_back(loadCacheRun(rows, row, dim, count));
   }
 
   /// The values loadRun appends for `count` dims.
@@ -637,18 +866,15 @@ private:
   /// position (keyOffsets) and k run a lane's key run, then per k slot its
   /// value runs. With `clamp`, a position past the split reads the last
   /// readable one, which costs each row a clamp and an address of its own;
-  /// without, the step must lie inside the split.
-  SmallVector<Value> loadStep(Value base, bool clamp) {
-    auto positionAt = [&](Value offset) {
-      Value position = addI(b, base, offset);
-      return clamp ? minU(position, lastReadable) : position;
-    };
+  /// without, the step must lie inside the split. From a stage (`source`),
+  /// the rows copied there.
+  SmallVector<Value> loadStep(Value base, bool clamp, const RowSource &source) {
     SmallVector<Value> loads;
     int64_t runs = shape.headDim / shape.runDims;
     for (Value keyOffset : keyOffsets()) {
-      SmallVector<Value> row = cacheRow(0, positionAt(keyOffset));
+      SmallVector<Value> row = stepRow(source, 0, base, keyOffset, clamp);
       for (int64_t run = 0; run < runs; ++run)
-        loadRun(row, runStart(run), shape.laneRun, loads);
+        loadRun(source.rows, row, runStart(run), shape.laneRun, loads);
     }
     // A lane's V dims: its B column's (heads as A rows) or its A rows'.
     SmallVector<Value> valueDims;
@@ -656,9 +882,9 @@ private:
          shape.headsAsB ? ArrayRef<Value>(aRows) : ArrayRef<Value>(column))
       valueDims.push_back(mulI(b, valueRow, e.index(shape.valueRun)));
     for (int64_t s = 0; s < layout.kPerLane; ++s) {
-      Value position = positionAt(slotOffsets[s]);
+      SmallVector<Value> row = stepRow(source, 1, base, slotOffsets[s], clamp);
       for (Value valueDim : valueDims)
-        loadRun(cacheRow(1, position), valueDim, shape.valueRun, loads);
+        loadRun(source.rows, row, valueDim, shape.valueRun, loads);
     }
     return loads;
   }
@@ -675,10 +901,11 @@ private:
   }
 
   /// The MMA operand run of the loads `values` (one run's): the cache
-  /// elements, or the INT4 run dequantised in decoded order.
-  Value operandRun(ArrayRef<Value> values) {
+  /// elements, or the INT4 run dequantised to `type` in decoded order.
+  Value operandRun(ArrayRef<Value> values, Type type) {
     if (shape.int4)
-      return dequantizeInt4Run(e, *shape.int4, Int4Run::fromValues(values));
+      return dequantizeInt4Run(e, *shape.int4, Int4Run::fromValues(values),
+                               type);
     return values.front();
   }
 
@@ -696,9 +923,9 @@ private:
                           ValueRange carried) {
     int64_t runs = shape.headDim / shape.runDims;
     ArrayRef<Value> rest = loads;
-    auto nextRun = [&](int64_t count) {
+    auto nextRun = [&](int64_t count, Type type) {
       int64_t n = runValues(count);
-      Value run = operandRun(rest.take_front(n));
+      Value run = operandRun(rest.take_front(n), type);
       rest = rest.drop_front(n);
       return run;
     };
@@ -706,7 +933,7 @@ private:
     for (int64_t i = 0; i < shape.laneKeys(); ++i) {
       SmallVector<Value> positionKeys;
       for (int64_t run = 0; run < runs; ++run)
-        positionKeys.push_back(nextRun(shape.laneRun));
+        positionKeys.push_back(nextRun(shape.laneRun, keyElement));
       keys.push_back(std::move(positionKeys));
     }
     // [k slot][V run]: this lane's dims of a position.
@@ -714,7 +941,7 @@ private:
     for (int64_t s = 0; s < layout.kPerLane; ++s) {
       SmallVector<Value> runsOfSlot;
       for (int64_t i = 0; i < shape.laneValueRuns(); ++i)
-        runsOfSlot.push_back(nextRun(shape.valueRun));
+        runsOfSlot.push_back(nextRun(shape.valueRun, element));
       values.push_back(std::move(runsOfSlot));
     }
 
@@ -736,9 +963,10 @@ private:
             SmallVector<Value> keyRows;
             for (ArrayRef<Value> positionKeys : keys)
               keyRows.push_back(slice(positionKeys[run], s));
-            chain = target.mma(b, layout, keyRows, q.front(), chain);
+            chain = target.mma(b, shape.keyLayout, keyRows, q.front(), chain);
           } else {
-            chain = target.mma(b, layout, q, slice(keys[t][run], s), chain);
+            chain = target.mma(b, shape.keyLayout, q, slice(keys[t][run], s),
+                               chain);
           }
         }
       scoreTiles.push_back(slices > 1
@@ -1307,12 +1535,16 @@ private:
   const GqaAttentionShape &shape;
   const MmaLayout &layout;
   GqaAttentionOutput output;
-  Type element;
+  /// The operand type of P and V (element), and of Q and K (keyElement).
+  Type element, keyElement;
   VectorType accType;
 
   ArrayRef<Value> args;
   Value shared, layerIndex, split, kvHead, sequence, lane, subgroup, slot;
   Value start, end, lastReadable;
+  /// With stages: every subgroup's stages of cache rows in shared memory
+  /// ([stage][subgroup][K, V][step position] rows of the cache's row).
+  Value stageRows;
   /// The scores' factor: the op's scale, times 2^k for a rescaled query.
   Value scoreScale;
   /// The softmax through shared memory: the lane's head row and part of it,
@@ -1404,17 +1636,39 @@ public:
     // split mostly prologue (B = 2: 7.9 against 9.1 us with 128; B = 1 7.5
     // against 7.0). Each pair measured in one process.
     int64_t maxSplits = shape && shape->int4 ? 64 : 128;
+    // An INT4 cache under unified max (bf16 MMAs, no max to agree on): every
+    // lane turns its own scores into weights, and the steps' rows stream
+    // through two shared-memory stages per subgroup (asynchronous copies a
+    // step ahead), which hold no registers: the block fits 128 registers a
+    // lane, four blocks a unit, four waves of them. H100, Hq 8 / Hkv 1, S =
+    // 8192, B = 1 / 8 / 32 / 64 / 128 / 256: 5.2 / 10.4 / 21.4 / 35.8 /
+    // 63.8 / 140.0 us, where the loads a step ahead in registers (168
+    // registers, three blocks and waves) took 5.5 / 10.4 / 22.1 / 36.9 /
+    // 75.1 / 149.9 (2026-12-06, one process; docs/perf.md).
+    int64_t stages = 0, wavesPerUnit = 2, blocksPerUnit = 0;
+    bool unified = cast<decode::AttentionOp>(op).getSoftmax().getScheme() ==
+                   decode::SoftmaxScheme::unified_max;
+    if (shape && shape->int4 && unified && shape->headsAsB &&
+        shape->allowsRegisterSoftmax() &&
+        shape->allowsStages(target.vectorBytes(), target.subgroupSize())) {
+      registerSoftmax = true;
+      prefetch = false;
+      stages = 2;
+      wavesPerUnit = 4;
+      blocksPerUnit = 4;
+    }
     return makeConfig(op->getContext(),
                       {{"subgroups", 4},
                        {"max_splits", maxSplits},
-                       {"waves_per_unit", 2},
+                       {"waves_per_unit", wavesPerUnit},
                        {"min_split_length", 64},
                        {"f32_operands", f32Operands},
                        {"prefetch", prefetch},
+                       {"stages", stages},
                        {"heads_as_b", shape && shape->headsAsB},
                        {"register_softmax", registerSoftmax},
                        {"softmax_lanes", softmaxLanes},
-                       {"blocks_per_unit", 0}});
+                       {"blocks_per_unit", blocksPerUnit}});
   }
   LogicalResult verifyConfig(Operation *op, const KernelConfig &config,
                              const GpuPrimitives &target) const override {
@@ -1425,6 +1679,7 @@ public:
         failed(checkRange(op, config, "min_split_length", 1, 1 << 20)) ||
         failed(checkRange(op, config, "f32_operands", 0, 1)) ||
         failed(checkRange(op, config, "prefetch", 0, 1)) ||
+        failed(checkRange(op, config, "stages", 0, 8)) ||
         failed(checkRange(op, config, "heads_as_b", 0, 1)) ||
         failed(checkRange(op, config, "register_softmax", 0, 1)) ||
         failed(checkRange(op, config, "softmax_lanes", 1, 64)) ||
@@ -1440,7 +1695,7 @@ public:
              << "kernel family 'gqa_attention' needs an MMA of "
              << target.target().getArch().getValue() << " on the cache's "
              << cache.getElementType()
-             << " (f16 and INT4, on f16 MMAs: online softmax only) with at "
+             << " (f16: online softmax only) with at "
                 "least the group's "
              << attention.getQuery().getType().getDimSize(1) /
                     cache.getKvHeads()
@@ -1450,10 +1705,23 @@ public:
              << ", and head_dim " << cache.getHeadDim()
              << " a multiple of its k runs and columns";
     }
-    int64_t bytes = shape->sharedFloats(config.get("subgroups")) * 4;
+    int64_t stages = config.get("stages");
+    if (stages > 0) {
+      // The step's rows in whole vector pieces, the same count per lane.
+      if (stages == 1 || config.get("prefetch") != 0 ||
+          !shape->allowsStages(target.vectorBytes(), target.subgroupSize()))
+        return op->emitOpError()
+               << "kernel config stages = " << stages
+               << " needs at least 2 stages, prefetch = 0, and cache rows of "
+               << shape->rowBytes() << " bytes that a step's "
+               << shape->stepPositions << " positions copy in "
+               << target.vectorBytes() << "-byte pieces, as many per lane";
+    }
+    int64_t bytes = shape->sharedBytes(config.get("subgroups"), stages);
     if (bytes > target.target().getSharedMemory())
       return op->emitOpError()
              << "kernel config subgroups = " << config.get("subgroups")
+             << (stages > 0 ? ", stages = " + std::to_string(stages) : "")
              << " needs " << bytes << " bytes of shared memory, more than the "
              << target.target().getSharedMemory() << " of "
              << target.target().getArch().getValue();
@@ -1495,8 +1763,13 @@ public:
           {ctx.toIndex(numSplits), ctx.hostIndex(problem.kvHeads()),
            ctx.toIndex(ctx.batch)},
           KernelContext::Workgroup(threads, config.blocksPerUnit),
-          KernelContext::SharedMemory{shape.sharedFloats(config.subgroups),
-                                      builder.getF32Type()},
+          config.stages > 0
+              ? KernelContext::SharedMemory{shape.sharedBytes(config.subgroups,
+                                                              config.stages),
+                                            builder.getI8Type()}
+              : KernelContext::SharedMemory{shape.sharedFloats(
+                                                config.subgroups),
+                                            builder.getF32Type()},
           [&](GpuEmitter &e, ArrayRef<Value> v) {
             GqaAttentionBuilder(e, problem, config, shape, output).build(v);
           });
@@ -1550,7 +1823,7 @@ fdc::gpu::getDefaultAttentionKernel(decode::AttentionOp op,
   if (!shape || shape->registersPerLane(false) > kRegisterBudget)
     return std::nullopt;
   // An f32 query on an INT4 cache stays exact with split_kv_attention; the
-  // f16 MMAs would round it.
+  // f16 or bf16 MMAs would round it.
   if (shape->int4 && op.getQuery().getType().getElementType().isF32())
     return std::nullopt;
   MLIRContext *context = op->getContext();

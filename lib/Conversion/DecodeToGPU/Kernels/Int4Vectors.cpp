@@ -103,55 +103,115 @@ Int4Run fdc::gpu::loadInt4Run(GpuEmitter &e, Value cache,
   return run;
 }
 
-Value fdc::gpu::dequantizeInt4Run(GpuEmitter &e, const Int4RowLayout &layout,
-                                  const Int4Run &run) {
-  ImplicitLocOpBuilder &b = e.builder();
-  int64_t count = cast<VectorType>(run.words.getType()).getNumElements();
-  auto wordsType = VectorType::get({count}, b.getI32Type());
-  auto halvesType = VectorType::get({2 * count}, b.getF16Type());
-  // Word w's two halves are elements 2w and 2w + 1 of each piece; a run
-  // inside one group has one pair, a run of whole groups one per group
-  // (word w's being group 8w / groupSize of the run).
-  SmallVector<Value> scales, mins;
-  for (int64_t w = 0; w < count; ++w) {
-    int64_t g = run.pairs.size() == 1 ? 0 : 8 * w / layout.groupSize;
-    Value scale = e.extract(run.pairs[g], 0);
-    Value min = e.extract(run.pairs[g], 1);
-    scales.append({scale, scale});
-    mins.append({min, min});
+namespace {
+/// Dequantises a run's words to `element` (f16 or bf16) in decoded order:
+/// per piece j (nibbles j and j + 4 of each word) a mask-and-or into the
+/// biased value, the bias subtracted, and a contracted multiply-add of the
+/// scale and min.
+class Int4Dequantizer {
+public:
+  Int4Dequantizer(GpuEmitter &e, const Int4RowLayout &layout,
+                  const Int4Run &run, Type element)
+      : e(e), b(e.builder()), layout(layout), run(run), element(element),
+        count(cast<VectorType>(run.words.getType()).getNumElements()),
+        wordsType(VectorType::get({count}, b.getI32Type())),
+        halvesType(VectorType::get({2 * count}, element)) {}
+
+  Value dequantize() {
+    auto [scale, min] = scalesAndMins();
+    SmallVector<Value> pieces;
+    if (element.isF16()) {
+      // The odd pieces' nibbles sit 4 bits up: 1024 + 16q, whose scale is a
+      // sixteenth (exact, but for a scale below 2^-10, whose sixteenth
+      // rounds to a multiple of f16's subnormal step 2^-24).
+      Value highScale = arith::MulFOp::create(b, scale, halves(1.0 / 16));
+      Value bias = halves(1024.0);
+      Value shifted = shiftWords(8);
+      for (int64_t j = 0; j < 4; ++j) {
+        // Piece j: nibbles j and j + 4 (bits 4j and 16 + 4j) of each word,
+        // or-ed into f16 1024 + q (j even) or 1024 + 16q (j odd).
+        bool odd = j % 2 == 1;
+        Value source = j < 2 ? run.words : shifted;
+        pieces.push_back(piece(source, odd ? 0x00F000F0 : 0x000F000F,
+                               0x64006400, bias, odd ? highScale : scale, min));
+      }
+    } else {
+      // bf16's 7 mantissa bits take a nibble in the low bits only: piece j
+      // from the words shifted down 4j bits, or-ed into 128 + q.
+      Value bias = halves(128.0);
+      for (int64_t j = 0; j < 4; ++j) {
+        Value source = j == 0 ? run.words : shiftWords(4 * j);
+        pieces.push_back(
+            piece(source, 0x000F000F, 0x43004300, bias, scale, min));
+      }
+    }
+    return e.concatVectors(pieces);
   }
-  Value scale = vector::FromElementsOp::create(b, halvesType, scales);
-  Value min = vector::FromElementsOp::create(b, halvesType, mins);
-  auto halves = [&](double value) {
+
+private:
+  /// Per word w, its group's scale and min in both halves (word w's group
+  /// is 8w / groupSize of the run, or the run's one).
+  std::pair<Value, Value> scalesAndMins() {
+    SmallVector<Value> groupScales, groupMins;
+    for (Value pair : run.pairs) {
+      if (!element.isF16()) {
+        auto wide = VectorType::get({2}, b.getF32Type());
+        auto narrow = VectorType::get({2}, element);
+        pair = arith::TruncFOp::create(b, narrow,
+                                       arith::ExtFOp::create(b, wide, pair));
+      }
+      groupScales.push_back(e.extract(pair, 0));
+      groupMins.push_back(e.extract(pair, 1));
+    }
+    SmallVector<Value> scales, mins;
+    for (int64_t w = 0; w < count; ++w) {
+      int64_t g = run.pairs.size() == 1 ? 0 : 8 * w / layout.groupSize;
+      scales.append({groupScales[g], groupScales[g]});
+      mins.append({groupMins[g], groupMins[g]});
+    }
+    Value scale = vector::FromElementsOp::create(b, halvesType, scales);
+    Value min = vector::FromElementsOp::create(b, halvesType, mins);
+    return {scale, min};
+  }
+
+  Value halves(double value) {
     return arith::ConstantOp::create(
         b, halvesType,
-        DenseElementsAttr::get(halvesType, b.getF16FloatAttr(value)));
-  };
-  // The odd pieces' nibbles sit 4 bits up: 1024 + 16q, whose scale is a
-  // sixteenth (exact, but for a scale below 2^-10, whose sixteenth rounds to
-  // a multiple of f16's subnormal step 2^-24).
-  Value sixteenth = halves(1.0 / 16);
-  Value highScale = arith::MulFOp::create(b, scale, sixteenth);
-  Value bias = halves(1024.0);
-  Value byteShift = arith::ConstantOp::create(
-      b, wordsType, DenseElementsAttr::get(wordsType, b.getI32IntegerAttr(8)));
-  Value shifted = arith::ShRUIOp::create(b, run.words, byteShift);
-  SmallVector<Value> pieces;
-  for (int64_t j = 0; j < 4; ++j) {
-    // Piece j: nibbles j and j + 4 (bits 4j and 16 + 4j) of each word, or-ed
-    // into f16 1024 + q (j even) or 1024 + 16q (j odd) in one maskOr.
-    bool odd = j % 2 == 1;
-    Value source = j < 2 ? run.words : shifted;
-    Value biased =
-        e.target().maskOr(b, source, odd ? 0x00F000F0 : 0x000F000F, 0x64006400);
+        DenseElementsAttr::get(halvesType, FloatAttr::get(element, value)));
+  }
+
+  Value shiftWords(int64_t bits) {
+    Value shift = arith::ConstantOp::create(
+        b, wordsType,
+        DenseElementsAttr::get(wordsType, b.getI32IntegerAttr(bits)));
+    return arith::ShRUIOp::create(b, run.words, shift);
+  }
+
+  /// (source & mask | bits) as `element`s, less `bias`, times `scale`
+  /// plus `min`.
+  Value piece(Value source, uint32_t mask, uint32_t bits, Value bias,
+              Value scale, Value min) {
+    Value biased = e.target().maskOr(b, source, mask, bits);
     Value values = vector::BitCastOp::create(b, halvesType, biased);
     Value q = arith::SubFOp::create(b, values, bias);
     // q * scale + min, contracted to one fma (math.fma would be widened
     // to f32 on the way to a libdevice call).
     auto contract = arith::FastMathFlags::contract;
-    Value scaled =
-        arith::MulFOp::create(b, q, odd ? highScale : scale, contract);
-    pieces.push_back(arith::AddFOp::create(b, scaled, min, contract));
+    Value scaled = arith::MulFOp::create(b, q, scale, contract);
+    return arith::AddFOp::create(b, scaled, min, contract);
   }
-  return e.concatVectors(pieces);
+
+  GpuEmitter &e;
+  ImplicitLocOpBuilder &b;
+  const Int4RowLayout &layout;
+  const Int4Run &run;
+  Type element;
+  int64_t count;
+  VectorType wordsType, halvesType;
+};
+} // namespace
+
+Value fdc::gpu::dequantizeInt4Run(GpuEmitter &e, const Int4RowLayout &layout,
+                                  const Int4Run &run, Type element) {
+  return Int4Dequantizer(e, layout, run, element).dequantize();
 }

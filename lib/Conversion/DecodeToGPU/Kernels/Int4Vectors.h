@@ -16,6 +16,14 @@
 // (one instruction each where the target has one: GpuPrimitives::maskOr) and
 // eight packed f16 operations.
 //
+// To bf16 (7 mantissa bits), each piece takes its nibbles in the low four
+// bits of each half: the word shifted down 4j bits for piece j, masked and
+// or-ed with 0x4300, is the bf16 128 + q exactly; subtracting 128 is exact
+// and one bf16 fma applies the group's scale and min (converted to bf16
+// once per group): per word three shifts, four mask-and-ors and eight packed
+// bf16 operations. Its values are rounded to bf16, an eighth of f16's
+// precision, for MMAs whose other operand needs bf16's range.
+//
 // A run comes out in "decoded order": element j * 2W + 2w + h of a run of
 // W words is dim 8w + j + 4h of the run.
 //
@@ -69,9 +77,10 @@ Int4Run loadInt4Run(GpuEmitter &e, mlir::Value cache,
                     const Int4RowLayout &layout, mlir::ValueRange row,
                     mlir::Value dim0, int64_t dims);
 
-/// A loaded run dequantised to a vector<dims x f16> in decoded order.
+/// A loaded run dequantised to a vector<dims x element> in decoded order;
+/// `element` is f16 or bf16.
 mlir::Value dequantizeInt4Run(GpuEmitter &e, const Int4RowLayout &layout,
-                              const Int4Run &run);
+                              const Int4Run &run, mlir::Type element);
 
 } // namespace fdc::gpu
 
