@@ -126,8 +126,9 @@ def attention_md(rows) -> str:
 
 
 def int4_md(rows) -> str:
-    """One row per batch: each softmax scheme's time (online: f16 MMAs,
-    unified max: bf16), the fastest's GB/s and % HBM, and the peer."""
+    """One row per batch: each softmax scheme's time (online: f16 MMAs;
+    unified max: f16 for the scores, bf16 for P V), the fastest's GB/s and
+    % HBM, and the peer."""
     schemes = list(next((r["fdc"] for r in rows if "fdc" in r), {}).keys())
     body = []
     for r in rows:

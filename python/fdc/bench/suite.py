@@ -503,8 +503,9 @@ def int4(bench: Bench) -> list[dict]:
     rows = []
     d, groups, s = models.HEAD_DIM, 4, 8192
     batches = INT4_BATCHES if not bench.quick else (1, 64)
-    # Each softmax scheme (online on f16 MMAs, unified max on bf16), timed
-    # with their replays interleaved; the speedup is the fastest's.
+    # Each softmax scheme (online on f16 MMAs, unified max with P V on
+    # bf16), timed with their replays interleaved; the speedup is the
+    # fastest's.
     libraries = {scheme: bench.library(models.attention_name(8, 1, scheme, "int4"))
                  for scheme in models.SOFTMAX}
     for b in batches:

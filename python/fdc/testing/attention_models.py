@@ -120,13 +120,13 @@ VARIANTS = [
                                           (2, 32768))),
     AttentionVariant("attention-gqa4-online-int4-d64", 16, 4, 64, "bf16",
                      "online", cache="int4"),
-    # INT4 caches under unified max: bf16 MMAs, and by default on sm_90 the
-    # softmax in every lane with the rows through two shared-memory stages
-    # (MQA; head_dim 64, rows of 48 bytes; an f16 query; the forced
-    # fallback, recomputed from the INT4 rows); pinned, the loads a step
-    # ahead in registers instead. The values (and so the output's weights)
-    # rounded to bf16: worst 8.0e-3 on the H100 (2026-12-06), and twice
-    # 1e-2 is the bound.
+    # INT4 caches under unified max: f16 MMAs for the scores and bf16 for
+    # P V, by default on sm_90 with the softmax in every lane and the rows
+    # through two shared-memory stages (MQA; head_dim 64, rows of 48 bytes;
+    # an f16 query; the forced fallback, recomputed from the INT4 rows);
+    # pinned, the loads a step ahead in registers instead. The values (and
+    # so the weights) are rounded to bf16: worst 8.0e-3 on the H100
+    # (2026-12-06); the bound is 2e-2.
     AttentionVariant("attention-mqa-unified-int4", 8, 1, 128, "bf16",
                      "unified", cache="int4", tolerance=2e-2,
                      cases=((1, 1), (3, 8192), (64, 300), (2, 32768),
