@@ -227,6 +227,25 @@
 // STAGED-NEXT:    nvvm.cp.async.wait.group 0
 // STAGED-NEXT:    gpu.barrier
 
+// Stages on gfx942 (a bf16 cache, pinned; 2 subgroups, whose two stages of
+// 16 rows of 256 bytes fit its 64 KiB of LDS): the target has no
+// asynchronous copy, so GpuPrimitives::copyToShared loads and stores, 8
+// pieces of 16 bytes a lane of 64 before the loop and in each step (a
+// step's 512 pieces), and the steps read their rows from LDS.
+// RUN: sed 's/256/128/g; s/4096/2048/g; s/kv_heads = 1/kv_heads = 2/g; s/softmax = #decode.softmax<online>/softmax = #decode.softmax<online>, decode.kernel = #decode.kernel<"gqa_attention", {prefetch = 0, stages = 2, subgroups = 2}>/' %s \
+// RUN:   | fdc-opt --decode-assign-weight-layout --convert-decode-to-gpu=target=gfx942 | FileCheck %s --check-prefix=STAGED942
+// STAGED942-LABEL: gpu.func @{{gqa_attention_partial_[0-9]+}}(
+// STAGED942:         memref.view {{.*}} : memref<41088xi8, #gpu.address_space<workgroup>> to memref<2080xf32, #gpu.address_space<workgroup>>
+// STAGED942:         memref.view {{.*}} : memref<41088xi8, #gpu.address_space<workgroup>> to memref<128x128xbf16, #gpu.address_space<workgroup>>
+// STAGED942:         scf.if
+// STAGED942-COUNT-8:   vector.store {{.*}} {alignment = 16 : i64} : memref<128x128xbf16, #gpu.address_space<workgroup>>, vector<8xbf16>
+// STAGED942-NOT:       nvgpu.device_async_copy
+// STAGED942:         scf.for
+// STAGED942:           scf.if
+// STAGED942-COUNT-8:     vector.store {{.*}} : memref<128x128xbf16, #gpu.address_space<workgroup>>, vector<8xbf16>
+// STAGED942:           vector.load {{.*}} : memref<128x128xbf16, #gpu.address_space<workgroup>>, vector<8xbf16>
+// STAGED942:           amdgpu.mfma 16x16x16
+
 // Stages refused: one stage, or with prefetch.
 // RUN: sed 's/256/128/g; s/4096/2048/g; s/softmax = #decode.softmax<online>/softmax = #decode.softmax<online>, decode.kernel = #decode.kernel<"gqa_attention", {stages = 1, prefetch = 0}>/' %s \
 // RUN:   | not fdc-opt --decode-select-kernels=target=sm_90 2>&1 | FileCheck %s --check-prefix=ONESTAGE
