@@ -50,7 +50,8 @@
 // values. An f16 cache takes the online scheme only: unified max's weights
 // exp(x - phi) may leave f16's range. An INT4 cache's MMAs take f16 under
 // the online scheme (its dequantised values are rounded to f16, so P is
-// too) and bf16 under unified max (Int4Vectors.h).
+// too); under unified max the scores' MMAs take f16 and P V's bf16, the
+// values dequantised to bf16 (Int4Vectors.h).
 // The subgroups then combine through shared memory and the block writes the
 // split's partial rows, the same as split_kv_attention's, which
 // attention_reduce combines; a launch of one split writes the output
@@ -64,8 +65,7 @@
 #include "Int4Vectors.h"
 
 #include "mlir/IR/Diagnostics.h"
-
-#include <numeric>
+#include "llvm/Support/MathExtras.h"
 
 using namespace mlir;
 using namespace fdc;
@@ -291,10 +291,7 @@ GqaAttentionShape::get(decode::AttentionOp op, const GpuPrimitives &target,
   if (int4 && unified)
     if (std::optional<MmaLayout> f16 =
             target.getMmaLayout(Float16Type::get(context)))
-      if (f16->m() == layout->m() && f16->n() == layout->n() &&
-          f16->k() == layout->k() && f16->kPerLane == layout->kPerLane &&
-          f16->aRowsPerLane == layout->aRowsPerLane &&
-          f16->accPerLane == layout->accPerLane) {
+      if (f16->sameLanes(*layout)) {
         shape.keyLayout = *f16;
         shape.keyOperand = Float16Type::get(context);
       }
@@ -674,11 +671,9 @@ private:
     // buffer at a multiple of 256 bytes (docs/model-library.md): one vector
     // load per aligned piece, where LLVM would otherwise load each element.
     int64_t elementBytes = queryType.getIntOrFloatBitWidth() / 8;
-    int64_t common = std::gcd(shape.laneRun, shape.headDim) * elementBytes;
-    int64_t queryAlignment = 1;
-    while (queryAlignment < target.vectorBytes() &&
-           common % (2 * queryAlignment) == 0)
-      queryAlignment *= 2;
+    uint64_t queryAlignment = std::min<uint64_t>(
+        target.vectorBytes(), llvm::MinAlign(shape.laneRun * elementBytes,
+                                             shape.headDim * elementBytes));
     Value zero = arith::ConstantOp::create(b, runType, b.getZeroAttr(runType));
     int64_t runs = shape.headDim / shape.runDims;
     SmallVector<SmallVector<Value>> queryRuns; // [k run][A row]

@@ -44,6 +44,13 @@ struct MmaLayout {
   int64_t k() const { return shape.getK(); }
   /// Lanes holding different k values of the same row (k / kPerLane).
   int64_t kGroups() const { return k() / kPerLane; }
+  /// Whether `other` (an MMA on another operand type) spreads its operands
+  /// and accumulators over the lanes as this one does.
+  bool sameLanes(const MmaLayout &other) const {
+    return m() == other.m() && n() == other.n() && k() == other.k() &&
+           kPerLane == other.kPerLane && aRowsPerLane == other.aRowsPerLane &&
+           accPerLane == other.accPerLane;
+  }
 };
 
 /// Where an MMA's accumulators are, lane for lane, the A operand of a next
