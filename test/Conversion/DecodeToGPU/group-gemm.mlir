@@ -100,10 +100,11 @@
 // cluster: the two splits of a tile form one (cluster 1 x 1 x 2), store
 // their f32 sums in their own shared memory ([column][row]), and after a
 // cluster barrier each adds its half of the tile's outputs, four rows at a
-// time, from split 0's then split 1's shared memory (mapa, 16-byte loads)
-// and applies the epilogue; a second
-// barrier keeps each until the other has read. No workspace, no
-// linear_epilogue.
+// time, from split 0's then split 1's shared memory (mapa, 16-byte loads:
+// here all four of a thread's, two chunks, before the first add) and
+// applies the epilogue, with no bounds checks where the tile lies in the
+// output whole; a second barrier, which orders no memory, keeps each until
+// the other has read. No workspace, no linear_epilogue.
 // RUN: sed 's/batch = 32, stages = 3/batch = 32, stages = 3, split_k = 2/' %t.group.mlir \
 // RUN:   | fdc-opt --decode-assign-weight-layout --convert-decode-to-gpu=target=sm_90a | FileCheck %s --check-prefix=SPLIT
 // A split's few k tiles keep the deeper prefetch where the pipeline is
@@ -131,8 +132,16 @@
 // SPLIT-NEXT: llvm.load {{.*}} : !llvm.ptr<7> -> vector<4xf32>
 // SPLIT: nvvm.mapa %{{[0-9]+}}, %c1_i32 : !llvm.ptr<3> -> !llvm.ptr<7>
 // SPLIT-NEXT: llvm.load {{.*}} : !llvm.ptr<7> -> vector<4xf32>
+// SPLIT-COUNT-2: llvm.load {{.*}} : !llvm.ptr<7> -> vector<4xf32>
+// SPLIT-NOT: llvm.load
 // SPLIT: arith.addf {{.*}} : vector<4xf32>
-// SPLIT: nvvm.cluster.arrive {aligned}
+// SPLIT-NOT: llvm.load
+// SPLIT: arith.addf {{.*}} : vector<4xf32>
+// SPLIT-NOT: llvm.load
+// SPLIT: arith.cmpi ule
+// SPLIT-NEXT: scf.if
+// SPLIT-NOT: llvm.load
+// SPLIT: nvvm.cluster.arrive.relaxed {aligned}
 // SPLIT-NEXT: nvvm.cluster.wait {aligned}
 // SPLIT-NEXT: gpu.return
 // SPLIT: func.func @fdc_model_step

@@ -76,7 +76,9 @@
 // 1 x 1 x 2): each stores its sums in its own shared memory, and after a
 // cluster barrier adds its half of the tile's outputs, four rows at a time,
 // loading split 0's then split 1's 16-byte vector (mapa: the cluster rank's
-// shared memory), applies the epilogue and waits at a second barrier for
+// shared memory; a thread's two chunks, all four loads before the first
+// add), applies the epilogue (no bounds checks where the tile lies in the
+// output whole) and waits at a second barrier, which orders no memory, for
 // the other to finish reading. No workspace, no linear_epilogue.
 // RUN: fdc-opt %t.split.mlir --decode-assign-weight-layout --convert-decode-to-gpu=target=sm_90 | FileCheck %s --check-prefix=CLUSTER
 // CLUSTER: gpu.func @[[K:linear_[0-9]+]]({{[^)]*}}) kernel attributes {known_block_size = array<i32: 128, 1, 1>, nvvm.cluster_dim = array<i32: 1, 1, 2>}
@@ -92,8 +94,15 @@
 // CLUSTER-NEXT: llvm.load {{.*}} : !llvm.ptr<7> -> vector<4xf32>
 // CLUSTER: nvvm.mapa %{{[0-9]+}}, %c1_i32 : !llvm.ptr<3> -> !llvm.ptr<7>
 // CLUSTER-NEXT: llvm.load {{.*}} : !llvm.ptr<7> -> vector<4xf32>
+// CLUSTER-COUNT-2: llvm.load {{.*}} : !llvm.ptr<7> -> vector<4xf32>
+// CLUSTER-NOT: llvm.load
 // CLUSTER: arith.addf {{.*}} : vector<4xf32>
-// CLUSTER: nvvm.cluster.arrive {aligned}
+// CLUSTER-NEXT: arith.addf {{.*}} : vector<4xf32>
+// CLUSTER-NOT: llvm.load
+// CLUSTER: arith.cmpi ule
+// CLUSTER-NEXT: scf.if
+// CLUSTER-NOT: llvm.load
+// CLUSTER: nvvm.cluster.arrive.relaxed {aligned}
 // CLUSTER-NEXT: nvvm.cluster.wait {aligned}
 // CLUSTER-NEXT: gpu.return
 // CLUSTER: func.func @fdc_model_step

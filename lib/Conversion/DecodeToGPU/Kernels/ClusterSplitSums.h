@@ -7,7 +7,9 @@
 //
 //   1. each workgroup stores its sums in its own shared memory (the stage
 //      buffers, free once its MMAs are done) as [half][column][row] f32, so
-//      that four consecutive rows of a column are one 16-byte vector;
+//      that four consecutive rows of a column are one 16-byte vector; a
+//      column takes kColumnPad rows more than the tile's, so that the MMA
+//      fragments' columns 2 apart fall in different banks;
 //   2. a cluster barrier;
 //   3. split s takes the 4-row chunks s * threads + t, (s + split_k) *
 //      threads + t, ... of the tile and, a few chunks at a time, first loads
@@ -15,8 +17,9 @@
 //      shared memory, all in flight together), then adds them in split
 //      order 0 .. split_k - 1 and applies the epilogue to each element in
 //      bounds;
-//   4. a second cluster barrier: no workgroup leaves while another reads
-//      its shared memory.
+//   4. a second cluster barrier, which orders no memory (the loads' values
+//      have been used): no workgroup leaves while another reads its shared
+//      memory.
 //
 //===----------------------------------------------------------------------===//
 
@@ -40,6 +43,12 @@ public:
   /// against 33.6 us; llama3-8b down M = 2: 44.7 against 42.7): the
   /// workgroups of a cluster start and leave together.
   static constexpr int64_t kMaxSplits = 2;
+  /// The rows a column's sums take past the tile's: an MMA fragment's
+  /// lanes hold columns 2 apart, which with columns of a multiple of 32
+  /// f32s would share banks (4 ways for 64 rows: H100, o [4096, 4096] at M =
+  /// 128, every store of the sums 4 ways conflicted); 4 more rows keep the
+  /// 16-byte vectors aligned.
+  static constexpr int64_t kColumnPad = 4;
   /// Whether `splits` workgroups of a tile add their sums in a cluster on
   /// `target`.
   static bool reducesInCluster(int64_t splits, decode::GpuTargetAttr target) {
@@ -57,9 +66,11 @@ public:
     assert(rows % 4 == 0 && "a column's sums are loaded 4 rows at a time");
   }
 
+  /// The f32 sums a column of `rows` rows takes in shared memory.
+  static int64_t getColumnStride(int64_t rows) { return rows + kColumnPad; }
   /// The bytes the sums take.
   static int64_t getBytes(int64_t rows, int64_t columns, int64_t halves) {
-    return halves * rows * columns * 4;
+    return halves * getColumnStride(rows) * columns * 4;
   }
 
   /// Step 1 for one f32 sum: half `h`, tile column `column`, tile row `row`.

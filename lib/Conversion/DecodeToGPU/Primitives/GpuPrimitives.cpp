@@ -78,6 +78,9 @@ void GpuPrimitives::setClusterShape(mlir::gpu::GPUFuncOp,
 void GpuPrimitives::clusterBarrier(ImplicitLocOpBuilder &) const {
   llvm::report_fatal_error("the target has no workgroup clusters");
 }
+void GpuPrimitives::clusterExecutionBarrier(ImplicitLocOpBuilder &) const {
+  llvm::report_fatal_error("the target has no workgroup clusters");
+}
 void GpuPrimitives::storeShared(ImplicitLocOpBuilder &, Value, Value) const {
   llvm::report_fatal_error("the target has no workgroup clusters");
 }

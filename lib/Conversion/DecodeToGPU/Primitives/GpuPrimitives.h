@@ -174,6 +174,12 @@ public:
   /// A barrier of every thread of the cluster: shared-memory stores before
   /// it are visible to every workgroup of the cluster after it.
   virtual void clusterBarrier(mlir::ImplicitLocOpBuilder &b) const;
+  /// A barrier of every thread of the cluster that orders no memory
+  /// accesses: no thread passes it before every thread of the cluster has
+  /// reached it. Cheaper than clusterBarrier where a workgroup only waits
+  /// until the others are done with its shared memory (their loads of it
+  /// complete before they reach the barrier: they have used the values).
+  virtual void clusterExecutionBarrier(mlir::ImplicitLocOpBuilder &b) const;
   /// Stores `value` at byte `address` (i64) of this workgroup's shared
   /// memory.
   virtual void storeShared(mlir::ImplicitLocOpBuilder &b, mlir::Value address,

@@ -246,6 +246,14 @@ public:
     NVVM::ClusterArriveOp::create(b, aligned);
     NVVM::ClusterWaitOp::create(b, aligned);
   }
+  /// barrier.cluster.arrive.relaxed: the default arrive releases every
+  /// memory access before it at cluster scope, which ptxas makes a
+  /// GPU-scope membar that waits for the thread's global stores to land.
+  void clusterExecutionBarrier(ImplicitLocOpBuilder &b) const override {
+    UnitAttr aligned = b.getUnitAttr();
+    NVVM::ClusterArriveRelaxedOp::create(b, aligned);
+    NVVM::ClusterWaitOp::create(b, aligned);
+  }
   void storeShared(ImplicitLocOpBuilder &b, Value address,
                    Value value) const override {
     LLVM::StoreOp::create(b, value, sharedPointer(b, address));
