@@ -71,6 +71,14 @@ VARIANTS = [
                   "silu_gate_up", '#decode.kernel<"gemv", {}>'),
     LinearVariant("linear-pinned-gemv-bias-f16", "f16", 1000, 520, "bias",
                   '#decode.kernel<"gemv", {rows_per_block = 2}>'),
+    # GEMV where K is a whole number of a lane's 16-byte steps (256
+    # elements a subgroup), so that the steps are unrolled 4 at a time: 5
+    # steps (one unrolled iteration, then one step) with a residual, and 8
+    # (two iterations) with the gate-up halves.
+    LinearVariant("linear-pinned-gemv-unrolled-residual-bf16", "bf16", 1280,
+                  1280, "residual", '#decode.kernel<"gemv", {}>'),
+    LinearVariant("linear-pinned-gemv-unrolled-gateup-f16", "f16", 1000,
+                  2048, "silu_gate_up", '#decode.kernel<"gemv", {}>'),
 ]
 
 

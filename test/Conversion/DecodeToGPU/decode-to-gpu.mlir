@@ -56,6 +56,20 @@
 // GEMV:   scf.yield %{{.*}}, %{{.*}} : vector<8xf32>, vector<8xf32>
 // GEMV-COUNT-2: vector.reduction <add>
 
+// Where K is a whole number of 4 of a lane's 16-byte steps (the down
+// projection, pinned: 1024 = 4 x 256 elements a subgroup), each iteration
+// takes 4 steps: every load first, so that 4 weight vectors a lane are in
+// flight, then the products in k order. (K = 512 above, 2 steps, takes
+// one step an iteration.)
+// RUN: sed -e 's/%h2 = decode.linear %g_0, %wd_0 residual %h1 :/%h2 = decode.linear %g_0, %wd_0 residual %h1 {decode.kernel = #decode.kernel<"gemv", {}>} :/' %S/Inputs/head128-bf16.mlir \
+// RUN:   | fdc-opt --pass-pipeline='builtin.module(decode.model(decode-assign-weight-layout),convert-decode-to-gpu{target=sm_90})' | FileCheck %s --check-prefix=UNROLL
+// UNROLL: scf.for {{.*}} step %c1024{{.*}} -> (vector<8xf32>)
+// UNROLL-COUNT-4: vector.load %{{.*}} : memref<512x1024xbf16>, vector<8xbf16>
+// UNROLL-NOT: vector.load
+// UNROLL-COUNT-4: arith.mulf %{{.*}} : vector<8xf32>
+// UNROLL-NEXT: arith.addf
+// UNROLL-NEXT: scf.yield
+
 // RoPE, the cache append, then split-KV attention on MMA units (2 query
 // heads per KV head): the partial kernel takes the split count and split
 // length; each subgroup loads K and V 16 bytes per lane a step ahead,

@@ -6,8 +6,9 @@
 // the same slice of each of the M activation rows and accumulates in f32; a
 // subgroup reduction gives the dot product and lane 0 applies the shared
 // epilogue. The weight row is read from HBM once; the M passes over it hit
-// L1. INT4 weights are dequantised on the fly. `rows_per_block` subgroups
-// share a block.
+// L1. Where K is a whole number of steps, a lane takes kGemvUnroll steps an
+// iteration, all their loads before the products. INT4 weights are
+// dequantised on the fly. `rows_per_block` subgroups share a block.
 //
 //===----------------------------------------------------------------------===//
 
@@ -23,6 +24,9 @@ using arith::CmpIPredicate;
 using mlir::gpu::Dimension;
 
 namespace {
+/// The steps of a lane's pass over K whose loads are in flight together.
+constexpr int64_t kGemvUnroll = 4;
+
 void buildGemv(KernelContext &ctx, int64_t rowsPerBlock, int64_t vectorBytes,
                Buffer input, Buffer weight, Type weightType, Buffer bias,
                Buffer residual, decode::Activation activation, Buffer out) {
@@ -52,7 +56,13 @@ void buildGemv(KernelContext &ctx, int64_t rowsPerBlock, int64_t vectorBytes,
         Value row = arith::AddIOp::create(b, firstRow, e.subgroupId());
         Value lane = e.laneId();
         Value start = arith::MulIOp::create(b, lane, e.index(lanes));
-        Value stride = e.index(e.subgroupSize() * lanes);
+        int64_t stepElements = e.subgroupSize() * lanes;
+        Value stride = e.index(stepElements);
+        // The steps of a lane's pass unrolled (vector loads only): where K
+        // is a whole number of steps, every lane takes as many, so the
+        // unrolled part ends at the same k for all and the rest runs one
+        // step at a time.
+        int64_t unroll = k % stepElements == 0 && lanes > 1 ? kGemvUnroll : 1;
         Value batch =
             arith::IndexCastOp::create(b, b.getIndexType(), v[args.size()]);
         // The dot products of activation row i with each weight row in one
@@ -82,23 +92,50 @@ void buildGemv(KernelContext &ctx, int64_t rowsPerBlock, int64_t vectorBytes,
           Value zero = arith::ConstantOp::create(
               b, vectorType, DenseElementsAttr::get(vectorType, 0.0f));
           SmallVector<Value> zeros(weightRows.size(), zero);
-          for (Value acc :
-               e.reduce(start, e.index(k), stride, zeros,
-                        [&](Value kk, ValueRange carried) {
-                          Value x = e.loadVector(v[0], {i, kk}, lanes);
-                          SmallVector<Value> next;
-                          for (auto [weightRow, partial] :
-                               llvm::zip_equal(weightRows, carried)) {
-                            Value w =
-                                e.loadVector(v[1], {weightRow, kk}, lanes);
-                            Value product = arith::MulFOp::create(b, w, x);
-                            next.push_back(
-                                arith::AddFOp::create(b, partial, product));
-                          }
-                          return next;
-                        }))
+          // `unroll` steps of the lane's pass over K per iteration, every
+          // load issued before the first multiply: a lane keeps that many
+          // weight vectors in flight, where one step per iteration waited
+          // for each load before issuing the next. The products add in k
+          // order, as with one step.
+          auto pass = [&](Value from, Value to, int64_t unroll,
+                          ValueRange init) {
+            Value step = e.index(stepElements * unroll);
+            return e.reduce(
+                from, to, step, init, [&](Value kk, ValueRange carried) {
+                  SmallVector<Value> xs, ws;
+                  for (int64_t u = 0; u < unroll; ++u) {
+                    Value at =
+                        arith::AddIOp::create(b, kk, e.index(u * stepElements));
+                    xs.push_back(e.loadVector(v[0], {i, at}, lanes));
+                    for (Value weightRow : weightRows)
+                      ws.push_back(e.loadVector(v[1], {weightRow, at}, lanes));
+                  }
+                  SmallVector<Value> next(carried.begin(), carried.end());
+                  for (int64_t u = 0; u < unroll; ++u)
+                    for (size_t r = 0; r < weightRows.size(); ++r) {
+                      Value w = ws[u * weightRows.size() + r];
+                      Value product = arith::MulFOp::create(b, w, xs[u]);
+                      next[r] = arith::AddFOp::create(b, next[r], product);
+                    }
+                  return next;
+                });
+          };
+          // Every lane's unrolled steps end at the same k: `unrolledEnd`
+          // past its first (0 without unrolling).
+          SmallVector<Value> acc(zeros);
+          int64_t unrolledEnd =
+              k / (stepElements * unroll) * stepElements * unroll;
+          if (unroll > 1 && unrolledEnd > 0)
+            acc = pass(start, e.index(unrolledEnd), unroll, acc);
+          else
+            unrolledEnd = 0;
+          if (unrolledEnd < k) {
+            Value from = arith::AddIOp::create(b, start, e.index(unrolledEnd));
+            acc = pass(from, e.index(k), 1, acc);
+          }
+          for (Value partial : acc)
             sums.push_back(vector::ReductionOp::create(
-                b, vector::CombiningKind::ADD, acc));
+                b, vector::CombiningKind::ADD, partial));
           return sums;
         };
         SmallVector<Value> weightRows = {row};
