@@ -2,7 +2,7 @@
 
 #include "Int4Vectors.h"
 
-#include <numeric>
+#include "llvm/Support/MathExtras.h"
 
 using namespace mlir;
 using namespace fdc;
@@ -25,11 +25,10 @@ bool Int4RowLayout::supportsRun(int64_t dims) const {
 }
 
 int64_t Int4RowLayout::runAlignment(int64_t dims) const {
-  int64_t common = std::gcd(std::gcd(rowBytes, headerBytes), dims / 2);
-  int64_t alignment = 1;
-  while (alignment < 16 && common % (2 * alignment) == 0)
-    alignment *= 2;
-  return alignment;
+  // The largest power of two (at most 16) that divides the row, the
+  // header and the run's bytes.
+  uint64_t rowAndHeader = llvm::MinAlign(rowBytes, headerBytes);
+  return llvm::MinAlign(rowAndHeader, llvm::MinAlign(dims / 2, 16));
 }
 
 int64_t fdc::gpu::int4DecodedDim(int64_t i, int64_t words) {
