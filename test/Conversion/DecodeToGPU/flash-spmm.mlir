@@ -62,6 +62,27 @@
 // SM90-NOT: gpu.launch_func
 // SM90: gpu.launch_func @fdc_kernels::@{{sparse_linear_[0-9]+}}
 
+// Four splits (no cluster reduction past two): each block stores its sums in
+// the workspace, and linear_epilogue adds them. Once its MMAs are done a
+// block lets that kernel launch (griddepcontrol.launch_dependents after the
+// k loop, before the stores); the epilogue waits for this kernel's end at
+// its start.
+// RUN: sed 's/%y = decode.sparse_linear %x, %w :/%y = decode.sparse_linear %x, %w {decode.kernel = #decode.kernel<"flash_spmm", {split_k = 4}>} :/' %S/Inputs/sparse-linear-f16.mlir \
+// RUN:   | fdc-opt --decode-assign-weight-layout --convert-decode-to-gpu=target=sm_90 | FileCheck %s --check-prefix=EPILOGUE
+// EPILOGUE: gpu.func @[[K:sparse_linear_[0-9]+]]({{.*}}) kernel attributes {known_block_size = array<i32: 128, 1, 1>} {
+// EPILOGUE-NEXT: nvvm.griddepcontrol wait
+// EPILOGUE: scf.for
+// EPILOGUE: nvvm.mma.sync
+// EPILOGUE-NOT: memref.store {{.*}} : memref<?x4000xf32>
+// EPILOGUE: nvvm.griddepcontrol launch_dependents
+// EPILOGUE: memref.store {{.*}} : memref<?x4000xf32>
+// EPILOGUE: gpu.func @[[E:linear_epilogue_[0-9]+]](
+// EPILOGUE-NEXT: nvvm.griddepcontrol wait
+// EPILOGUE: func.func @fdc_model_step
+// EPILOGUE: gpu.launch_func @fdc_kernels::@[[K]] blocks in (%{{.*}}, %c8, %c4)
+// EPILOGUE-NOT: gpu.launch_func
+// EPILOGUE: gpu.launch_func @fdc_kernels::@[[E]]
+
 // Pinned configs the family cannot build are refused, naming the op.
 // RUN: sed 's/%y = decode.sparse_linear %x, %w :/%y = decode.sparse_linear %x, %w {decode.kernel = #decode.kernel<"flash_spmm", {warps_n = 2, row_tiles = 2}>} :/' %S/Inputs/sparse-linear-f16.mlir \
 // RUN:   | not fdc-opt --decode-select-kernels=target=sm_90 2>&1 | FileCheck %s --check-prefix=ROWS

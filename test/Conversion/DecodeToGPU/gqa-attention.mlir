@@ -226,6 +226,14 @@
 // STAGED-NEXT:    }
 // STAGED-NEXT:    nvvm.cp.async.wait.group 0
 // STAGED-NEXT:    gpu.barrier
+// The host's splits: whole waves of two blocks a unit (264 on sm_90's 132
+// units) over the blocks of a split, at least four, at most 64 and no
+// split shorter than 64 positions.
+// STAGED-LABEL: func.func @fdc_model_step(
+// STAGED:         %[[WHOLE:.*]] = arith.divsi %c264_i64, %{{.*}} : i64
+// STAGED:         %[[FEWEST:.*]] = arith.maxsi %[[WHOLE]], %c4_i64 : i64
+// STAGED:         %[[CAP:.*]] = arith.minsi %c64_i64, %{{.*}} : i64
+// STAGED:         arith.minsi %[[FEWEST]], %[[CAP]] : i64
 
 // Stages on gfx942 (a bf16 cache, pinned; 2 subgroups, whose two stages of
 // 16 rows of 256 bytes fit its 64 KiB of LDS): the target has no

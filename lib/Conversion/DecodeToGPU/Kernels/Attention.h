@@ -83,10 +83,13 @@ llvm::SmallVector<KernelArg> getAttentionArgs(const AttentionProblem &problem,
 /// `maxSplits` and no split shorter than `minSplitLength` positions. With
 /// `wholeWaves`, the most splits whose blocks stay within that count
 /// instead (at least one): when the blocks of a split are few, one more
-/// split would start a last, mostly idle wave of blocks.
+/// split would start a last, mostly idle wave of blocks. Never fewer than
+/// `minSplits` (within the other two bounds), however many blocks the
+/// batch brings.
 struct AttentionSplitPolicy {
   int64_t maxSplits, wavesPerUnit, minSplitLength;
   bool wholeWaves = false;
+  int64_t minSplits = 1;
 };
 
 /// The number of splits (a host i64) for `blocksPerSplit` blocks (a host

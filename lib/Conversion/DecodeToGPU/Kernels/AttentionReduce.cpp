@@ -59,6 +59,10 @@ Value fdc::gpu::getAttentionSplits(KernelContext &ctx,
       policy.wholeWaves
           ? Value(arith::DivSIOp::create(host, targetBlocks, blocksPerSplit))
           : ctx.ceilDiv(targetBlocks, blocksPerSplit);
+  if (policy.minSplits > 1) {
+    Value fewest = ctx.hostI64(policy.minSplits);
+    wanted = arith::MaxSIOp::create(host, wanted, fewest);
+  }
   Value maxSplits = ctx.hostI64(policy.maxSplits);
   Value splitsOfMinLength =
       ctx.ceilDiv(ctx.maxContext, ctx.hostI64(policy.minSplitLength));

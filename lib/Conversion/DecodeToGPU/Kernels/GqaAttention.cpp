@@ -111,7 +111,8 @@ struct GqaAttentionConfig {
   explicit GqaAttentionConfig(const KernelConfig &config)
       : subgroups(config.get("subgroups")),
         splits{config.get("max_splits"), config.get("waves_per_unit"),
-               config.get("min_split_length"), /*wholeWaves=*/true},
+               config.get("min_split_length"), /*wholeWaves=*/true,
+               config.get("min_splits")},
         f32Operands(config.get("f32_operands") != 0),
         prefetch(config.get("prefetch") != 0), stages(config.get("stages")),
         softmaxLanes(config.get("softmax_lanes")),
@@ -1565,9 +1566,9 @@ private:
 /// The scratch bytes of the partial rows, per sequence and fixed. Splits
 /// the op fixes take a row per (sequence, query head, split). Automatic
 /// ones (whole waves) keep the blocks, (sequence, KV head, split), within
-/// the waves' count, or take one split: at most a group's rows per block of
-/// the waves and a query head's row per sequence, however many splits a
-/// small batch takes.
+/// the waves' count, or take min_splits: at most a group's rows per block
+/// of the waves and min_splits query heads' rows per sequence, however
+/// many splits a small batch takes.
 std::pair<int64_t, int64_t> getPartialsBytes(const AttentionProblem &problem,
                                              const GqaAttentionConfig &config,
                                              int64_t units) {
@@ -1577,7 +1578,7 @@ std::pair<int64_t, int64_t> getPartialsBytes(const AttentionProblem &problem,
     return {problem.queryHeads() * splits * rowBytes, 0};
   }
   int64_t waveBlocks = config.splits.wavesPerUnit * units;
-  return {problem.queryHeads() * rowBytes,
+  return {config.splits.minSplits * problem.queryHeads() * rowBytes,
           waveBlocks * problem.group() * rowBytes};
 }
 
@@ -1635,12 +1636,17 @@ public:
     // lane turns its own scores into weights, and the steps' rows stream
     // through two shared-memory stages per subgroup (asynchronous copies a
     // step ahead), which hold no registers: the block fits 128 registers a
-    // lane, four blocks a unit, four waves of them. H100, Hq 8 / Hkv 1, S =
-    // 8192, B = 1 / 8 / 32 / 64 / 128 / 256: 5.2 / 10.4 / 21.4 / 35.8 /
+    // lane, four blocks a unit. H100, Hq 8 / Hkv 1, S = 8192, B = 1 / 8 /
+    // 32 / 64 / 128 / 256, four waves of them: 5.2 / 10.4 / 21.4 / 35.8 /
     // 63.8 / 140.0 us, where the loads a step ahead in registers (168
     // registers, three blocks and waves) took 5.5 / 10.4 / 22.1 / 36.9 /
-    // 75.1 / 149.9 (2026-12-06, one process; docs/perf.md).
-    int64_t stages = 0, wavesPerUnit = 2, blocksPerUnit = 0;
+    // 75.1 / 149.9 (2026-12-06, one process; docs/perf.md). Splits for two
+    // waves, at least four: of 2, 3, 4, 6 and 8 waves no count was best at
+    // every B, but each B's best took as many splits as two waves or four,
+    // whichever is more (2 waves 5.22 / 9.60 / 20.67 / 35.31 / 74.71 /
+    // 140.91 us, 4 waves 5.23 / 10.28 / 21.64 / 35.82 / 63.84 / 139.35, 8
+    // waves 122.37 at B = 256: 4 splits).
+    int64_t stages = 0, wavesPerUnit = 2, blocksPerUnit = 0, minSplits = 1;
     bool unified = cast<decode::AttentionOp>(op).getSoftmax().getScheme() ==
                    decode::SoftmaxScheme::unified_max;
     if (shape && shape->int4 && unified && shape->headsAsB &&
@@ -1649,13 +1655,14 @@ public:
       registerSoftmax = true;
       prefetch = false;
       stages = 2;
-      wavesPerUnit = 4;
       blocksPerUnit = 4;
+      minSplits = 4;
     }
     return makeConfig(op->getContext(),
                       {{"subgroups", 4},
                        {"max_splits", maxSplits},
                        {"waves_per_unit", wavesPerUnit},
+                       {"min_splits", minSplits},
                        {"min_split_length", 64},
                        {"f32_operands", f32Operands},
                        {"prefetch", prefetch},
@@ -1671,6 +1678,7 @@ public:
     if (failed(checkRange(op, config, "subgroups", 1, maxSubgroups)) ||
         failed(checkRange(op, config, "max_splits", 1, 1024)) ||
         failed(checkRange(op, config, "waves_per_unit", 1, 64)) ||
+        failed(checkRange(op, config, "min_splits", 1, 1024)) ||
         failed(checkRange(op, config, "min_split_length", 1, 1 << 20)) ||
         failed(checkRange(op, config, "f32_operands", 0, 1)) ||
         failed(checkRange(op, config, "prefetch", 0, 1)) ||
