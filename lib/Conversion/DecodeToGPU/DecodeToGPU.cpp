@@ -338,10 +338,10 @@ LogicalResult GpuStepLowering::buildKernel(Operation &op,
   const KernelFamily *family =
       KernelRegistry::get().lookup(kernel.getFamily().getValue());
   // What the kernels depend on besides the op's types and attributes: the
-  // flag, and whether a linear's weight is the model's (the group GEMM
-  // reads it before its wait).
+  // flag, where the family reads it, and whether a linear's weight is the
+  // model's (the group GEMM reads it before its wait).
   std::string key = getKernelKey(op, kernel);
-  if (ctx.releasesDependents)
+  if (ctx.releasesDependents && family->readsReleasesDependents())
     key += " releases-dependents";
   if (auto linear = dyn_cast<decode::LinearOp>(op))
     if (fdc::gpu::isModelWeight(linear.getWeight()))

@@ -82,6 +82,10 @@ public:
                                           const GpuPrimitives &target) const {
     return 0;
   }
+  /// Whether the kernels the family builds depend on
+  /// KernelContext::releasesDependents (they signal the next kernel where
+  /// it is set); the lowering keys kernels by the flag only then.
+  virtual bool readsReleasesDependents() const { return false; }
   /// Builds and launches the kernels of `op`.
   virtual mlir::LogicalResult build(mlir::Operation *op,
                                     const KernelConfig &config,

@@ -633,6 +633,7 @@ public:
   bool canLower(Operation *op) const override {
     return isa<decode::LinearOp>(op);
   }
+  bool readsReleasesDependents() const override { return true; }
   DictionaryAttr getDefaultConfig(Operation *op,
                                   const GpuPrimitives &target) const override {
     return makeConfig(op->getContext(), {{"groups", 2},

@@ -154,6 +154,7 @@ public:
   bool canLower(Operation *op) const override {
     return isa<decode::RMSNormOp>(op);
   }
+  bool readsReleasesDependents() const override { return true; }
   LogicalResult build(Operation *op, const KernelConfig &config,
                       StepBuffers &buffers, KernelContext &ctx) const override {
     auto norm = cast<decode::RMSNormOp>(op);
