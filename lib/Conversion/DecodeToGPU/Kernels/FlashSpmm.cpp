@@ -178,13 +178,13 @@ protected:
           return step(tile, acc, words, carriedOffsets);
         });
     results.resize(accumulators);
-    // linear_epilogue adds the splits' sums after this kernel: once a
-    // block's MMAs are done it lets that kernel launch (its blocks wait for
-    // this kernel's end before they read the sums), so that its launch
-    // overlaps the last blocks' stores. H100, the benchmark's 45 sparse
-    // cases in one process: 0.5 % faster in geomean at 90 % (0.4 at 80 %),
-    // where signalling at the block's start gained 0.2 %.
-    if (config.splitK > 1 && !g.reducesInCluster(config, target.target()))
+    // With a workspace, linear_epilogue adds the splits' sums after this
+    // kernel: once a block's MMAs are done it lets that kernel launch (its
+    // blocks wait for this kernel's end before they read the sums), so that
+    // its launch overlaps the last blocks' stores. H100, the benchmark's 45
+    // sparse cases in one process: 0.5 % faster in geomean at 90 % (0.4 at
+    // 80 %), where signalling at the block's start gained 0.2 %.
+    if (workspace)
       target.releaseDependents(b);
     return results;
   }

@@ -97,13 +97,13 @@ void buildGemv(KernelContext &ctx, int64_t rowsPerBlock, int64_t vectorBytes,
           // weight vectors in flight, where one step per iteration waited
           // for each load before issuing the next. The products add in k
           // order, as with one step.
-          auto pass = [&](Value from, Value to, int64_t unroll,
+          auto pass = [&](Value from, Value to, int64_t steps,
                           ValueRange init) {
-            Value step = e.index(stepElements * unroll);
+            Value step = e.index(stepElements * steps);
             return e.reduce(
                 from, to, step, init, [&](Value kk, ValueRange carried) {
                   SmallVector<Value> xs, ws;
-                  for (int64_t u = 0; u < unroll; ++u) {
+                  for (int64_t u = 0; u < steps; ++u) {
                     Value at =
                         arith::AddIOp::create(b, kk, e.index(u * stepElements));
                     xs.push_back(e.loadVector(v[0], {i, at}, lanes));
@@ -111,7 +111,7 @@ void buildGemv(KernelContext &ctx, int64_t rowsPerBlock, int64_t vectorBytes,
                       ws.push_back(e.loadVector(v[1], {weightRow, at}, lanes));
                   }
                   SmallVector<Value> next(carried.begin(), carried.end());
-                  for (int64_t u = 0; u < unroll; ++u)
+                  for (int64_t u = 0; u < steps; ++u)
                     for (size_t r = 0; r < weightRows.size(); ++r) {
                       Value w = ws[u * weightRows.size() + r];
                       Value product = arith::MulFOp::create(b, w, xs[u]);
@@ -123,12 +123,11 @@ void buildGemv(KernelContext &ctx, int64_t rowsPerBlock, int64_t vectorBytes,
           // Every lane's unrolled steps end at the same k: `unrolledEnd`
           // past its first (0 without unrolling).
           SmallVector<Value> acc(zeros);
+          int64_t unrolledSteps = stepElements * unroll;
           int64_t unrolledEnd =
-              k / (stepElements * unroll) * stepElements * unroll;
-          if (unroll > 1 && unrolledEnd > 0)
+              unroll > 1 ? k / unrolledSteps * unrolledSteps : 0;
+          if (unrolledEnd > 0)
             acc = pass(start, e.index(unrolledEnd), unroll, acc);
-          else
-            unrolledEnd = 0;
           if (unrolledEnd < k) {
             Value from = arith::AddIOp::create(b, start, e.index(unrolledEnd));
             acc = pass(from, e.index(k), 1, acc);
