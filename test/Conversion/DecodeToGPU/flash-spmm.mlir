@@ -82,6 +82,18 @@
 // EPILOGUE: gpu.launch_func @fdc_kernels::@[[K]] blocks in (%{{.*}}, %c8, %c4)
 // EPILOGUE-NOT: gpu.launch_func
 // EPILOGUE: gpu.launch_func @fdc_kernels::@[[E]]
+// On gfx942 (no dependent launch) the kernel signals nothing; the epilogue
+// follows it alike.
+// RUN: sed 's/%y = decode.sparse_linear %x, %w :/%y = decode.sparse_linear %x, %w {decode.kernel = #decode.kernel<"flash_spmm", {split_k = 4}>} :/' %S/Inputs/sparse-linear-f16.mlir \
+// RUN:   | fdc-opt --decode-assign-weight-layout --convert-decode-to-gpu=target=gfx942 | FileCheck %s --check-prefix=EPILOGUE942 --implicit-check-not=griddepcontrol
+// EPILOGUE942: gpu.func @[[K:sparse_linear_[0-9]+]](
+// EPILOGUE942: amdgpu.mfma
+// EPILOGUE942: memref.store {{.*}} : memref<?x4000xf32>
+// EPILOGUE942: gpu.func @[[E:linear_epilogue_[0-9]+]](
+// EPILOGUE942: func.func @fdc_model_step
+// EPILOGUE942: gpu.launch_func @fdc_kernels::@[[K]] blocks in (%{{.*}}, %c8, %c4)
+// EPILOGUE942-NOT: gpu.launch_func
+// EPILOGUE942: gpu.launch_func @fdc_kernels::@[[E]]
 
 // Pinned configs the family cannot build are refused, naming the op.
 // RUN: sed 's/%y = decode.sparse_linear %x, %w :/%y = decode.sparse_linear %x, %w {decode.kernel = #decode.kernel<"flash_spmm", {warps_n = 2, row_tiles = 2}>} :/' %S/Inputs/sparse-linear-f16.mlir \

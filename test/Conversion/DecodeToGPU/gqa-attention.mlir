@@ -259,6 +259,11 @@
 // RUN:   | not fdc-opt --decode-select-kernels=target=sm_90 2>&1 | FileCheck %s --check-prefix=ONESTAGE
 // ONESTAGE: error: 'decode.attention' op kernel config stages = 1 needs at least 2 stages, prefetch = 0, and cache rows of 256 bytes that a step's 16 positions copy in 16-byte pieces, as many per lane
 
+// A pinned split floor of none is refused.
+// RUN: sed 's/256/128/g; s/4096/2048/g; s/softmax = #decode.softmax<online>/softmax = #decode.softmax<online>, decode.kernel = #decode.kernel<"gqa_attention", {min_splits = 0}>/' %s \
+// RUN:   | not fdc-opt --decode-select-kernels=target=sm_90 2>&1 | FileCheck %s --check-prefix=MINSPLITS
+// MINSPLITS: error: 'decode.attention' op kernel config min_splits = 0 is outside [1, 1024]
+
 // RUN: sed 's/256/128/g; s/4096/2048/g; s/softmax = #decode.softmax<online>/softmax = #decode.softmax<online>, decode.kernel = #decode.kernel<"gqa_attention", {heads_as_b = 1}>/' %s \
 // RUN:   | not fdc-opt --decode-select-kernels=target=sm_90 2>&1 | FileCheck %s --check-prefix=WIDEGROUP
 // WIDEGROUP: error: 'decode.attention' op kernel family 'gqa_attention' needs an MMA of sm_90 on the cache's 'bf16' (f16: online softmax only) with at least the group's 16 query heads as columns (heads_as_b = 1), and head_dim 128 a multiple of its k runs and columns
