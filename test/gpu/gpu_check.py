@@ -631,17 +631,23 @@ def _sparse_variant(v, gen, seed):
     # Each sparse kernel's launch (grid, threads, dynamic shared bytes) at
     # the largest M: flash_spmm's grid is (batch blocks, tile rows, splits).
     launches = "; ".join(f"{k} {launcher.geometry[k]}" for k in sorted(kernels))
-    # Which family ran: flash_spmm stages its tiles in dynamic shared memory,
-    # the row scan takes none (the dispatch falls back to it quietly).
-    flash_ran = any(k.startswith("sparse_linear_") and launcher.geometry[k][2] > 0
-                    for k in kernels)
-    if flash_ran != v.flash:
-        failures.append(f"expected {'flash_spmm' if v.flash else 'sparse_row_scan'}"
-                        f", ran {launches}")
+    # Which family ran: flash_spmm and group_spmm stage their tiles in
+    # dynamic shared memory, the row scan takes none (the dispatch falls back
+    # to it quietly); group_spmm's kernels are those whose PTX has wgmma
+    # (prepare.sh lists them).
+    on_group_mma = set((ART / "models" / f"{v.name}.wgmma").read_text().split())
+
+    def family(kernel):
+        if kernel in on_group_mma:
+            return "group_spmm"
+        return "flash_spmm" if launcher.geometry[kernel][2] > 0 else "sparse_row_scan"
+    ran = {family(k) for k in kernels if k.startswith("sparse_linear_")}
+    if ran != {v.family}:
+        failures.append(f"expected {v.family}, ran {launches}")
     record(f"{v.name} [{v.rows}x{v.k}] vs float64, "
            f"{len(sparse_models.PATTERNS)} weights x M = 1..64",
            not failures, worst_rel_err=f"{worst:.2e}",
-           expected_family="flash_spmm" if v.flash else "sparse_row_scan",
+           expected_family=v.family,
            kernels=launches, csl_version=version, seed=seed,
            seconds=round(time.time() - start, 2), errors="; ".join(failures[:4]))
 

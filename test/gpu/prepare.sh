@@ -88,11 +88,17 @@ done
       -o "$out/models/$name.so"
   done
 # One decode.sparse_linear per model: every epilogue, f16 / bf16, partial
-# tiles, pinned flash_spmm configs (the weights are made on the device).
-"$py" -m fdc.testing.sparse_models "$out/models"
-for ir in "$out"/models/sparse-*.mlir; do
-  "$build/bin/fdc" compile "$ir" --target=cuda:sm_90 -o "${ir%.mlir}.so"
-done
+# tiles, pinned flash_spmm and group_spmm configs, each for its arch (sm_90a
+# for the group MMA; the weights are made on the device).
+"$py" -m fdc.testing.sparse_models "$out/models" --archs |
+  while read -r name arch; do
+    "$build/bin/fdc" compile "$out/models/$name.mlir" --target=cuda:$arch \
+      -o "$out/models/$name.so" --emit-ptx="$tmp/$name.ptx"
+    # The kernels on the group MMA, for the check of the family that ran.
+    awk '/\.entry /{split($0, a, ".entry "); split(a[2], b, "("); k = b[1]}
+         /wgmma\.mma_async/{print k}' "$tmp/$name.ptx" | sort -u \
+      >"$out/models/$name.wgmma"
+  done
 # One decode.attention per model: each kernel, scheme and head layout.
 "$py" -m fdc.testing.attention_models "$out/models"
 for ir in "$out"/models/attention-*.mlir; do

@@ -100,6 +100,7 @@ KernelRegistry::KernelRegistry() {
   families.push_back(createGroupGemmFamily());
   families.push_back(createSparseRowScanFamily());
   families.push_back(createFlashSpmmFamily());
+  families.push_back(createGroupSpmmFamily());
   families.push_back(createRopeFamily());
   families.push_back(createKVAppendFamily());
   families.push_back(createSplitKVAttentionFamily());

@@ -182,7 +182,8 @@ getDefaultLinearDispatch(decode::LinearOp op, const GpuPrimitives &target);
 /// Flash-LLM's SpMM for a decode.sparse_linear on a target with an MMA for
 /// its type: flash_spmm tiles growing with the batch M, K split to fill the
 /// units (Kernels/FlashSpmm.cpp); none otherwise (sparse_row_scan then
-/// serves it).
+/// serves it). group_spmm (Kernels/GroupSpmm.cpp) runs only where a
+/// decode.kernel pins it.
 std::optional<decode::KernelDispatchAttr>
 getDefaultSparseLinearDispatch(decode::SparseLinearOp op,
                                const GpuPrimitives &target);
@@ -207,6 +208,7 @@ std::unique_ptr<KernelFamily> createTiledGemmFamily();
 std::unique_ptr<KernelFamily> createGroupGemmFamily();
 std::unique_ptr<KernelFamily> createSparseRowScanFamily();
 std::unique_ptr<KernelFamily> createFlashSpmmFamily();
+std::unique_ptr<KernelFamily> createGroupSpmmFamily();
 std::unique_ptr<KernelFamily> createRopeFamily();
 std::unique_ptr<KernelFamily> createKVAppendFamily();
 std::unique_ptr<KernelFamily> createSplitKVAttentionFamily();

@@ -2,12 +2,14 @@
 kernels (test/gpu, stage ``sparse_checks``): every epilogue (none, bias,
 residual, bias + residual, SiLU-gate-up with and without a residual), f16
 and bf16, N and K that are not multiples of the 128x64 tile (and one that
-is), the default dispatch table and flash_spmm configs pinned by hand. Each
+is), the default dispatch table and flash_spmm configs pinned by hand
+(sm_90), and group_spmm configs pinned by hand (sm_90a, the group MMA). Each
 model embeds token rows of `table` (and of `rtable` for the residual, so
 that N need not equal K), runs the sparse linear under test, and a 128-row
 f32 `head` linear gives the logits.
 
     python -m fdc.testing.sparse_models OUT_DIR   # writes OUT_DIR/<name>.mlir
+    python -m fdc.testing.sparse_models OUT_DIR --archs   # and prints NAME ARCH
 
 The weights are made on the GPU machine from a seed (``make_weight``: random
 pruning at each of ``PATTERNS``' sparsities, and a pattern with empty rows,
@@ -42,11 +44,22 @@ class SparseVariant:
     activation: str = "none"  # "none" | "silu_gate_up"
     kernel: str = ""  # a #decode.kernel / #decode.dispatch pinned, or ""
     tile: tuple[int, int] = TILE
+    arch: str = "sm_90"  # the cuda arch the GPU test compiles it for
+
+    @property
+    def family(self) -> str:
+        """The family expected to run it: a pinned kernel's, else the
+        default dispatch's (flash_spmm, or sparse_row_scan where it does not
+        fit)."""
+        if self.kernel:
+            return self.kernel.split('"')[1]
+        return "flash_spmm" if self.flash else "sparse_row_scan"
 
     @property
     def flash(self) -> bool:
-        """Whether flash_spmm runs it (pinned, or the default dispatch's):
-        K a multiple of 8 and, with silu_gate_up, N of the tile's rows."""
+        """Whether a Flash-LLM kernel (flash_spmm or group_spmm) runs it
+        (pinned, or the default dispatch's): K a multiple of 8 and, with
+        silu_gate_up, N of the tile's rows."""
         return (self.k % 8 == 0 and (self.activation != "silu_gate_up"
                                      or self.n % self.tile[0] == 0))
 
@@ -72,12 +85,19 @@ def flash_spmm(warps_n: int, row_tiles: int, batch_tiles: int, split_k: int,
             f"split_k = {split_k}, vectors = {vectors}, prefetch = {prefetch}}}>")
 
 
+def group_spmm(groups: int, row_tiles: int, batch: int, split_k: int,
+               vectors: int) -> str:
+    return (f'#decode.kernel<"group_spmm", {{groups = {groups}, '
+            f"row_tiles = {row_tiles}, batch = {batch}, "
+            f"split_k = {split_k}, vectors = {vectors}}}>")
+
+
 # N and K: 1000 x 520 (tile grid 8 x 9, the last row of tiles 104 rows tall,
 # the last column 8 wide), 200 x 100 and 200 x 120 (2 x 2, both partial),
 # 512 x 256 (whole tiles); silu_gate_up's weight has 2N rows. flash_spmm
-# needs K a multiple of the 16-byte vector (8) and, with silu_gate_up, N a
-# multiple of the tile's 128 rows; the default dispatch leaves the others
-# (K = 100, gate-up N = 100) to sparse_row_scan.
+# and group_spmm need K a multiple of the 16-byte vector (8) and, with
+# silu_gate_up, N a multiple of the tile's 128 rows; the default dispatch
+# leaves the others (K = 100, gate-up N = 100) to sparse_row_scan.
 VARIANTS = [
     SparseVariant("sparse-none-f16", "f16", 1000, 520),
     SparseVariant("sparse-none-bf16", "bf16", 200, 100),
@@ -115,6 +135,24 @@ VARIANTS = [
     # 2 uneven runs (5 and 4 tiles).
     SparseVariant("sparse-pinned-prefetch3-gateup-f16", "f16", 256, 520,
                   activation="silu_gate_up", kernel=flash_spmm(4, 2, 2, 2, 3, 3)),
+    # group_spmm (sm_90a's wgmma, pinned): most words past the registers
+    # (2 vectors), one split;
+    SparseVariant("sparse-group-pinned-overflow-f16", "f16", 1000, 520,
+                  kernel=group_spmm(1, 2, 8, 1, 2), arch="sm_90a"),
+    # 3 splits through the workspace, a 32-column batch, the gate-up
+    # halves and a residual;
+    SparseVariant("sparse-group-pinned-split3-gateup-residual-bf16", "bf16",
+                  384, 520, residual=True, activation="silu_gate_up",
+                  kernel=group_spmm(1, 2, 32, 3, 6), arch="sm_90a"),
+    # 2 splits added in their cluster, both partial tiles, bias and
+    # residual;
+    SparseVariant("sparse-group-pinned-split2-bias-residual-f16", "f16", 200,
+                  120, bias=True, residual=True,
+                  kernel=group_spmm(1, 2, 16, 2, 4), arch="sm_90a"),
+    # two groups of one row tile, a 64-column batch, 5 uneven splits, no
+    # words in registers (all through the overflow path).
+    SparseVariant("sparse-group-pinned-split5-bias-bf16", "bf16", 1000, 520,
+                  bias=True, kernel=group_spmm(2, 1, 64, 5, 0), arch="sm_90a"),
 ]
 
 
@@ -234,11 +272,16 @@ def reference(v: SparseVariant, weights: dict, w, tokens):
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("out_dir")
+    ap.add_argument("--archs", action="store_true",
+                    help="also print 'NAME ARCH' per model, the cuda arch "
+                         "the GPU test compiles it for")
     args = ap.parse_args(argv)
     out = Path(args.out_dir)
     out.mkdir(parents=True, exist_ok=True)
     for v in VARIANTS:
         (out / f"{v.name}.mlir").write_text(model_ir(v))
+        if args.archs:
+            print(v.name, v.arch)
     return 0
 
 

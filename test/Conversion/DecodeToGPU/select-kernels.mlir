@@ -131,7 +131,7 @@
 // Bad kernels are refused, naming the op and the entry.
 // RUN: sed 's/%q_0 = decode.linear %x_0, %wq_0 :/%q_0 = decode.linear %x_0, %wq_0 {decode.kernel = #decode.kernel<"flat_gemm_v9", {}>} :/' %S/Inputs/head128-bf16.mlir \
 // RUN:   | not fdc-opt --decode-select-kernels=target=sm_90 2>&1 | FileCheck %s --check-prefix=UNKNOWN
-// UNKNOWN: error: 'decode.linear' op names unknown kernel family 'flat_gemm_v9'; known families: embedding, rms_norm, gemv, flat_gemm, tiled_gemm, group_gemm, sparse_row_scan, flash_spmm, rope, kv_append, split_kv_attention, gqa_attention, argmax, sample
+// UNKNOWN: error: 'decode.linear' op names unknown kernel family 'flat_gemm_v9'; known families: embedding, rms_norm, gemv, flat_gemm, tiled_gemm, group_gemm, sparse_row_scan, flash_spmm, group_spmm, rope, kv_append, split_kv_attention, gqa_attention, argmax, sample
 // RUN: sed 's/%q_0 = decode.linear %x_0, %wq_0 :/%q_0 = decode.linear %x_0, %wq_0 {decode.kernel = #decode.kernel<"rms_norm", {}>} :/' %S/Inputs/head128-bf16.mlir \
 // RUN:   | not fdc-opt --decode-select-kernels=target=sm_90 2>&1 | FileCheck %s --check-prefix=WRONG
 // WRONG: error: 'decode.linear' op cannot be lowered by kernel family 'rms_norm'

@@ -39,6 +39,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "TiledCSLWords.h"
 #include "TiledGemmBuilder.h"
 
 #include "mlir/IR/Diagnostics.h"
@@ -129,16 +130,16 @@ public:
                    decode::TiledCSLType type, int64_t vectors, int64_t prefetch)
       : TiledGemmBuilder(e, layout, config, geometry, problem, optional),
         type(type), vectors(vectors), prefetch(prefetch),
-        threads(config.subgroups() * e.target().subgroupSize()) {
-    wordsType = VectorType::get({4}, b.getI32Type());
-  }
+        threads(config.subgroups() * e.target().subgroupSize()) {}
 
 protected:
   /// Only the batch rows are copied; the weight is scattered.
   void planCopies() override { planInputCopies(); }
 
   SmallVector<Value> accumulate() override {
-    planOffsets();
+    words.emplace(e, weight, type, problem.element, threads, vectors,
+                  tileCount);
+    words->planOffsets(g.halves, problem.n, firstTile);
     // Prologue: buffer 0's weight rows zeroed, tile 0's batch rows in
     // flight, the offsets of tiles 0 .. prefetch + 1 and the words of tiles
     // 0 .. prefetch - 1 loaded.
@@ -154,13 +155,13 @@ protected:
     SmallVector<Value> offsets;
     for (int64_t h = 0; h < g.halves; ++h)
       for (int64_t j = 0; j < offsetsPerHalf; ++j)
-        offsets.push_back(loadOffset(h, e.index(j)));
+        offsets.push_back(words->loadOffset(h, e.index(j)));
     for (int64_t ahead = 0; ahead < prefetch; ++ahead)
       for (int64_t h = 0; h < g.halves; ++h) {
         int64_t first = h * offsetsPerHalf + ahead;
-        SmallVector<Value> words =
-            loadWords(offsets[first], offsets[first + 1]);
-        init.append(words);
+        SmallVector<Value> loaded =
+            words->loadWords(offsets[first], offsets[first + 1]);
+        init.append(loaded);
       }
     init.append(offsets);
     // Every thread's zeroes of buffer 0 before any thread's scatter.
@@ -172,10 +173,10 @@ protected:
     SmallVector<Value> results = e.reduce(
         lower, tileCount, one, init, [&](Value tile, ValueRange carried) {
           ValueRange acc = carried.take_front(accumulators);
-          ValueRange words = carried.slice(accumulators, wordValues);
+          ValueRange tileWords = carried.slice(accumulators, wordValues);
           ValueRange carriedOffsets =
               carried.drop_front(accumulators + wordValues);
-          return step(tile, acc, words, carriedOffsets);
+          return step(tile, acc, tileWords, carriedOffsets);
         });
     results.resize(accumulators);
     // With a workspace, linear_epilogue adds the splits' sums after this
@@ -192,10 +193,10 @@ protected:
 private:
   /// One iteration of the pipeline: returns the next carried values (the
   /// accumulators, the words of tiles k+1 .. k+prefetch, and per half the
-  /// offsets of tiles k+1 .. k+prefetch+2). `words` holds those of tiles
+  /// offsets of tiles k+1 .. k+prefetch+2). `registers` holds those of tiles
   /// k .. k+prefetch-1 (per tile, per half), `offsets` per half those of
   /// tiles k .. k+prefetch+1.
-  SmallVector<Value> step(Value tile, ValueRange acc, ValueRange words,
+  SmallVector<Value> step(Value tile, ValueRange acc, ValueRange registers,
                           ValueRange offsets) {
     int64_t offsetsPerHalf = prefetch + 2;
     int64_t tileWords = g.halves * vectors;
@@ -204,7 +205,8 @@ private:
     SmallVector<Value> nextWords;
     for (int64_t h = 0; h < g.halves; ++h) {
       int64_t first = h * offsetsPerHalf + prefetch;
-      SmallVector<Value> loaded = loadWords(offsets[first], offsets[first + 1]);
+      SmallVector<Value> loaded =
+          words->loadWords(offsets[first], offsets[first + 1]);
       nextWords.append(loaded);
     }
     Value next = arith::AddIOp::create(b, tile, e.index(1));
@@ -219,7 +221,7 @@ private:
     Value ahead = arith::AddIOp::create(b, tile, e.index(prefetch + 2));
     SmallVector<Value> newOffsets;
     for (int64_t h = 0; h < g.halves; ++h)
-      newOffsets.push_back(loadOffset(h, ahead));
+      newOffsets.push_back(words->loadOffset(h, ahead));
     // Tile k-2's buffer back to zeros for tile k+1: every thread finished
     // its MMAs before the previous barrier.
     zeroRows(nextBuffer, 0, g.weightRows);
@@ -228,18 +230,15 @@ private:
       Value halfBase = halfBaseOf(buffer, h);
       Value begin = offsets[h * offsetsPerHalf];
       Value end = offsets[h * offsetsPerHalf + 1];
-      forEachWordVector(words.slice(h * vectors, vectors), begin, end,
-                        [&](Value vector) { scatter(vector, halfBase); });
-      Value overflow = vectorIndex(begin, vectors);
-      e.loop(overflow, end, e.index(threads),
-             [&](Value index) { scatter(loadVector(index), halfBase); });
+      words->forEachVector(registers.slice(h * vectors, vectors), begin, end,
+                           [&](Value vector) { scatter(vector, halfBase); });
     }
     // Tile k's batch rows have landed (this thread's copies), and after the
     // barrier every thread's copies and scatters are visible.
     target.waitCopies(b, 1);
     e.barrier();
     SmallVector<Value> result = multiplyStage(buffer, acc);
-    result.append(words.begin() + tileWords, words.end());
+    result.append(registers.begin() + tileWords, registers.end());
     result.append(nextWords);
     for (int64_t h = 0; h < g.halves; ++h) {
       auto first = offsets.begin() + h * offsetsPerHalf;
@@ -256,121 +255,24 @@ private:
                                  e.index(h * g.blockRows * config.kTile));
   }
 
-  /// `body(vector)` for each of this thread's register vectors of the run
-  /// [begin, end) that is in the run.
-  void forEachWordVector(ValueRange vectorsOfRun, Value begin, Value end,
-                         llvm::function_ref<void(Value)> body) {
-    for (int64_t i = 0; i < vectors; ++i) {
-      Value index = vectorIndex(begin, i);
-      Value valid = e.cmpi(CmpIPredicate::ult, index, end);
-      Value vector = vectorsOfRun[i];
-      e.ifThenElse(valid, [&] { body(vector); });
-    }
-  }
-
-  /// The first TileOffsets entry of each half's tile row in the block's
-  /// split.
-  void planOffsets() {
-    int64_t tileRowsPerHalf =
-        (problem.n + type.getTile()[0] - 1) / type.getTile()[0];
-    Value blockY = e.blockId(Dimension::y);
-    for (int64_t h = 0; h < g.halves; ++h) {
-      Value tileRow =
-          arith::AddIOp::create(b, blockY, e.index(h * tileRowsPerHalf));
-      Value rowStart =
-          arith::MulIOp::create(b, tileRow, e.index(type.getTilesPerRow()));
-      offsetBase.push_back(arith::AddIOp::create(b, rowStart, firstTile));
-    }
-  }
-
-  /// Where the words of the block's k tile `j` (clamped to its tile count:
-  /// the next tile row's first offset, always in the header) of half `h`
-  /// start, in 16-byte vectors of the weight buffer.
-  Value loadOffset(int64_t h, Value j) {
-    Value clamped = arith::MinUIOp::create(b, j, tileCount);
-    Value entry = arith::AddIOp::create(b, offsetBase[h], clamped);
-    Value word = memref::LoadOp::create(b, weight, ValueRange{entry});
-    Value vectorsIn = arith::ShRUIOp::create(b, word, e.i32(2));
-    Value wide = arith::ExtUIOp::create(b, b.getI64Type(), vectorsIn);
-    Value index = arith::IndexCastOp::create(b, b.getIndexType(), wide);
-    int64_t header =
-        type.getHeaderWords() / decode::TiledCSLType::kWordsPerVector;
-    return arith::AddIOp::create(b, index, e.index(header));
-  }
-
-  /// This thread's `i`-th vector of a run starting at vector `begin`.
-  Value vectorIndex(Value begin, int64_t i) {
-    Value first = arith::AddIOp::create(b, begin, e.threadId());
-    return arith::AddIOp::create(b, first, e.index(i * threads));
-  }
-
-  /// The 16-byte vector `index` of the weight buffer, clamped inside it.
-  Value loadVector(Value index) {
-    int64_t lastVector =
-        type.getHeaderWords() / 4 +
-        type.getTileCount() * type.getTile()[0] * type.getTile()[1] / 4 - 1;
-    Value clamped = arith::MinUIOp::create(b, index, e.index(lastVector));
-    Value word = arith::MulIOp::create(b, clamped, e.index(4));
-    return vector::LoadOp::create(b, wordsType, weight, ValueRange{word},
-                                  /*nontemporal=*/false, llvm::MaybeAlign(16));
-  }
-
-  /// This thread's register vectors of the run [begin, end). Vectors past
-  /// the run are not loaded (zeros, never scattered): at 90 % sparsity a
-  /// tile's run fills under two of the five vectors a thread holds, and
-  /// loading the header in their place cost 3-7 % at 90 % (H100).
-  SmallVector<Value> loadWords(Value begin, Value end) {
-    SmallVector<Value> loaded;
-    for (int64_t i = 0; i < vectors; ++i) {
-      Value index = vectorIndex(begin, i);
-      Value valid = e.cmpi(CmpIPredicate::ult, index, end);
-      Value vector = ifElseVector(valid, [&] { return loadVector(index); });
-      loaded.push_back(vector);
-    }
-    return loaded;
-  }
-
-  /// then() where `condition` holds, else a vector of zero words.
-  Value ifElseVector(Value condition, llvm::function_ref<Value()> then) {
-    auto ifOp = scf::IfOp::create(b, TypeRange{wordsType}, condition,
-                                  /*withElseRegion=*/true);
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(ifOp.thenBlock());
-    Value value = then();
-    scf::YieldOp::create(b, value);
-    b.setInsertionPointToStart(ifOp.elseBlock());
-    Value none =
-        arith::ConstantOp::create(b, wordsType, b.getZeroAttr(wordsType));
-    scf::YieldOp::create(b, none);
-    return ifOp.getResult(0);
-  }
-
   /// Stores the four words of `vector` into the dense tile of a half at
   /// `halfBase`: location r * TK + c goes to row r's chunk c / pieceLanes,
   /// XOR the row's swizzle, as the MMAs read it.
   void scatter(Value vector, Value halfBase) {
-    int64_t tileElements = type.getTile()[0] * type.getTile()[1];
     int64_t swizzle = g.swizzleChunks * g.pieceLanes;
-    // In 32 bits: a word's location fits 16.
     for (int64_t j = 0; j < 4; ++j) {
-      Value word = vector::ExtractOp::create(b, vector, j);
-      Value location = arith::ShRUIOp::create(b, word, e.i32(16));
-      // A location past the tile (only a corrupt weight has one) stays in
-      // the tile's buffer.
-      if (tileElements < 65536)
-        location = arith::MinUIOp::create(b, location, e.i32(tileElements - 1));
-      Value element = location;
+      TiledCSLWord word = words->unpack(vector, j);
+      Value element = word.location;
       if (swizzle > 0) {
-        Value row = arith::DivUIOp::create(b, location, e.i32(config.kTile));
+        Value row =
+            arith::DivUIOp::create(b, word.location, e.i32(config.kTile));
         Value odd = arith::AndIOp::create(b, row, e.i32(1));
         Value mask = arith::MulIOp::create(b, odd, e.i32(swizzle));
-        element = arith::XOrIOp::create(b, location, mask);
+        element = arith::XOrIOp::create(b, word.location, mask);
       }
       Value offset = arith::IndexCastUIOp::create(b, b.getIndexType(), element);
       Value position = arith::AddIOp::create(b, halfBase, offset);
-      Value bits = arith::TruncIOp::create(b, b.getI16Type(), word);
-      Value value = arith::BitcastOp::create(b, problem.element, bits);
-      memref::StoreOp::create(b, value, shared, ValueRange{position});
+      memref::StoreOp::create(b, word.value, shared, ValueRange{position});
     }
   }
 
@@ -404,9 +306,8 @@ private:
   /// Register vectors of words per thread and tile, and the tiles whose
   /// words are in flight.
   int64_t vectors, prefetch, threads;
-  VectorType wordsType;
-  /// Per half: the TileOffsets entry of the block's first k tile.
-  SmallVector<Value> offsetBase;
+  /// The weight's words (made once the kernel's arguments are known).
+  std::optional<TiledCSLWords> words;
 };
 
 class FlashSpmmFamily : public KernelFamily {

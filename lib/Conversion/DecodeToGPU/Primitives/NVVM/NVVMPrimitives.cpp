@@ -223,8 +223,8 @@ public:
   /// while this one still ran, unevenly, and the GEMMs and the INT4
   /// attention that came next ran up to 35 % slower (H100, docs/perf.md);
   /// the generators call it near a block's end, and only where a linear
-  /// follows (KernelContext::releasesDependents) or, in flash_spmm, its
-  /// own split-K epilogue.
+  /// follows (KernelContext::releasesDependents) or, in flash_spmm and
+  /// group_spmm, their own split-K epilogue.
   void releaseDependents(ImplicitLocOpBuilder &b) const override {
     if (target().hasDependentLaunch())
       NVVM::GriddepcontrolOp::create(

@@ -1,0 +1,78 @@
+//===- TiledCSLWords.h - a block's reads of Tiled-CSL words -----*- C++ -*-===//
+//
+// The reads the Flash-LLM SpMM kernels (Kernels/FlashSpmm.cpp on the MMA,
+// Kernels/GroupSpmm.cpp on the group MMA) share: the TileOffsets entries of
+// a block's k tiles, each thread's share of a tile's run of 16-byte word
+// vectors (vector i of a run is thread i % threads's), and a word's value
+// and location (docs/model-ir.md has the format). Every read is clamped in
+// the weight's buffer and every location in its tile, so a corrupt weight
+// reads and writes nothing out of bounds.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FDC_LIB_CONVERSION_DECODETOGPU_KERNELS_TILEDCSLWORDS_H
+#define FDC_LIB_CONVERSION_DECODETOGPU_KERNELS_TILEDCSLWORDS_H
+
+#include "../KernelRegistry.h"
+
+namespace fdc::gpu {
+
+/// A word's value (the weight's element type) and its location in its tile
+/// (i32, row * TK + column, clamped in the tile).
+struct TiledCSLWord {
+  mlir::Value value, location;
+};
+
+class TiledCSLWords {
+public:
+  /// `weight` is the i32 buffer of a `type` weight of `element` values,
+  /// read by `threads` threads that hold `vectors` vectors of a tile's run
+  /// in registers; a block reads `tileCount` k tiles of a tile row.
+  TiledCSLWords(GpuEmitter &e, mlir::Value weight, decode::TiledCSLType type,
+                mlir::Type element, int64_t threads, int64_t vectors,
+                mlir::Value tileCount);
+
+  /// Per half (`halves`, each of `n` rows): the TileOffsets entry of tile
+  /// row blockId.y's k tile `firstTile`, the block's first.
+  void planOffsets(int64_t halves, int64_t n, mlir::Value firstTile);
+
+  /// Where the words of the block's k tile `j` of half `h` start, in
+  /// vectors of the weight buffer; `j` is clamped to the tile count (the
+  /// next tile row's first offset, always in the header).
+  mlir::Value loadOffset(int64_t h, mlir::Value j);
+
+  /// This thread's register vectors of the run [begin, end); those past
+  /// the run are zeros, not loaded.
+  llvm::SmallVector<mlir::Value> loadWords(mlir::Value begin, mlir::Value end);
+
+  /// `body(vector)` for each of this thread's vectors of the run [begin,
+  /// end): first those of `registers` (loadWords') in the run, then, loaded
+  /// here, those past what the registers hold.
+  void forEachVector(mlir::ValueRange registers, mlir::Value begin,
+                     mlir::Value end,
+                     llvm::function_ref<void(mlir::Value)> body);
+
+  /// Word `j` (< kWordsPerVector) of `vector`.
+  TiledCSLWord unpack(mlir::Value vector, int64_t j);
+
+private:
+  mlir::Value vectorIndex(mlir::Value begin, int64_t i);
+  mlir::Value loadVector(mlir::Value index);
+  mlir::Value ifElseVector(mlir::Value condition,
+                           llvm::function_ref<mlir::Value()> then);
+
+  GpuEmitter &e;
+  mlir::ImplicitLocOpBuilder &b;
+  mlir::Value weight;
+  decode::TiledCSLType type;
+  mlir::Type element;
+  int64_t threads, vectors;
+  mlir::VectorType wordsType;
+  mlir::Value tileCount;
+  /// Per half: the TileOffsets entry of the block's first k tile.
+  llvm::SmallVector<mlir::Value> offsetBase;
+};
+
+} // namespace fdc::gpu
+
+#endif // FDC_LIB_CONVERSION_DECODETOGPU_KERNELS_TILEDCSLWORDS_H
