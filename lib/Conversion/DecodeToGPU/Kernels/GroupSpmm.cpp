@@ -35,10 +35,11 @@
 // tile k + 1, and the word loads of tile k + 2 both.
 //
 // Not a default (docs/perf.md, "Tried on 2026-12-06, 17:20 UTC"): on the
-// H100, in one process against flash_spmm, it was 2-9 % slower at M <= 16
-// and at 70 % sparsity and 1-11 % faster at M = 32 and 80-90 %, and the
-// packer's word order spreads banks for flash_spmm's swizzle, not this
-// layout's; a decode.kernel pins it.
+// H100, in one process against flash_spmm, it was 3-9 % slower at M = 8, at
+// M = 16 below 90 % sparsity and at 70 %, and 1-13 % faster at M = 32 and
+// 80-90 % (0-4 % at M = 16 and 90 %); the packer's word order spreads
+// banks for flash_spmm's swizzle, not this layout's. A decode.kernel pins
+// it.
 //
 // Split-K and the epilogues are the group GEMM's: with split_k 2 the
 // splits of a tile row add their f32 sums in a cluster where the target has
