@@ -99,6 +99,9 @@
 // RUN: sed 's/%y = decode.sparse_linear %x, %w :/%y = decode.sparse_linear %x, %w {decode.kernel = #decode.kernel<"group_spmm", {}>} :/' %S/Inputs/sparse-linear-f16.mlir \
 // RUN:   | not fdc-opt --decode-select-kernels=target=sm_90 2>&1 | FileCheck %s --check-prefix=NOGROUP
 // NOGROUP: error: 'decode.sparse_linear' op cannot use kernel 'group_spmm' with batch 8
+// No AMD target lists a group MMA: pinned there, it is refused the same way.
+// RUN: sed 's/%y = decode.sparse_linear %x, %w :/%y = decode.sparse_linear %x, %w {decode.kernel = #decode.kernel<"group_spmm", {}>} :/' %S/Inputs/sparse-linear-f16.mlir \
+// RUN:   | not fdc-opt --decode-select-kernels=target=gfx942 2>&1 | FileCheck %s --check-prefix=NOGROUP
 // A tile of 32 columns is not one 128-byte row of the layout.
 // RUN: sed -e 's/tile = 128x64/tile = 128x32/g' -e 's/%y = decode.sparse_linear %x, %w :/%y = decode.sparse_linear %x, %w {decode.kernel = #decode.kernel<"group_spmm", {}>} :/' %S/Inputs/sparse-linear-f16.mlir \
 // RUN:   | not fdc-opt --decode-select-kernels=target=sm_90a 2>&1 | FileCheck %s --check-prefix=TILE

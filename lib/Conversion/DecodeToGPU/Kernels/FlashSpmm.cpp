@@ -55,8 +55,6 @@ namespace {
 constexpr int64_t kStages = 3;
 /// The threads of a block of the split-K epilogue.
 constexpr int64_t kEpilogueThreads = 256;
-/// At most this many 16-byte word vectors per thread and tile in registers.
-constexpr int64_t kMaxVectors = 16;
 
 /// The config of one Flash-LLM SpMM kernel.
 struct FlashSpmmConfig {
@@ -79,13 +77,9 @@ struct FlashSpmmConfig {
 /// the target lists for the type.
 std::optional<MmaLayout> getSpmmLayout(decode::SparseLinearOp op,
                                        const GpuPrimitives &target) {
-  auto inputType = cast<RankedTensorType>(op.getInput().getType());
-  Type element = inputType.getElementType();
-  if (!element.isBF16() && !element.isF16())
+  if (!isSpmmInput(op, target))
     return std::nullopt;
-  if (inputType.getDimSize(1) % (target.vectorBytes() / 2) != 0)
-    return std::nullopt;
-  return target.getMmaLayout(element);
+  return target.getMmaLayout(op.getInput().getType().getElementType());
 }
 
 /// The ways to split K for `rows` blocks of tile rows over `tiles` k tiles
@@ -282,24 +276,7 @@ private:
         arith::MulIOp::create(b, buffer, e.index(g.stageElements));
     Value base =
         arith::AddIOp::create(b, bufferBase, e.index(firstRow * config.kTile));
-    VectorType pieces = VectorType::get({g.pieceLanes}, problem.element);
-    Value zero = arith::ConstantOp::create(b, pieces, b.getZeroAttr(pieces));
-    int64_t chunks = rows * config.kTile / g.pieceLanes;
-    for (int64_t start = 0; start < chunks; start += threads) {
-      Value thread = e.threadId();
-      Value chunk = arith::AddIOp::create(b, thread, e.index(start));
-      auto store = [&] {
-        Value offset = arith::MulIOp::create(b, chunk, e.index(g.pieceLanes));
-        Value index = arith::AddIOp::create(b, base, offset);
-        vector::StoreOp::create(b, zero, shared, ValueRange{index},
-                                /*nontemporal=*/false,
-                                llvm::MaybeAlign(target.vectorBytes()));
-      };
-      if (start + threads > chunks)
-        e.ifThenElse(e.cmpi(CmpIPredicate::ult, chunk, e.index(chunks)), store);
-      else
-        store();
-    }
+    zeroShared(e, shared, base, rows * config.kTile, problem.element, threads);
   }
 
   decode::TiledCSLType type;
@@ -325,15 +302,9 @@ public:
     // Four subgroups over the tile row where it holds them.
     int64_t warpsN = std::clamp<int64_t>(tileRows / m, 1, 4);
     int64_t rowTiles = std::max<int64_t>(1, tileRows / (m * warpsN));
-    // Registers for a tile's words at 70 % sparsity and above (Flash-LLM's
-    // range; a denser tile loads the rest while it scatters). On the H100
-    // 5 vectors of 128 threads gave the best geomean of 4, 5 and 6 over the
-    // benchmark at 70-90 % (4 is faster at 80-90 %, but puts 70 %'s words
-    // on the synchronous path; 6 costs occupancy).
     int64_t threads = warpsN * target.subgroupSize();
-    int64_t tileWords = tileRows * sparse.getWeight().getType().getTile()[1];
-    int64_t vectors = std::clamp<int64_t>(
-        (3 * tileWords + 40 * threads - 1) / (40 * threads), 1, kMaxVectors);
+    int64_t vectors =
+        TiledCSLWords::getDefaultVectors(sparse.getWeight().getType(), threads);
     return makeConfig(op->getContext(), {{"warps_n", warpsN},
                                          {"row_tiles", rowTiles},
                                          {"batch_tiles", 1},
@@ -375,7 +346,8 @@ public:
         failed(checkRange(op, config, "row_tiles", 1, 4)) ||
         failed(checkRange(op, config, "batch_tiles", 1, 8)) ||
         failed(checkRange(op, config, "split_k", 1, 16)) ||
-        failed(checkRange(op, config, "vectors", 0, kMaxVectors)) ||
+        failed(checkRange(op, config, "vectors", 0,
+                          TiledCSLWords::kMaxRegisterVectors)) ||
         failed(checkRange(op, config, "prefetch", 1, 4)))
       return failure();
     FlashSpmmConfig spmm(config);

@@ -166,44 +166,55 @@ public:
     GroupGemmGeometry geometry(group, layout, ctx.subgroupSize(),
                                problem.element, problem.gateUp);
 
-    SmallVector<KernelArg> args = problem.args;
-    Buffer partials;
-    int64_t workspaceIndex = -1;
-    bool inCluster = geometry.reducesInCluster(group, ctx.primitives.target());
-    if (group.splitK > 1 && !inCluster) {
-      int64_t perRow = group.splitK * geometry.halves * problem.n;
-      partials = buffers.workspace(MemRefType::get(
-          {ShapedType::kDynamic, perRow}, Builder(op).getF32Type()));
-      workspaceIndex = args.size();
-      args.push_back(KernelArg::buffer(partials));
-    }
-
-    Value gridX = ctx.toIndex(ctx.ceilDiv(ctx.batch, ctx.hostI64(group.batch)));
-    Value gridY = ctx.hostIndex((problem.n + geometry.blockRows - 1) /
-                                geometry.blockRows);
-    size_t implicitStart = args.size();
-    KernelContext::Workgroup workgroup(geometry.threads);
-    if (inCluster)
-      workgroup =
-          KernelContext::Workgroup(geometry.threads, {1, 1, group.splitK});
-    workgroup.waitsInBody = true;
-    ctx.launch(
-        "linear", args, {gridX, gridY, ctx.hostIndex(group.splitK)}, workgroup,
-        KernelContext::SharedMemory{
-            geometry.sharedBytes / geometry.elementBytes, problem.element},
-        [&](GpuEmitter &e, ArrayRef<Value> v) {
-          GroupGemmBuilder(e, layout, group, geometry, problem,
-                           ctx.releasesDependents)
-              .build(v, implicitStart, workspaceIndex);
-        });
-    if (group.splitK > 1 && !inCluster)
-      launchLinearEpilogue(ctx, kEpilogueThreads, partials, group.splitK,
-                           problem.out, problem.bias, problem.residual,
-                           problem.activation);
+    launchGroupGemmKernel(op, "linear", group, geometry, problem, buffers, ctx,
+                          [&](GpuEmitter &e, ArrayRef<Value> v,
+                              size_t implicitStart, int64_t workspaceIndex) {
+                            GroupGemmBuilder(e, layout, group, geometry,
+                                             problem, ctx.releasesDependents)
+                                .build(v, implicitStart, workspaceIndex);
+                          });
     return success();
   }
 };
 } // namespace
+
+void fdc::gpu::launchGroupGemmKernel(Operation *op, StringRef name,
+                                     const GroupGemmConfig &group,
+                                     const GroupGemmGeometry &geometry,
+                                     const LinearProblem &problem,
+                                     StepBuffers &buffers, KernelContext &ctx,
+                                     GroupGemmBody body) {
+  SmallVector<KernelArg> args = problem.args;
+  Buffer partials;
+  int64_t workspaceIndex = -1;
+  bool inCluster = geometry.reducesInCluster(group, ctx.primitives.target());
+  if (group.splitK > 1 && !inCluster) {
+    int64_t perRow = group.splitK * geometry.halves * problem.n;
+    partials = buffers.workspace(MemRefType::get({ShapedType::kDynamic, perRow},
+                                                 Builder(op).getF32Type()));
+    workspaceIndex = args.size();
+    args.push_back(KernelArg::buffer(partials));
+  }
+  Value gridX = ctx.toIndex(ctx.ceilDiv(ctx.batch, ctx.hostI64(group.batch)));
+  Value gridY =
+      ctx.hostIndex((problem.n + geometry.blockRows - 1) / geometry.blockRows);
+  size_t implicitStart = args.size();
+  KernelContext::Workgroup workgroup(geometry.threads);
+  if (inCluster)
+    workgroup =
+        KernelContext::Workgroup(geometry.threads, {1, 1, group.splitK});
+  workgroup.waitsInBody = true;
+  ctx.launch(name, args, {gridX, gridY, ctx.hostIndex(group.splitK)}, workgroup,
+             KernelContext::SharedMemory{
+                 geometry.sharedBytes / geometry.elementBytes, problem.element},
+             [&](GpuEmitter &e, ArrayRef<Value> v) {
+               body(e, v, implicitStart, workspaceIndex);
+             });
+  if (group.splitK > 1 && !inCluster)
+    launchLinearEpilogue(ctx, kEpilogueThreads, partials, group.splitK,
+                         problem.out, problem.bias, problem.residual,
+                         problem.activation);
+}
 
 std::optional<decode::KernelAttr>
 fdc::gpu::getGroupGemmKernel(decode::LinearOp op, const GpuPrimitives &target,

@@ -602,6 +602,24 @@ protected:
   Value split, firstTile, tileCount;
   SmallVector<GroupStageCopy> copies;
 };
+/// Builds a group GEMM kernel's body: `v` are its arguments (as
+/// GroupGemmBuilder::build takes them), `implicitStart` the first implicit
+/// one, `workspaceIndex` the split-K workspace's (-1: none).
+using GroupGemmBody =
+    llvm::function_ref<void(GpuEmitter &e, ArrayRef<Value> v,
+                            size_t implicitStart, int64_t workspaceIndex)>;
+
+/// Launches the group GEMM kernel `name` of `op` (group_gemm, group_spmm):
+/// the problem's arguments and, where split_k splits add their sums through
+/// the workspace rather than in a cluster, the workspace, over a grid of
+/// batch tiles x row tiles x splits, `body` building it; then the
+/// linear_epilogue of that workspace.
+void launchGroupGemmKernel(mlir::Operation *op, llvm::StringRef name,
+                           const GroupGemmConfig &group,
+                           const GroupGemmGeometry &geometry,
+                           const LinearProblem &problem, StepBuffers &buffers,
+                           KernelContext &ctx, GroupGemmBody body);
+
 } // namespace fdc::gpu
 
 #endif // FDC_LIB_CONVERSION_DECODETOGPU_KERNELS_GROUPGEMMBUILDER_H

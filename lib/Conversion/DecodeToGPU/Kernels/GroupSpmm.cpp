@@ -34,7 +34,7 @@
 // waits for tile k's MMAs: the MMAs of tile k overlap the expansion of
 // tile k + 1, and the word loads of tile k + 2 both.
 //
-// Not a default (docs/perf.md, "Tried on 2026-12-06, 17:20 UTC"): on the
+// Not a default (docs/perf.md, "Tried on 2026-12-06, 16:35–16:50 UTC"): on the
 // H100, in one process against flash_spmm, it was 3-9 % slower at M = 8, at
 // M = 16 below 90 % sparsity and at 70 %, and 1-13 % faster at M = 32 and
 // 80-90 % (0-4 % at M = 16 and 90 %); the packer's word order spreads
@@ -59,12 +59,8 @@ using namespace fdc;
 using namespace fdc::gpu;
 
 namespace {
-/// The threads of a block of the split-K epilogue.
-constexpr int64_t kEpilogueThreads = 256;
 /// Stage buffers of the pipeline (see the file comment).
 constexpr int64_t kStages = 3;
-/// At most this many 16-byte word vectors per thread and tile in registers.
-constexpr int64_t kMaxVectors = 16;
 
 /// The config of one group SpMM kernel.
 struct GroupSpmmConfig {
@@ -87,13 +83,10 @@ struct GroupSpmmConfig {
 std::optional<GroupMmaLayout> getLayout(decode::SparseLinearOp op,
                                         const GpuPrimitives &target,
                                         int64_t batch) {
-  auto inputType = cast<RankedTensorType>(op.getInput().getType());
-  Type element = inputType.getElementType();
-  if (!element.isBF16() && !element.isF16())
+  if (!isSpmmInput(op, target))
     return std::nullopt;
-  if (inputType.getDimSize(1) % (target.vectorBytes() / 2) != 0)
-    return std::nullopt;
-  return target.getGroupMmaLayout(element, batch);
+  return target.getGroupMmaLayout(op.getInput().getType().getElementType(),
+                                  batch);
 }
 
 /// Builds the kernel body; one instance per kernel.
@@ -276,25 +269,9 @@ private:
 
   /// Zeroes the weight rows of stage buffer `buffer`.
   void zeroWeight(Value buffer) {
-    Value base = stageBase(buffer);
-    int64_t pieceLanes = target.vectorBytes() / g.elementBytes;
-    auto pieces = VectorType::get({pieceLanes}, problem.element);
-    Value zero = arith::ConstantOp::create(b, pieces, b.getZeroAttr(pieces));
-    int64_t chunks = g.weightRows * g.rowBytes / target.vectorBytes();
-    for (int64_t start = 0; start < chunks; start += g.threads) {
-      Value chunk = arith::AddIOp::create(b, thread, e.index(start));
-      auto store = [&] {
-        Value offset = arith::MulIOp::create(b, chunk, e.index(pieceLanes));
-        Value index = arith::AddIOp::create(b, base, offset);
-        vector::StoreOp::create(b, zero, shared, ValueRange{index},
-                                /*nontemporal=*/false,
-                                llvm::MaybeAlign(target.vectorBytes()));
-      };
-      if (start + g.threads > chunks)
-        e.ifThenElse(e.cmpi(CmpIPredicate::ult, chunk, e.index(chunks)), store);
-      else
-        store();
-    }
+    zeroShared(e, shared, stageBase(buffer),
+               g.weightRows * g.rowBytes / g.elementBytes, problem.element,
+               g.threads);
   }
 
   decode::TiledCSLType type;
@@ -324,10 +301,8 @@ public:
     // flash_spmm has them.
     int64_t rowTiles = std::clamp<int64_t>(tileRows / m, 1, 4);
     int64_t groups = std::max<int64_t>(1, tileRows / (m * rowTiles));
-    int64_t threads = groups * groupThreads;
-    int64_t tileWords = tileRows * type.getTile()[1];
-    int64_t vectors = std::clamp<int64_t>(
-        (3 * tileWords + 40 * threads - 1) / (40 * threads), 1, kMaxVectors);
+    int64_t vectors =
+        TiledCSLWords::getDefaultVectors(type, groups * groupThreads);
     return makeConfig(op->getContext(), {{"groups", groups},
                                          {"row_tiles", rowTiles},
                                          {"batch", 8},
@@ -370,7 +345,8 @@ public:
     if (failed(checkRange(op, config, "groups", 1, maxGroups)) ||
         failed(checkRange(op, config, "row_tiles", 1, 4)) ||
         failed(checkRange(op, config, "split_k", 1, 16)) ||
-        failed(checkRange(op, config, "vectors", 0, kMaxVectors)))
+        failed(checkRange(op, config, "vectors", 0,
+                          TiledCSLWords::kMaxRegisterVectors)))
       return failure();
     decode::TiledCSLType type = sparse.getWeight().getType();
     int64_t tileRows = type.getTile()[0], tileCols = type.getTile()[1];
@@ -443,41 +419,14 @@ public:
     GroupGemmGeometry geometry(group, layout, ctx.subgroupSize(),
                                problem.element, problem.gateUp);
 
-    SmallVector<KernelArg> args = problem.args;
-    Buffer partials;
-    int64_t workspaceIndex = -1;
-    bool inCluster = geometry.reducesInCluster(group, ctx.primitives.target());
-    if (group.splitK > 1 && !inCluster) {
-      int64_t perRow = group.splitK * geometry.halves * problem.n;
-      partials = buffers.workspace(MemRefType::get(
-          {ShapedType::kDynamic, perRow}, Builder(op).getF32Type()));
-      workspaceIndex = args.size();
-      args.push_back(KernelArg::buffer(partials));
-    }
-
-    Value gridX = ctx.toIndex(ctx.ceilDiv(ctx.batch, ctx.hostI64(group.batch)));
-    Value gridY = ctx.hostIndex((problem.n + geometry.blockRows - 1) /
-                                geometry.blockRows);
-    size_t implicitStart = args.size();
-    KernelContext::Workgroup workgroup(geometry.threads);
-    if (inCluster)
-      workgroup =
-          KernelContext::Workgroup(geometry.threads, {1, 1, group.splitK});
-    workgroup.waitsInBody = true;
-    ctx.launch("sparse_linear", args,
-               {gridX, gridY, ctx.hostIndex(group.splitK)}, workgroup,
-               KernelContext::SharedMemory{geometry.sharedBytes /
-                                               geometry.elementBytes,
-                                           problem.element},
-               [&](GpuEmitter &e, ArrayRef<Value> v) {
-                 GroupSpmmBuilder(e, layout, group, geometry, problem, type,
-                                  spmm.vectors)
-                     .build(v, implicitStart, workspaceIndex);
-               });
-    if (group.splitK > 1 && !inCluster)
-      launchLinearEpilogue(ctx, kEpilogueThreads, partials, group.splitK,
-                           problem.out, problem.bias, problem.residual,
-                           problem.activation);
+    launchGroupGemmKernel(op, "sparse_linear", group, geometry, problem,
+                          buffers, ctx,
+                          [&](GpuEmitter &e, ArrayRef<Value> v,
+                              size_t implicitStart, int64_t workspaceIndex) {
+                            GroupSpmmBuilder(e, layout, group, geometry,
+                                             problem, type, spmm.vectors)
+                                .build(v, implicitStart, workspaceIndex);
+                          });
     return success();
   }
 };

@@ -21,6 +21,14 @@ TiledCSLWords::TiledCSLWords(GpuEmitter &e, Value weight,
       VectorType::get({decode::TiledCSLType::kWordsPerVector}, b.getI32Type());
 }
 
+int64_t TiledCSLWords::getDefaultVectors(decode::TiledCSLType type,
+                                         int64_t threads) {
+  int64_t tileWords = type.getTile()[0] * type.getTile()[1];
+  return std::clamp<int64_t>((3 * tileWords + 40 * threads - 1) /
+                                 (40 * threads),
+                             1, kMaxRegisterVectors);
+}
+
 void TiledCSLWords::planOffsets(int64_t halves, int64_t n, Value firstTile) {
   int64_t tileRowsPerHalf = (n + type.getTile()[0] - 1) / type.getTile()[0];
   Value blockY = e.blockId(Dimension::y);
@@ -116,4 +124,37 @@ TiledCSLWord TiledCSLWords::unpack(Value vector, int64_t j) {
   Value bits = arith::TruncIOp::create(b, b.getI16Type(), word);
   Value value = arith::BitcastOp::create(b, element, bits);
   return {value, location};
+}
+
+bool fdc::gpu::isSpmmInput(decode::SparseLinearOp op,
+                           const GpuPrimitives &target) {
+  auto inputType = cast<RankedTensorType>(op.getInput().getType());
+  Type element = inputType.getElementType();
+  return (element.isBF16() || element.isF16()) &&
+         inputType.getDimSize(1) % (target.vectorBytes() / 2) == 0;
+}
+
+void fdc::gpu::zeroShared(GpuEmitter &e, Value shared, Value base,
+                          int64_t elements, Type element, int64_t threads) {
+  ImplicitLocOpBuilder &b = e.builder();
+  int64_t vectorBytes = e.target().vectorBytes();
+  int64_t lanes = vectorBytes * 8 / element.getIntOrFloatBitWidth();
+  auto pieces = VectorType::get({lanes}, element);
+  Value zero = arith::ConstantOp::create(b, pieces, b.getZeroAttr(pieces));
+  int64_t chunks = elements / lanes;
+  for (int64_t start = 0; start < chunks; start += threads) {
+    Value thread = e.threadId();
+    Value chunk = arith::AddIOp::create(b, thread, e.index(start));
+    auto store = [&] {
+      Value offset = arith::MulIOp::create(b, chunk, e.index(lanes));
+      Value index = arith::AddIOp::create(b, base, offset);
+      vector::StoreOp::create(b, zero, shared, ValueRange{index},
+                              /*nontemporal=*/false,
+                              llvm::MaybeAlign(vectorBytes));
+    };
+    if (start + threads > chunks)
+      e.ifThenElse(e.cmpi(CmpIPredicate::ult, chunk, e.index(chunks)), store);
+    else
+      store();
+  }
 }

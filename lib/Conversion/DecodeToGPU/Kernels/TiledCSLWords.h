@@ -25,6 +25,17 @@ struct TiledCSLWord {
 
 class TiledCSLWords {
 public:
+  /// At most this many 16-byte word vectors per thread and tile in
+  /// registers (a kernel config's `vectors`).
+  static constexpr int64_t kMaxRegisterVectors = 16;
+  /// The register vectors for a tile of `type` read by `threads` threads:
+  /// a tile's words at 70 % sparsity and above (Flash-LLM's range; a denser
+  /// tile loads the rest while it scatters). On the H100 5 vectors of 128
+  /// threads gave flash_spmm the best geomean of 4, 5 and 6 over the
+  /// benchmark at 70-90 % (4 is faster at 80-90 %, but puts 70 %'s words
+  /// on the synchronous path; 6 costs occupancy).
+  static int64_t getDefaultVectors(decode::TiledCSLType type, int64_t threads);
+
   /// `weight` is the i32 buffer of a `type` weight of `element` values,
   /// read by `threads` threads that hold `vectors` vectors of a tile's run
   /// in registers; a block reads `tileCount` k tiles of a tile row.
@@ -72,6 +83,16 @@ private:
   /// Per half: the TileOffsets entry of the block's first k tile.
   llvm::SmallVector<mlir::Value> offsetBase;
 };
+
+/// Whether the Flash-LLM kernels take `op`'s input: f16 or bf16, K a whole
+/// number of the target's vector loads (the batch rows are copied in them).
+bool isSpmmInput(decode::SparseLinearOp op, const GpuPrimitives &target);
+
+/// Zeroes `elements` `element` values of shared memory `shared` from
+/// `base` (both whole vectors of the target): each of `threads` threads
+/// stores every threads-th vector.
+void zeroShared(GpuEmitter &e, mlir::Value shared, mlir::Value base,
+                int64_t elements, mlir::Type element, int64_t threads);
 
 } // namespace fdc::gpu
 
