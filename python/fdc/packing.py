@@ -2,7 +2,7 @@
 
 The same packing as the runtime's loader (runtime/lib/Packing.cpp), byte for
 byte: group-wise INT4 with (scale, min) pairs, and Flash-LLM's Tiled-CSL
-(version 2: partial tiles, 16-byte aligned runs, bank-spreading word order).
+(version 3: partial tiles, 16-byte aligned runs, bank-spreading word order).
 All arithmetic is float32, as in the runtime and the compiled INT4 KV-cache
 append, so ``quantise_groups`` also emulates the INT4 KV cache exactly.
 
@@ -21,7 +21,7 @@ from .safetensors import bf16_bits_to_f32, f32_to_bf16_bits
 
 SCALE_DTYPES = ("f16", "bf16", "f32")
 # The Tiled-CSL layout this module packs (the manifest's "csl_version").
-TILED_CSL_VERSION = 2
+TILED_CSL_VERSION = 3
 SPARSE_DTYPES = ("f16", "bf16")
 _ITEMSIZE = {"f16": 2, "bf16": 2, "f32": 4}
 
@@ -221,39 +221,57 @@ def tiled_csl_capacity_bytes(n: int, k: int, tile=(128, 64)) -> int:
 
 
 def tiled_csl_bank(location, tk: int) -> np.ndarray:
-    """The shared-memory bank of tile locations in the GPU kernel's dense
-    tile (2-byte elements, rows of TK; when TK % 64 == 0 odd rows' 16-byte
-    chunks XOR 4): ((loc ^ swz(loc)) >> 1) & 31."""
+    """The shared-memory bank of tile locations in the GPU kernels' dense
+    tile (2-byte elements, rows of TK; when TK % 64 == 0 row r's 16-byte
+    chunks XOR r mod 8, the group MMA's 128-byte swizzle):
+    ((loc ^ 8 * ((loc // TK) % 8)) >> 1) & 31."""
     loc = np.asarray(location)
     loc = loc if loc.dtype in (np.int32, np.int64) else loc.astype(np.int64)
     if tk % 64 == 0:
-        loc = loc ^ (((loc // tk) & 1) << 5)
+        loc = loc ^ (((loc // tk) & 7) << 3)
     return (loc >> 1) & 31
 
 
+def _rank_in_bank(bank: np.ndarray) -> np.ndarray:
+    """Per word, how many words of its bank come before it in the list."""
+    order = np.argsort(bank, kind="stable")
+    sorted_bank = bank[order]
+    first = np.searchsorted(sorted_bank, sorted_bank, side="left")
+    rank = np.empty(bank.size, dtype=np.int64)
+    rank[order] = np.arange(bank.size) - first
+    return rank
+
+
+def _deal_slots(count: int, position: np.ndarray) -> np.ndarray:
+    """The slot of L's word ``position`` in a run of ``count`` words: dealt
+    instruction by instruction, instruction 4q + j taking slots 128q + 4l + j
+    of its group's V_q = min(32, count / 4 - 32q) vectors."""
+    group = position >> 7
+    vectors = np.minimum(32, count // 4 - 32 * group)
+    in_group = position - 128 * group
+    return 128 * group + 4 * (in_group % vectors) + in_group // vectors
+
+
 def tiled_csl_tile_order(locations, tk: int) -> np.ndarray:
-    """The version 2 order of one tile's run, written as the spec reads
+    """The version 3 order of one tile's run, written as the spec reads
     (docs/model-library.md): ``locations`` are the run's P words (P a multiple
     of 4) in list order, the real words by location then the padding words.
     Returns ``perm``: slot s of the packed run holds word perm[s] of the list.
 
-    The words, sorted stably by bank, are dealt out lane by lane over the
-    store instructions: lane l's slots 128q + 4l + j in instruction order
-    (q, then j), lanes past a group's V vectors skipping it. A bank's words
-    thus land in consecutive instructions, as few to one as its count over
-    the instructions allows."""
-    bank = tiled_csl_bank(locations, tk)
+    Each word is ranked within its bank (0 for the bank's first in list
+    order); L is the list sorted stably by (rank, bank), i.e. round by round
+    one word of every bank that has one left. L is dealt out instruction by
+    instruction: instruction t = 4q + j takes the next V_q words into slots
+    128q + 4l + j, l < V_q. An instruction's 32 words thus come from 32
+    consecutive places of L, distinct banks while every bank has words left,
+    and a bank repeats only as often as the rounds its slots span."""
+    bank = tiled_csl_bank(locations, tk).astype(np.int64)
     p = bank.size
     if p % 4:
         raise PackingError(f"a tile run of {p} words is not a multiple of 4")
-    by_bank = iter(sorted(range(p), key=lambda i: bank[i]))  # sorted() is stable
-    groups = -(-p // 128)
+    by_key = np.argsort(_rank_in_bank(bank) * 32 + bank, kind="stable")
     perm = np.empty(p, dtype=np.int64)
-    for lane in range(32):
-        for instruction in range(4 * groups):
-            q, j = divmod(instruction, 4)
-            if lane < min(32, p // 4 - 32 * q):
-                perm[128 * q + 4 * lane + j] = next(by_bank)
+    perm[_deal_slots(p, np.arange(p))] = by_key
     return perm
 
 
@@ -271,7 +289,7 @@ def _stable_argsort(key: np.ndarray) -> np.ndarray:
 
 
 def _pack_tiles(bits: np.ndarray, tk: int) -> tuple[np.ndarray, np.ndarray]:
-    """The version 2 runs of tiles ``bits`` [T, TN * TK] (uint16, zero outside
+    """The version 3 runs of tiles ``bits`` [T, TN * TK] (uint16, zero outside
     the matrix): (words of all runs in tile order, padded word count per tile).
     tiled_csl_tile_order for all tiles at once."""
     tiles, area = bits.shape
@@ -296,22 +314,30 @@ def _pack_tiles(bits: np.ndarray, tk: int) -> tuple[np.ndarray, np.ndarray]:
     word[is_real] = bits.reshape(-1)[flat]
     word |= loc.astype(np.uint32) << 16
     del keep, flat, is_real
-    # L: each tile's list sorted stably by bank (the tiles stay in place).
-    word = word[_stable_argsort(tile_of * 32 + tiled_csl_bank(loc, tk))]
+    # L: each tile's list sorted stably by (rank in bank, bank), the tiles in
+    # place: a word's rank is its index among its tile's words of its bank.
+    bank = tiled_csl_bank(loc, tk).astype(np.int32)
     del loc
-    # Word i of L is dealt to lane l, instruction t (slot 128 (t // 4) + 4l +
-    # t % 4): the first V lanes (V the last group's vectors) have all I = 4 *
-    # groups instructions, the others all but the last group's 4.
+    by_bank = _stable_argsort(tile_of * 32 + bank)
+    cell = (tile_of * 32 + bank)[by_bank]
+    cell_start = np.flatnonzero(np.r_[True, cell[1:] != cell[:-1]])
+    cell_length = np.diff(np.r_[cell_start, cell.size])
+    rank = np.empty(total, dtype=np.int32)
+    rank[by_bank] = (np.arange(total, dtype=np.int32)
+                     - np.repeat(cell_start, cell_length).astype(np.int32))
+    del by_bank, cell, cell_start, cell_length
+    # Within a tile rank * 32 + bank < 2^21; tiles take the bits above.
+    key = tile_of.astype(np.int64) << 21 | rank.astype(np.int64) << 5 | bank
+    word = word[np.argsort(key, kind="stable")]
+    del rank, bank, key
+    # Word `index` of L goes to instruction 4q + j, lane l (slot 128q + 4l +
+    # j), dealt instruction by instruction over its group's V_q vectors.
     run = size.astype(np.int32)[tile_of]
-    full = 4 * ((run + 127) >> 7)  # I
-    last = (run >> 2) - 8 * (full - 4)  # V
-    head = last * full  # words of the first V lanes
-    short = np.maximum(full - 4, 1)
-    first = index < head
-    lane = np.where(first, index // full, last + (index - head) // short)
-    instruction = np.where(first, index % full, (index - head) % short)
-    del run, full, last, head, short, first
-    slot = 128 * (instruction >> 2) + 4 * lane + (instruction & 3)
+    group = index >> 7
+    vectors = np.minimum(32, (run >> 2) - 32 * group)
+    in_group = index - 128 * group
+    slot = 128 * group + 4 * (in_group % vectors) + in_group // vectors
+    del run, group, vectors, in_group
     out = np.empty(total, dtype="<u4")
     out[start[tile_of] + slot] = word
     return out, size
@@ -322,7 +348,7 @@ _CSL_CHUNK_ELEMENTS = 1 << 22
 
 
 def pack_tiled_csl(w, tile=(128, 64), dtype: str = "f16", capacity: bool = True) -> bytes:
-    """The tiled_csl (version 2) layout of w [N, K]: the header (tiles + 1
+    """The tiled_csl (version 3) layout of w [N, K]: the header (tiles + 1
     u32 TileOffsets over the ceil(N/TN) x ceil(K/TK) row-major grid, zero
     u32s up to H = roundUp(tiles + 1, 4)), then each tile's run: one u32 word
     per in-matrix value that is non-zero in ``dtype`` (low 16 bits the value,
@@ -378,7 +404,7 @@ def tiled_csl_runs(data: bytes, n: int, k: int, tile=(128, 64)):
 
 
 def unpack_tiled_csl(data: bytes, n: int, k: int, tile=(128, 64), dtype: str = "f16") -> np.ndarray:
-    """The dense float32 [N, K] matrix of packed tiled_csl (version 2) bytes
+    """The dense float32 [N, K] matrix of packed tiled_csl (version 3) bytes
     (any word order). Padding words (value bits +0/-0) are skipped, as a
     summing consumer does; a real word outside the matrix or a location
     given twice is an error."""

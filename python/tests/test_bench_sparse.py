@@ -47,8 +47,8 @@ def packed_words(w: np.ndarray, tile, dtype: str) -> np.ndarray:
 
 
 def test_layout_version_is_the_packed_one():
-    assert tiled_csl.layout_version({"name": "w", "csl_version": 2}) == 2
-    for entry in ({"name": "w"}, {"name": "w", "csl_version": 1}):
+    assert tiled_csl.layout_version({"name": "w", "csl_version": 3}) == 3
+    for entry in ({"name": "w"}, {"name": "w", "csl_version": 2}):
         with pytest.raises(tiled_csl.TiledCSLError, match="weight 'w'"):
             tiled_csl.layout_version(entry)
 
@@ -154,7 +154,7 @@ def test_sparse_bench_model_on_host_matches_float64(tmp_path):
     n, k = 384, 256
     model = models.sparse_model(n, k)
     library = compile_ir(model.ir, model.name, tmp_path, "host")
-    assert tiled_csl.layout_version(library.weight("w")) == 2
+    assert tiled_csl.layout_version(library.weight("w")) == 3
     dense = {"table": packing.round_to(rng.standard_normal((models.TABLE_ROWS, k)), "f16"),
              "head": packing.round_to(rng.standard_normal((models.HEAD_ROWS, n))
                                       / math.sqrt(n), "f16")}
@@ -189,7 +189,7 @@ def test_sparse_gpu_test_models_on_host(v, tmp_path):
     the host target: every epilogue and the reference it uses, on a random
     weight and on one with empty rows, empty tiles and a dense tile."""
     library = compile_ir(sparse_models.model_ir(v), v.name, tmp_path, "host")
-    assert tiled_csl.layout_version(library.weight("w")) == 2
+    assert tiled_csl.layout_version(library.weight("w")) == 3
     rng = np.random.default_rng(len(v.name))
     dense = {}
     for name, shape in v.weight_shapes().items():
@@ -217,7 +217,7 @@ def test_suite_times_the_sparse_kernels_of_a_cuda_library(tmp_path):
     kernel (and a split's linear_epilogue), then the head's linear."""
     model = models.sparse_model(1024, 512)
     library = compile_ir(model.ir, model.name, tmp_path, "cuda:sm_90")
-    assert tiled_csl.layout_version(library.weight("w")) == 2
+    assert tiled_csl.layout_version(library.weight("w")) == 3
     entry = library.weight("w")
     assert entry["bytes"] == packing.tiled_csl_capacity_bytes(1024, 512, models.SPARSE_TILE)
     for batch in (1, 8, 32):

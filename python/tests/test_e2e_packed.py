@@ -453,20 +453,21 @@ def fake_library(manifest: dict, tmp_path: Path) -> Path:
 
 @needs_build
 @pytest.mark.skipif(shutil.which("cc") is None, reason="no C compiler to build the library")
-@pytest.mark.parametrize("version", [1, 3])
+@pytest.mark.parametrize("version", [1, 2, 4])
 def test_library_with_other_tiled_csl_version(libs, tmp_path, version):
     """A library whose tiled_csl weight declares another layout version (a
-    version 1 library has location-ordered runs and no padding) is refused,
-    naming the weight and the version."""
+    version 1 library has location-ordered runs and no padding, a version 2
+    one words ordered for the odd-row swizzle) is refused, naming the weight
+    and the version."""
     ckpt = libs.checkpoint("bf16", 0.8)
     manifest = manifest_of(libs.library(ckpt, "--sparse-mlp"))
     name = "model.layers.1.mlp.gate_up_proj.weight"
     entry = next(w for w in manifest["weights"] if w["name"] == name)
-    assert entry["csl_version"] == TILED_CSL_VERSION == 2
+    assert entry["csl_version"] == TILED_CSL_VERSION == 3
     entry["csl_version"] = version
     expect_load_error(fake_library(manifest, tmp_path), ckpt, f"weight '{name}'",
                       f"tiled_csl layout version {version} is not the version this runtime "
-                      f"reads (2)")
+                      f"reads (3)")
 
 
 @needs_build

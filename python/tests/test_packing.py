@@ -97,7 +97,7 @@ def test_int4_errors():
 
 
 def test_tiled_csl_sizes():
-    assert TILED_CSL_VERSION == 2
+    assert TILED_CSL_VERSION == 3
     # H = roundUp(tiles + 1, 4): 3 tiles -> 4 words, 4 -> 8, 7 -> 8, 8 -> 12
     assert [tiled_csl_header_words(n, 4, (1, 4)) for n in (3, 4, 7, 8)] == [4, 8, 8, 12]
     assert tiled_csl_grid(200, 100, (128, 64)) == (2, 2)
@@ -110,25 +110,29 @@ def test_tiled_csl_sizes():
 
 
 def test_tiled_csl_banks():
-    # (loc >> 1) & 31, odd rows' 16-byte chunks XOR 4 when TK % 64 == 0
+    # (loc >> 1) & 31, row r's 16-byte chunks XOR r mod 8 when TK % 64 == 0
     assert tiled_csl_bank([0, 1, 2, 62, 63], 64).tolist() == [0, 0, 1, 31, 31]
-    assert tiled_csl_bank([64, 65, 96, 127, 128], 64).tolist() == [16, 16, 0, 15, 0]
-    assert tiled_csl_bank([64, 128, 191, 256], 128).tolist() == [0, 16, 15, 0]
+    # row 1: chunk XOR 1 (64 -> 72, 96 -> 104, 127 -> 119); row 2: XOR 2
+    assert tiled_csl_bank([64, 65, 96, 127, 128], 64).tolist() == [4, 4, 20, 27, 8]
+    assert tiled_csl_bank([64, 128, 191, 256], 128).tolist() == [0, 4, 27, 8]
+    # row 7 (448..511): XOR 7; row 8 starts a new period
+    assert tiled_csl_bank([448, 504, 512], 64).tolist() == [28, 0, 0]
     assert tiled_csl_bank([48, 96, 100], 48).tolist() == [24, 16, 18]  # no swizzle
 
 
 def test_tiled_csl_known_bytes():
     # 2x2 tiles: locations 0, 1 are bank 0, locations 2, 3 bank 1. -0 and
     # 1e-10 (zero in f16) are dropped; tile 3 is empty (no run, no padding).
-    # Each run is padded to 4 words at its first zero location, sorted stably
-    # by bank and dealt to its one vector (lane 0): slot j <- word j.
-    # tile 0: 1@0, pads @1: all bank 0, in list order.
-    # tile 1: 2@1 (bank 0), 3@2 (1), pads @0 (0): 2@1, pad, pad, 3@2.
-    # tile 2: -1@3 (bank 1), pads @0 (0): pad, pad, pad, -1@3.
+    # Each run is padded to 4 words at its first zero location, sorted by
+    # (rank in bank, bank) and dealt to its one vector (lane 0): slot j <-
+    # word j of that list.
+    # tile 0: 1@0, pads @1: all bank 0 (ranks 0..3), in list order.
+    # tile 1: 2@1 (bank 0), 3@2 (1), pads @0 (0): 2@1, 3@2, pad, pad.
+    # tile 2: -1@3 (bank 1), pads @0 (0): pad, -1@3, pad, pad.
     header = u32(0, 4, 8, 12, 12, 0, 0, 0)
     expected = header + u32(0x00003C00, 0x00010000, 0x00010000, 0x00010000,
-                            0x00014000, 0x00000000, 0x00000000, 0x00024200,
-                            0x00000000, 0x00000000, 0x00000000, 0x0003BC00)
+                            0x00014000, 0x00024200, 0x00000000, 0x00000000,
+                            0x00000000, 0x0003BC00, 0x00000000, 0x00000000)
     assert pack_tiled_csl(CSL_MATRIX, (2, 2), "f16", capacity=False) == expected
     full = pack_tiled_csl(CSL_MATRIX, (2, 2), "f16")
     assert full == expected + bytes(96 - len(expected))
@@ -139,8 +143,8 @@ def test_tiled_csl_known_bytes():
     bf16 = pack_tiled_csl(CSL_MATRIX, (2, 2), "bf16", capacity=False)
     assert bf16 == u32(0, 4, 8, 12, 16, 0, 0, 0,
                        0x00003F80, 0x00010000, 0x00010000, 0x00010000,
-                       0x00014000, 0x00000000, 0x00000000, 0x00024040,
-                       0x00000000, 0x00000000, 0x00000000, 0x0003BF80,
+                       0x00014000, 0x00024040, 0x00000000, 0x00000000,
+                       0x00000000, 0x0003BF80, 0x00000000, 0x00000000,
                        tiny, 0x00010000, 0x00010000, 0x00010000)
 
 
@@ -151,12 +155,13 @@ def test_tiled_csl_partial_tiles_known_bytes():
     b = {int(v): int(to_bits(np.array([v], np.float32), "bf16")[0]) for v in range(1, 10)}
     data = pack_tiled_csl(w, (2, 2), "bf16", capacity=False)
     assert data == u32(0, 4, 8, 12, 16, 0, 0, 0,
-                       # tile 0: 1@0, 2@1 (bank 0), 4@2, 5@3 (bank 1)
-                       b[1], 1 << 16 | b[2], 2 << 16 | b[4], 3 << 16 | b[5],
+                       # tile 0: 1@0, 2@1 (bank 0), 4@2, 5@3 (bank 1): by
+                       # (rank, bank) 1@0, 4@2, 2@1, 5@3
+                       b[1], 2 << 16 | b[4], 1 << 16 | b[2], 3 << 16 | b[5],
                        # tile 1: 3@0 (bank 0), 6@2 (1), pads @1 (0; column 3 is outside)
-                       b[3], 0x00010000, 0x00010000, 2 << 16 | b[6],
+                       b[3], 2 << 16 | b[6], 0x00010000, 0x00010000,
                        # tile 2: 7@0, 8@1 (bank 0), pads @2 (1; row 3 is outside)
-                       b[7], 1 << 16 | b[8], 0x00020000, 0x00020000,
+                       b[7], 0x00020000, 1 << 16 | b[8], 0x00020000,
                        # tile 3: 9@0, pads @1
                        b[9], 0x00010000, 0x00010000, 0x00010000)
     full = pack_tiled_csl(w, (2, 2), "bf16")
@@ -165,7 +170,7 @@ def test_tiled_csl_partial_tiles_known_bytes():
 
 
 def check_tiled_csl(data: bytes, w, tile, dtype):
-    """Every rule of version 2 on packed ``data`` of w, word by word, with
+    """Every rule of version 3 on packed ``data`` of w, word by word, with
     the per-tile order of tiled_csl_tile_order (the spec as written)."""
     n, k = w.shape
     tn, tk = tile
@@ -277,29 +282,52 @@ def bank_uses(words, tk):
                      for _, slots in instructions(words)])
 
 
-def banks_within_bound(words, tk) -> bool:
-    """The lane-major deal's guarantee: an instruction stores at most
-    ceil(c_b / I') words of bank b, c_b the run's words in bank b and I' the
-    instructions of the shortest lane (I = 4 * groups; I - 4 when the last
-    group has fewer than 32 vectors: its lanes past V skip it), because a
-    bank's words are consecutive in the deal."""
+def wavefronts(words, tk) -> int:
+    """Shared-memory wavefronts of a run's stores: per instruction, the most
+    words it stores into one bank."""
+    return int(bank_uses(words, tk).max(axis=1).sum()) if words.size else 0
+
+
+def dealt_list(words):
+    """The run's words in the order they were dealt (L): instruction by
+    instruction, lane by lane."""
+    return np.concatenate([words[slots] for _, slots in instructions(words)])
+
+
+def check_round_robin(words, tk):
+    """L is round-robin over the banks: the words' ranks within their bank
+    never decrease, and within a rank the banks increase. Every
+    instruction stores distinct banks while all 32 banks have words left;
+    and each stores at most as many words of a bank as ranks it spans, so
+    the run takes at most max_b c_b + I - 1 wavefronts (c_b the words of
+    bank b, I the instructions), against a floor of max(max_b c_b, I)."""
     if words.size == 0:
-        return True
-    count = np.bincount(tiled_csl_bank(words >> 16, tk), minlength=32)
-    groups = -(-words.size // 128)
-    shortest = 4 * groups - 4 if groups > 1 and words.size % 128 else 4 * groups
-    return bool(np.all(bank_uses(words, tk) <= -(-count // shortest)))
+        return
+    listed = dealt_list(words)
+    bank = tiled_csl_bank(listed >> 16, tk)
+    count = np.bincount(bank, minlength=32)
+    rank = np.array([np.count_nonzero(bank[:i] == bank[i]) for i in range(bank.size)])
+    key = rank * 32 + bank
+    assert np.all(np.diff(key) > 0)
+    full_rounds = count.min()
+    position = 0
+    for vectors, slots in instructions(words):
+        span = rank[position:position + vectors]
+        if span.max() < full_rounds:
+            assert np.unique(bank[position:position + vectors]).size == vectors
+        position += vectors
+    uses = bank_uses(words, tk)
+    assert wavefronts(words, tk) <= count.max() + uses.shape[0] - 1
 
 
 @pytest.mark.parametrize("shape", [(128, 64), (64, 128), (128, 48)])
 def test_tiled_csl_bank_order(shape):
-    """A random 70%-sparse tile (odd rows swizzled when TK % 64 == 0): in the
-    packed order no instruction stores more than 2 words of a bank (~2400
-    words in 32 banks over ~76 instructions: a bank's ~77 words take 1 or 2
-    per instruction), within the deal's per-bank bound; location order puts
-    3 or more words of a bank in some instructions and repeats a bank in
-    nearly all (neighbouring locations share a bank, a lane's next word is
-    ~13 locations on)."""
+    """A random 70%-sparse tile (rows swizzled when TK % 64 == 0): the packed
+    order's stores take within 20 % of the floor max(max_b c_b, I)
+    wavefronts (~2400 words, a bank's most ~90 over ~76 instructions; 1.10-
+    1.14x here), where location order takes over twice as many
+    (neighbouring locations share a bank, a lane's next word is ~13
+    locations on)."""
     rng = np.random.default_rng(7)
     w = rng.standard_normal(shape).astype(np.float32)
     w[rng.random(shape) < 0.7] = 0
@@ -308,43 +336,46 @@ def test_tiled_csl_bank_order(shape):
     _, words = tiled_csl_runs(data, *shape, shape)
     tk = shape[1]
     assert words.size > 1500 and words.size % 128  # a partial last group
-    assert banks_within_bound(words, tk)
-    multiplicity = bank_uses(words, tk).max(axis=1)
-    assert multiplicity.max() == 2
+    check_round_robin(words, tk)
+    count = np.bincount(tiled_csl_bank(words >> 16, tk), minlength=32)
+    floor = max(count.max(), bank_uses(words, tk).shape[0])
+    assert wavefronts(words, tk) <= 1.2 * floor
     real = (words & 0xFFFF) != 0
     by_location = np.concatenate([np.sort(words[real]), words[~real]])
-    assert not banks_within_bound(by_location, tk)
-    by_location_multiplicity = bank_uses(by_location, tk).max(axis=1)
-    assert by_location_multiplicity.max() >= 3
-    assert np.mean(by_location_multiplicity > 1) >= 0.9
-    assert np.sum(multiplicity - 1) < np.sum(by_location_multiplicity - 1) / 2
+    assert wavefronts(by_location, tk) > 2 * wavefronts(words, tk)
 
 
 def test_tiled_csl_bank_bound_random_tiles():
-    """The deal's bound on many runs: sparsities, tiles, partial groups."""
+    """The deal's properties on many runs: sparsities, tiles, partial groups."""
     rng = np.random.default_rng(11)
     for trial in range(60):
         tile = [(128, 64), (64, 128), (16, 48), (32, 32), (2, 64)][trial % 5]
         w = rng.standard_normal(tile).astype(np.float32)
         w[rng.random(tile) < rng.choice([0.0, 0.3, 0.7, 0.9, 0.99])] = 0
         _, words = tiled_csl_runs(pack_tiled_csl(w, tile, "bf16"), *tile, tile)
-        assert banks_within_bound(words, tile[1]), (trial, tile, words.size)
+        check_round_robin(words, tile[1])
 
 
-def test_tiled_csl_tile_order_deals_lanes():
-    # 8 words of banks 0..7 (locations 0, 2, ..., 14): L in list order; two
-    # lanes of 4 instructions: lane 0 takes L[0:4], lane 1 L[4:8].
-    assert tiled_csl_tile_order(np.arange(0, 16, 2), 64).tolist() == list(range(8))
-    # padding (location 0, bank 0) after words of banks 1, 2: bank 0 first.
-    assert tiled_csl_tile_order([2, 4, 0, 0], 64).tolist() == [2, 3, 0, 1]
-    # 132 words of banks i % 32 (banks 0..3 hold 5, the others 4): two groups,
-    # I = 8 instructions; the last group has one vector, so lane 0 takes 8
-    # words of L (bank 0's 5, bank 1's first 3), the other lanes 4 each.
+def test_tiled_csl_tile_order_deals_instructions():
+    # 8 words of banks 0..7 (locations 0, 2, ..., 14; rank 0 each): L in list
+    # order; two vectors, so instruction j takes L[2j] (lane 0, slot j) and
+    # L[2j + 1] (lane 1, slot 4 + j).
+    assert tiled_csl_tile_order(np.arange(0, 16, 2), 64).tolist() == [0, 2, 4, 6, 1, 3, 5, 7]
+    # padding (location 0, bank 0) after words of banks 1, 2: rank 0 of
+    # banks 0, 1, 2, then bank 0's second word.
+    assert tiled_csl_tile_order([2, 4, 0, 0], 64).tolist() == [2, 0, 1, 3]
+    # 132 words of banks i % 32 (rank i // 32): L in list order. Group 0's
+    # instruction j takes L[32j:32j + 32] (lane l, slot 4l + j); group 1 has
+    # one vector, lane 0 taking L[128:132].
     order = tiled_csl_tile_order(np.arange(0, 264, 2), 1024)
     assert order[:4].tolist() == [0, 32, 64, 96]  # lane 0, group 0
-    assert order[128:].tolist() == [128, 1, 33, 65]  # lane 0, group 1
-    assert order[4:8].tolist() == [97, 129, 2, 34]  # lane 1
-    assert order[124:128].tolist() == [31, 63, 95, 127]  # lane 31: L[128:132], bank 31
+    assert order[4:8].tolist() == [1, 33, 65, 97]  # lane 1
+    assert order[124:128].tolist() == [31, 63, 95, 127]  # lane 31
+    assert order[128:].tolist() == [128, 129, 130, 131]  # lane 0, group 1
+    # Row 1 of a 64-wide tile XORs its chunks with 1: location 64 (row 1,
+    # chunk 0) is bank 4, so after bank 0's location 0 and before bank 8's
+    # location 16.
+    assert tiled_csl_tile_order([0, 16, 64, 66], 64).tolist() == [0, 2, 3, 1]
     with pytest.raises(PackingError, match="not a multiple of 4"):
         tiled_csl_tile_order([0, 1, 2], 64)
 

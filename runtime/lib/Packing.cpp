@@ -5,9 +5,11 @@
 #include "fdc/runtime/Manifest.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <numeric>
 #include <vector>
 
 using namespace fdc::runtime;
@@ -295,35 +297,41 @@ Error fdc::runtime::packInt4(const float *dense, int64_t n, int64_t k,
 }
 
 namespace {
-/// The shared-memory bank of a tile location in the NVIDIA flash_spmm
-/// kernel's dense tile: 2-byte elements, rows of tileCols, and when a row
-/// holds a multiple of 64 elements, odd rows' 16-byte chunks XOR 4.
+/// The shared-memory bank of a tile location in the Flash-LLM kernels'
+/// dense tile (flash_spmm and group_spmm on NVIDIA): 2-byte elements, rows
+/// of tileCols, and when a row holds a multiple of 64 elements, row r's
+/// 16-byte chunks XOR r mod 8 (the group MMA's 128-byte swizzle).
 unsigned sharedBank(uint32_t location, int64_t tileCols) {
-  bool oddRow = (location / tileCols) % 2 == 1;
-  uint32_t swizzled = tileCols % 64 == 0 && oddRow ? location ^ 32u : location;
-  return (swizzled >> 1) & 31;
+  uint32_t swizzle = tileCols % 64 == 0 ? (location / tileCols) % 8 * 8 : 0;
+  return ((location ^ swizzle) >> 1) & 31;
 }
 
 /// Orders a tile's padded words so that the words lanes store in one
-/// instruction (slot 128q + 4l + j: vector l's word j in group q) share
-/// banks as little as the banks' counts allow (docs/model-library.md): the
-/// words sorted by bank are dealt out lane by lane over the instructions,
-/// so a bank's words land in consecutive instructions.
+/// instruction (instruction 4q + j stores slot 128q + 4l + j, word j of
+/// vector l of group q, for its group's vectors l) share banks as little as
+/// the banks' counts allow (docs/model-library.md): the words ranked within
+/// their bank, then sorted stably by (rank, bank), are dealt out
+/// instruction by instruction, so an instruction takes one word of each
+/// bank while every bank has words left.
 void orderForBanks(std::vector<uint32_t> &words, int64_t tileCols) {
   size_t count = words.size();
-  std::stable_sort(words.begin(), words.end(), [&](uint32_t a, uint32_t b) {
-    return sharedBank(a >> 16, tileCols) < sharedBank(b >> 16, tileCols);
-  });
-  size_t groups = (count + 127) / 128;
+  std::array<uint32_t, 32> seen{};
+  std::vector<uint32_t> key(count);
+  for (size_t i = 0; i < count; ++i) {
+    unsigned bank = sharedBank(words[i] >> 16, tileCols);
+    key[i] = seen[bank]++ * 32 + bank;
+  }
+  std::vector<uint32_t> byKey(count);
+  std::iota(byKey.begin(), byKey.end(), 0u);
+  std::stable_sort(byKey.begin(), byKey.end(),
+                   [&](uint32_t a, uint32_t b) { return key[a] < key[b]; });
   std::vector<uint32_t> ordered(count);
-  size_t next = 0;
-  for (size_t lane = 0; lane < 32; ++lane)
-    for (size_t instruction = 0; instruction < 4 * groups; ++instruction) {
-      size_t group = instruction / 4, j = instruction % 4;
-      size_t vectors = std::min<size_t>(32, (count - group * 128) / 4);
-      if (lane < vectors)
-        ordered[group * 128 + lane * 4 + j] = words[next++];
-    }
+  for (size_t next = 0; next < count; ++next) {
+    size_t group = next / 128, inGroup = next % 128;
+    size_t vectors = std::min<size_t>(32, (count - group * 128) / 4);
+    size_t j = inGroup / vectors, lane = inGroup % vectors;
+    ordered[group * 128 + lane * 4 + j] = words[byKey[next]];
+  }
   words.swap(ordered);
 }
 } // namespace

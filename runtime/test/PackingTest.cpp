@@ -164,18 +164,19 @@ TEST(PackingTest, TiledCSLKnownMatrix) {
   std::vector<uint32_t> expected(words.size(), 0);
   // TileOffsets of tiles 0..3 (row-major) padded to 8 words, then each
   // tile's words padded to 4 with zero values at its first zero location.
-  // A tile's one vector stores word j in instruction j, each taking the
-  // fullest bank's next word (locations 0-1 are bank 0, 2-3 bank 1).
+  // A tile's one vector stores word j in instruction j, the words taken
+  // round-robin over the banks (locations 0-1 are bank 0, 2-3 bank 1): each
+  // bank's first word in bank order, then each bank's second, and so on.
   std::vector<uint32_t> head = {0,          4,
                                 8,          12,
                                 12,         0,
                                 0,          0,
                                 0x00003c00, 0x00010000,
                                 0x00010000, 0x00010000, // tile 0: (0,0) 1
-                                0x00014000, 0x00000000,
-                                0x00000000, 0x00024200, // tile 1: 2, 3
-                                0x00000000, 0x00000000,
-                                0x00000000, 0x0003bc00}; // tile 2: (1,1) -1
+                                0x00014000, 0x00024200,
+                                0x00000000, 0x00000000, // tile 1: 2, 3
+                                0x00000000, 0x0003bc00,
+                                0x00000000, 0x00000000}; // tile 2: (1,1) -1
   std::copy(head.begin(), head.end(), expected.begin());
   EXPECT_EQ(words, expected);
   // bf16 words carry bf16 bits; 1e-10 is not zero in bf16: tile 3 gets a
@@ -188,9 +189,9 @@ TEST(PackingTest, TiledCSLKnownMatrix) {
       12,         16,         0,
       0,          0,          0x00003f80,
       0x00010000, 0x00010000, 0x00010000,
-      0x00014000, 0x00000000, 0x00000000,
-      0x00024040, 0x00000000, 0x00000000,
-      0x00000000, 0x0003bf80, floatToBF16Bits(1e-10f),
+      0x00014000, 0x00024040, 0x00000000,
+      0x00000000, 0x00000000, 0x0003bf80,
+      0x00000000, 0x00000000, floatToBF16Bits(1e-10f),
       0x00010000, 0x00010000, 0x00010000};
   EXPECT_EQ(std::vector<uint32_t>(words.begin(), words.begin() + 24),
             bf16Words);
@@ -216,9 +217,10 @@ TEST(PackingTest, TiledCSLPartialTiles) {
 }
 
 TEST(PackingTest, TiledCSLBankOrder) {
-  // A 70%-sparse 128x64 tile: every group of 32 words stored by one
-  // instruction (slot 128q + 4l + j for lanes l) should hit distinct banks
-  // of the kernel's shared tile (odd rows' 16-byte chunks XOR 4).
+  // A 70%-sparse 128x64 tile: the words one instruction stores (slot 128q +
+  // 4l + j for its group's lanes l) should hit the banks of the kernels'
+  // shared tile (row r's 16-byte chunks XOR r mod 8) as evenly as the
+  // banks' counts allow.
   std::vector<float> dense(128 * 64, 0.0f);
   uint32_t state = 12345;
   int64_t nonZeros = 0;
@@ -237,22 +239,22 @@ TEST(PackingTest, TiledCSLBankOrder) {
   std::memcpy(words.data(), out.data() + 4 * 4, count * 4);
   auto bankOf = [](uint32_t word) {
     uint32_t location = word >> 16;
-    uint32_t swizzled = (location / 64) % 2 ? location ^ 32u : location;
-    return (swizzled >> 1) & 31;
+    return ((location ^ (location / 64 % 8 * 8)) >> 1) & 31;
   };
-  // The most words of one bank any store instruction holds.
-  auto worstInstruction = [&](const std::vector<uint32_t> &order) {
-    unsigned worst = 0;
+  // Shared-memory wavefronts of the stores: per instruction, the most words
+  // of one bank it holds.
+  auto wavefronts = [&](const std::vector<uint32_t> &order) {
+    unsigned total = 0;
     for (uint64_t q = 0; q * 128 < count; ++q) {
       uint64_t vectors = std::min<uint64_t>(32, (count - q * 128) / 4);
       for (uint64_t j = 0; j < 4; ++j) {
         unsigned uses[32] = {};
         for (uint64_t l = 0; l < vectors; ++l)
           ++uses[bankOf(order[q * 128 + l * 4 + j])];
-        worst = std::max(worst, *std::max_element(uses, uses + 32));
+        total += *std::max_element(uses, uses + 32);
       }
     }
-    return worst;
+    return total;
   };
   // Every real value is there once.
   std::vector<bool> seen(128 * 64, false);
@@ -268,17 +270,17 @@ TEST(PackingTest, TiledCSLBankOrder) {
     }
   }
   EXPECT_EQ(real, nonZeros);
-  // No order does better than ceil(largest bank / instructions); the
-  // packer's reaches it, where location order stacks a bank many times.
-  uint64_t instructions = 4 * ((count + 127) / 128);
+  // No order takes fewer wavefronts than the instructions or the largest
+  // bank's words; the packer's stays within 25 % of that (1.21x here),
+  // where location order takes over twice as many.
+  unsigned instructions = 4 * ((count + 127) / 128);
   unsigned largest = *std::max_element(bankCounts, bankCounts + 32);
-  unsigned bound = (largest + instructions - 1) / instructions;
-  EXPECT_EQ(bound, 2u);
-  EXPECT_EQ(worstInstruction(words), bound);
+  unsigned floor = std::max(instructions, largest);
+  EXPECT_LE(wavefronts(words), floor * 5 / 4);
   std::vector<uint32_t> byLocation = words;
   std::sort(byLocation.begin(), byLocation.end(),
             [](uint32_t a, uint32_t b) { return (a >> 16) < (b >> 16); });
-  EXPECT_GE(worstInstruction(byLocation), 4u);
+  EXPECT_GT(wavefronts(byLocation), 2 * wavefronts(words));
 }
 
 //===----------------------------------------------------------------------===//
@@ -313,7 +315,7 @@ TEST(PackingManifestTest, AcceptsPackedLayouts) {
                      "layout": "int4", "group_size": 4, "scale_dtype": "f16",
                      "offset": 0, "bytes": 24, "sources": ["a", "b"]},
                     {"name": "s", "dtype": "bf16", "shape": [4, 4],
-                     "layout": "tiled_csl", "tile": [2, 2], "csl_version": 2,
+                     "layout": "tiled_csl", "tile": [2, 2], "csl_version": 3,
                      "offset": 256, "bytes": 96})"),
       "test");
   ASSERT_TRUE(m) << m.error().message();
@@ -353,7 +355,7 @@ TEST(PackingManifestTest, Errors) {
               "weight 'q': dtype 'int4' is not one of f32, bf16, f16 (int4 "
               "needs layout 'int4')");
   auto csl = [](const std::string &dtype, const std::string &tile,
-                const std::string &bytes, const std::string &version = "2") {
+                const std::string &bytes, const std::string &version = "3") {
     return R"({"name": "s", "dtype": ")" + dtype +
            R"(", "shape": [4, 6], "layout": "tiled_csl", "tile": )" + tile +
            R"(, "csl_version": )" + version + R"(, "offset": 0, "bytes": )" +
@@ -375,14 +377,14 @@ TEST(PackingManifestTest, Errors) {
               "weight 's': tiled_csl needs dtype f16 or bf16, got f32");
   expectError(csl("f16", "[2, 2]", "128", "1"),
               "weight 's': tiled_csl layout version 1 is not the version "
-              "this runtime reads (2)");
+              "this runtime reads (3)");
   expectError(R"({"name": "s", "dtype": "f16", "shape": [4, 6],
                   "layout": "tiled_csl", "tile": [2, 2], "offset": 0,
                   "bytes": 128})",
               "missing field 'weights[0].csl_version'");
   std::string big = R"({"name": "s", "dtype": "f16", "shape": [512, 256],
                         "layout": "tiled_csl", "tile": [512, 256],
-                        "csl_version": 2, "offset": 0, "bytes": 524296})";
+                        "csl_version": 3, "offset": 0, "bytes": 524296})";
   Expected<Manifest> m = Manifest::parse(manifestOf(big, "600000"), "test");
   ASSERT_FALSE(m);
   EXPECT_NE(m.error().message().find(
@@ -432,7 +434,7 @@ const char *packedWeights =
         "group_size": 4, "scale_dtype": "f16", "offset": 0, "bytes": 24,
         "sources": ["a", "b"]},
        {"name": "s", "dtype": "f16", "shape": [4, 4], "layout": "tiled_csl",
-        "tile": [2, 2], "csl_version": 2, "offset": 256, "bytes": 96})";
+        "tile": [2, 2], "csl_version": 3, "offset": 256, "bytes": 96})";
 
 TEST_F(PackingLoaderTest, PacksConcatenatedSourcesOfAnyFloatDType) {
   // "q" = [a (f32); b (f16)], the matrix of Int4KnownMatrix; "s" from f32.
@@ -452,12 +454,12 @@ TEST_F(PackingLoaderTest, PacksConcatenatedSourcesOfAnyFloatDType) {
   // The words of TiledCSLKnownMatrix (f16).
   uint32_t words[20];
   std::memcpy(words, arena.data() + 256, sizeof(words));
-  EXPECT_EQ(
-      std::vector<uint32_t>(words, words + 20),
-      (std::vector<uint32_t>{
-          0, 4,          8,          12,         12,         0,          0,
-          0, 0x00003c00, 0x00010000, 0x00010000, 0x00010000, 0x00014000, 0,
-          0, 0x00024200, 0,          0,          0,          0x0003bc00}));
+  EXPECT_EQ(std::vector<uint32_t>(words, words + 20),
+            (std::vector<uint32_t>{
+                0,          4,          8,          12,         12,
+                0,          0,          0,          0x00003c00, 0x00010000,
+                0x00010000, 0x00010000, 0x00014000, 0x00024200, 0,
+                0,          0,          0x0003bc00, 0,          0}));
   // The rest of the capacity stays zero.
   for (int i = 256 + 80; i < 256 + 96; ++i)
     ASSERT_EQ(arena.data()[i], 0) << i;
@@ -469,7 +471,7 @@ TEST_F(PackingLoaderTest, PacksConcatenatedSourcesOfAnyFloatDType) {
                 f16Bytes({1, 0, 0, 2, 0, 0, 3, 0, 0, 0, 0, 0, 0, -1, 0, 0})};
   ASSERT_EQ(load(packedWeights, tensors), "");
   std::memcpy(words, arena.data() + 256, sizeof(words));
-  EXPECT_EQ(words[19], 0x0003bc00u);
+  EXPECT_EQ(words[17], 0x0003bc00u);
 }
 
 TEST_F(PackingLoaderTest, Errors) {

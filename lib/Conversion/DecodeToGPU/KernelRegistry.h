@@ -180,13 +180,21 @@ std::optional<decode::KernelDispatchAttr>
 getDefaultLinearDispatch(decode::LinearOp op, const GpuPrimitives &target);
 
 /// Flash-LLM's SpMM for a decode.sparse_linear on a target with an MMA for
-/// its type: flash_spmm tiles growing with the batch M, K split to fill the
-/// units (Kernels/FlashSpmm.cpp); none otherwise (sparse_row_scan then
-/// serves it). group_spmm (Kernels/GroupSpmm.cpp) runs only where a
-/// decode.kernel pins it.
+/// its type: flash_spmm up to 8 batch rows, then group_spmm's blocks of 16
+/// and 32 where the target has a group MMA of that width (else flash_spmm's
+/// wider tiles), K split to fill the units (Kernels/FlashSpmm.cpp); none
+/// otherwise (sparse_row_scan then serves it).
 std::optional<decode::KernelDispatchAttr>
 getDefaultSparseLinearDispatch(decode::SparseLinearOp op,
                                const GpuPrimitives &target);
+
+/// group_spmm's default kernel for blocks of `batch` batch rows, K split as
+/// flash_spmm's (chooseSpmmSplitK); failure where the target has no group
+/// MMA of that width or the family refuses the config
+/// (Kernels/GroupSpmm.cpp).
+mlir::FailureOr<decode::KernelAttr>
+getDefaultGroupSpmmKernel(decode::SparseLinearOp op,
+                          const GpuPrimitives &target, int64_t batch);
 
 /// The default kernel of a decode.attention on a target with an MMA for the
 /// cache's type: gqa_attention (Kernels/GqaAttention.cpp), which reads each

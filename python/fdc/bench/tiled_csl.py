@@ -40,7 +40,7 @@ def layout_version(entry: dict) -> int:
 def _bank(location, tk: int):
     """packing.tiled_csl_bank for torch integer tensors."""
     if tk % 64 == 0:
-        location = location ^ (((location // tk) & 1) * 32)
+        location = location ^ (((location // tk) & 7) * 8)
     return (location >> 1) & (BANKS - 1)
 
 
@@ -116,23 +116,30 @@ def _runs_torch(per_tile, tk: int):
     word[is_real] = per_tile[real_tile, real_loc].to(torch.int64)
     word |= loc << 16
     del keep, real_tile, real_loc, is_real, first_free
-    # L: each tile's list sorted stably by bank (the tiles stay in place).
-    word = word[torch.sort(tile_of * BANKS + _bank(loc, tk), stable=True).indices]
+    # L: each tile's list sorted stably by (rank in bank, bank), the tiles in
+    # place: a word's rank is its index among its tile's words of its bank.
+    cell = tile_of * BANKS + _bank(loc, tk)
     del loc
-    # Word i of L goes to lane l, instruction t (slot 128 (t // 4) + 4l +
-    # t % 4): the first V lanes (V the last group's vectors) have all
-    # I = 4 * groups instructions, the other lanes all but the last group's 4.
+    by_cell = torch.sort(cell, stable=True).indices
+    sorted_cell = cell[by_cell]
+    first = torch.searchsorted(sorted_cell, sorted_cell, right=False)
+    rank = torch.empty_like(cell)
+    rank[by_cell] = torch.arange(total, device=device) - first
+    del by_cell, sorted_cell, first
+    # Within a tile rank * 32 + bank < 2^21; tiles take the bits above.
+    key = (tile_of << 21) | (rank << 5) | (cell & (BANKS - 1))
+    word = word[torch.sort(key, stable=True).indices]
+    del cell, rank, key
+    # Word `index` of L goes to instruction 4q + j, lane l (slot 128q + 4l +
+    # j), dealt instruction by instruction over its group's V_q vectors.
     run = size[tile_of]
-    instructions = 4 * ((run + 127) // 128)
-    last = run // 4 - 8 * (instructions - 4)
-    head = last * instructions
-    short = torch.clamp(instructions - 4, min=1)
-    first = index < head
-    lane = torch.where(first, index // instructions, last + (index - head) // short)
-    t = torch.where(first, index % instructions, (index - head) % short)
-    del run, instructions, last, head, short, first
+    group = index >> 7
+    vectors = torch.clamp((run >> 2) - 32 * group, max=32)
+    in_group = index - 128 * group
+    slot = 128 * group + 4 * (in_group % vectors) + in_group // vectors
+    del run, group, vectors, in_group
     out = torch.empty(total, dtype=torch.int64, device=device)
-    out[start[tile_of] + 128 * (t >> 2) + 4 * lane + (t & 3)] = word
+    out[start[tile_of] + slot] = word
     return out, size
 
 

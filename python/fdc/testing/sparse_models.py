@@ -2,7 +2,8 @@
 kernels (test/gpu, stage ``sparse_checks``): every epilogue (none, bias,
 residual, bias + residual, SiLU-gate-up with and without a residual), f16
 and bf16, N and K that are not multiples of the 128x64 tile (and one that
-is), the default dispatch table and flash_spmm configs pinned by hand
+is), the default dispatch table (sm_90: flash_spmm; sm_90a: flash_spmm up
+to 8 batch rows, then group_spmm), flash_spmm configs pinned by hand
 (sm_90), and group_spmm configs pinned by hand (sm_90a, the group MMA). Each
 model embeds token rows of `table` (and of `rtable` for the residual, so
 that N need not equal K), runs the sparse linear under test, and a 128-row
@@ -47,13 +48,17 @@ class SparseVariant:
     arch: str = "sm_90"  # the cuda arch the GPU test compiles it for
 
     @property
-    def family(self) -> str:
-        """The family expected to run it: a pinned kernel's, else the
-        default dispatch's (flash_spmm, or sparse_row_scan where it does not
-        fit)."""
+    def families(self) -> frozenset[str]:
+        """The families expected to run it over BATCHES: a pinned kernel's,
+        else the default dispatch's (flash_spmm, and group_spmm past 8 rows
+        on sm_90a; sparse_row_scan where they do not fit)."""
         if self.kernel:
-            return self.kernel.split('"')[1]
-        return "flash_spmm" if self.flash else "sparse_row_scan"
+            return frozenset({self.kernel.split('"')[1]})
+        if not self.flash:
+            return frozenset({"sparse_row_scan"})
+        if self.arch == "sm_90a":
+            return frozenset({"flash_spmm", "group_spmm"})
+        return frozenset({"flash_spmm"})
 
     @property
     def flash(self) -> bool:
@@ -135,6 +140,13 @@ VARIANTS = [
     # 2 uneven runs (5 and 4 tiles).
     SparseVariant("sparse-pinned-prefetch3-gateup-f16", "f16", 256, 520,
                   activation="silu_gate_up", kernel=flash_spmm(4, 2, 2, 2, 3, 3)),
+    # The default dispatch on sm_90a (flash_spmm to M = 8, group_spmm from
+    # 9): partial tiles, the epilogues, the gate-up halves.
+    SparseVariant("sparse-a-none-f16", "f16", 1000, 520, arch="sm_90a"),
+    SparseVariant("sparse-a-bias-residual-bf16", "bf16", 200, 120, bias=True,
+                  residual=True, arch="sm_90a"),
+    SparseVariant("sparse-a-gateup-residual-f16", "f16", 384, 520,
+                  residual=True, activation="silu_gate_up", arch="sm_90a"),
     # group_spmm (sm_90a's wgmma, pinned): most words past the registers
     # (2 vectors), one split;
     SparseVariant("sparse-group-pinned-overflow-f16", "f16", 1000, 520,

@@ -4,8 +4,9 @@
 // MMAs on it with the batch rows cp.async-copied into the same stage.
 
 // The default: a dispatch over the batch, one to four MMA batch tiles per
-// block, K split into whole waves of the blocks the units hold at once
-// (see chooseSplitK), keeping 8 k tiles per split; 5 register vectors of
+// block (on sm_90a group_spmm takes the batches over 8: group-spmm.mlir),
+// K split into whole waves of the blocks the units hold at once (see
+// chooseSpmmSplitK), keeping 8 k tiles per split; 5 register vectors of
 // words per thread (a tile at 70 % sparsity), loaded one tile ahead.
 // RUN: fdc-opt %S/Inputs/sparse-linear-f16.mlir --decode-select-kernels=target=sm_90 | FileCheck %s --check-prefix=SELECT
 // SELECT: decode.sparse_linear {{.*}} {decode.kernel = #decode.dispatch<max_batch = [8, 16], kernels = [#decode.kernel<"flash_spmm", {batch_tiles = 1 : i64, prefetch = 1 : i64, row_tiles = 2 : i64, split_k = 2 : i64, vectors = 5 : i64, warps_n = 4 : i64}>, #decode.kernel<"flash_spmm", {batch_tiles = 2 : i64, {{.*}}}>, #decode.kernel<"flash_spmm", {batch_tiles = 4 : i64, {{.*}}}>]>} : tensor<?x1024xf16>, !decode.tiled_csl<1000x1024xf16
@@ -43,8 +44,15 @@
 // SM90-NEXT: scf.yield {{.*}} : vector<4xi32>
 // SM90: gpu.barrier
 // SM90: scf.for
-// SM90: arith.shrui
-// SM90: arith.xori
+// A word goes to its row's 16-byte chunk XOR the row mod 8 (group_spmm's
+// 128-byte swizzle, for which the packed order spreads the banks): its
+// location XOR 8 elements per unit of row mod 8.
+// SM90: %[[LOC:.*]] = arith.minui %{{.*}}, %c8191_i32 : i32
+// SM90: %[[ROW:.*]] = arith.divui %[[LOC]], %c64_i32{{.*}} : i32
+// SM90: %[[PERIOD:.*]] = arith.andi %[[ROW]], %c7_i32{{.*}} : i32
+// SM90: %[[MASK:.*]] = arith.muli %[[PERIOD]], %c8_i32{{.*}} : i32
+// SM90: %[[ELEMENT:.*]] = arith.xori %[[LOC]], %[[MASK]] : i32
+// SM90: arith.index_castui %[[ELEMENT]] : i32 to index
 // SM90: memref.store {{.*}} : memref<26112xf16, #gpu.address_space<workgroup>>
 // SM90: nvvm.cp.async.wait.group 1
 // SM90-NEXT: gpu.barrier

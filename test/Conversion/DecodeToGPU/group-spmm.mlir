@@ -4,13 +4,21 @@
 // the MMA unit multiplies it by the batch rows cp.async-copied into the same
 // stage, both operands read from shared memory.
 
-// Not a default: decode.sparse_linear stays on flash_spmm on sm_90a too
-// (GroupSpmm.cpp says why); a decode.kernel pins group_spmm, its entries
+// The default on sm_90a: flash_spmm up to 8 batch rows, then group_spmm
+// with blocks of 16 and 32 (FlashSpmm.cpp's dispatch says why), K split as
+// flash_spmm's; on sm_90 (no wgmma) flash_spmm throughout
+// (flash-spmm.mlir). A decode.kernel pins group_spmm, its entries
 // completed from the family's defaults (one warpgroup of two 64-row MMA
 // tiles per 128-row tile row, a batch of 8 columns, K whole).
 // RUN: fdc-opt %S/Inputs/sparse-linear-f16.mlir --decode-select-kernels=target=sm_90a | FileCheck %s --check-prefix=DEFAULT
-// DEFAULT-NOT: group_spmm
-// DEFAULT: #decode.kernel<"flash_spmm"
+// DEFAULT: decode.sparse_linear {{.*}} {decode.kernel = #decode.dispatch<max_batch = [8, 16], kernels = [#decode.kernel<"flash_spmm", {batch_tiles = 1 : i64, {{.*}}}>, #decode.kernel<"group_spmm", {batch = 16 : i64, groups = 1 : i64, row_tiles = 2 : i64, split_k = 2 : i64, vectors = 5 : i64}>, #decode.kernel<"group_spmm", {batch = 32 : i64, groups = 1 : i64, row_tiles = 2 : i64, split_k = 2 : i64, vectors = 5 : i64}>]>} : tensor<?x1024xf16>, !decode.tiled_csl<1000x1024xf16
+// DEFAULT: decode.sparse_linear {{.*}} {activation = #decode<activation silu_gate_up>, decode.kernel = #decode.dispatch<max_batch = [8, 16], kernels = [#decode.kernel<"flash_spmm", {{.*}}}>, #decode.kernel<"group_spmm", {batch = 16 : i64, {{.*}}}>, #decode.kernel<"group_spmm", {batch = 32 : i64, {{.*}}}>]>}
+// [11008, 4096] (86 tile rows of 64 k tiles): four blocks of 16 batch
+// rows fit an H100 SM, so 6 splits make 516 blocks, one wave of 528; three
+// of 32 fit, and 4 splits make 344 blocks, one wave of 396.
+// RUN: sed -e 's/1000x1024xf16/11008x4096xf16/g' -e 's/256x1024xf16/256x4096xf16/g' -e 's/?x1024xf16/?x4096xf16/g' -e 's/?x1000xf16/?x11008xf16/g' -e 's/1024x1000xf16/1024x11008xf16/g' %S/Inputs/sparse-linear-f16.mlir \
+// RUN:   | fdc-opt --decode-select-kernels=target=sm_90a | FileCheck %s --check-prefix=WAVES
+// WAVES: decode.sparse_linear {{.*}} {decode.kernel = #decode.dispatch<max_batch = [8, 16], kernels = [#decode.kernel<"flash_spmm", {batch_tiles = 1 : i64, {{.*}} split_k = 6 : i64, {{.*}}}>, #decode.kernel<"group_spmm", {batch = 16 : i64, {{.*}} split_k = 6 : i64, {{.*}}}>, #decode.kernel<"group_spmm", {batch = 32 : i64, {{.*}} split_k = 4 : i64, {{.*}}}>]>} : tensor<?x4096xf16>, !decode.tiled_csl<11008x4096xf16
 // RUN: sed 's/%y = decode.sparse_linear %x, %w :/%y = decode.sparse_linear %x, %w {decode.kernel = #decode.kernel<"group_spmm", {}>} :/' %S/Inputs/sparse-linear-f16.mlir \
 // RUN:   | fdc-opt --decode-select-kernels=target=sm_90a | FileCheck %s --check-prefix=PINNED
 // PINNED: decode.sparse_linear {{.*}} {decode.kernel = #decode.kernel<"group_spmm", {batch = 8 : i64, groups = 1 : i64, row_tiles = 2 : i64, split_k = 1 : i64, vectors = 5 : i64}>} : tensor<?x1024xf16>, !decode.tiled_csl<1000x1024xf16

@@ -65,10 +65,15 @@ struct FlashSpmmConfig {
         batchTiles(config.get("batch_tiles")), splitK(config.get("split_k")),
         vectors(config.get("vectors")), prefetch(config.get("prefetch")) {}
 
-  /// The tiled GEMM of the dense compute: one tile row by TK per stage.
+  /// The tiled GEMM of the dense compute: one tile row by TK per stage, its
+  /// rows swizzled as group_spmm's (StageSwizzle::RowMod8), for which the
+  /// packed words are ordered.
   TiledGemmConfig getTiled(decode::TiledCSLType type) const {
-    return {warpsN,  /*warpsM=*/1, rowTiles, batchTiles, type.getTile()[1],
-            kStages, splitK};
+    TiledGemmConfig tiled{warpsN,     /*warpsM=*/1,      rowTiles,
+                          batchTiles, type.getTile()[1], kStages,
+                          splitK};
+    tiled.swizzle = StageSwizzle::RowMod8;
+    return tiled;
   }
 };
 
@@ -80,37 +85,6 @@ std::optional<MmaLayout> getSpmmLayout(decode::SparseLinearOp op,
   if (!isSpmmInput(op, target))
     return std::nullopt;
   return target.getMmaLayout(op.getInput().getType().getElementType());
-}
-
-/// The ways to split K for `rows` blocks of tile rows over `tiles` k tiles
-/// when `slots` blocks are resident at once (over all units). The blocks of
-/// a split run in waves of `slots`; each takes its split's tiles plus about
-/// two tiles' time for its prologue and partial sums. Of the splits up to
-/// 16 that keep at least 8 k tiles per split (and none empty), the one
-/// whose waves take least wins, the fewest splits on a tie. Counting whole
-/// waves keeps a last wave from leaving units idle: on the H100 the
-/// benchmark's 15 shape x batch points at 90 % sparsity gained 6 % in
-/// geomean against giving every unit 8 (or 4) blocks, the rule before
-/// (e.g. [11008, 4096] at M = 8: 6 splits, 16.4 against 18.4 us with 8).
-/// A model, not a measurement: `slots` counts the blocks the shared memory
-/// lets a unit hold (not its registers), and `rows` the grid's tile rows
-/// (a batch wider than a block's batch tiles multiplies the blocks).
-int64_t chooseSplitK(int64_t rows, int64_t tiles, int64_t slots) {
-  constexpr int64_t kBlockOverheadTiles = 2;
-  int64_t maxSplits = std::clamp<int64_t>(tiles / 8, 1, 16);
-  int64_t best = 1, bestCost = std::numeric_limits<int64_t>::max();
-  for (int64_t splitK = 1; splitK <= maxSplits; ++splitK) {
-    int64_t perSplit = (tiles + splitK - 1) / splitK;
-    if ((splitK - 1) * perSplit >= tiles)
-      continue;
-    int64_t waves = (rows * splitK + slots - 1) / slots;
-    int64_t cost = waves * (perSplit + kBlockOverheadTiles);
-    if (cost < bestCost) {
-      best = splitK;
-      bestCost = cost;
-    }
-  }
-  return best;
 }
 
 /// Builds the kernel body; one instance per kernel.
@@ -253,15 +227,22 @@ private:
   /// `halfBase`: location r * TK + c goes to row r's chunk c / pieceLanes,
   /// XOR the row's swizzle, as the MMAs read it.
   void scatter(Value vector, Value halfBase) {
-    int64_t swizzle = g.swizzleChunks * g.pieceLanes;
     for (int64_t j = 0; j < 4; ++j) {
       TiledCSLWord word = words->unpack(vector, j);
       Value element = word.location;
-      if (swizzle > 0) {
+      if (g.rowMod8 || g.swizzleChunks > 0) {
         Value row =
             arith::DivUIOp::create(b, word.location, e.i32(config.kTile));
-        Value odd = arith::AndIOp::create(b, row, e.i32(1));
-        Value mask = arith::MulIOp::create(b, odd, e.i32(swizzle));
+        // The chunk XOR of rowSwizzleOf, in elements.
+        Value mask;
+        if (g.rowMod8) {
+          Value rowMod8 = arith::AndIOp::create(b, row, e.i32(7));
+          mask = arith::MulIOp::create(b, rowMod8, e.i32(g.pieceLanes));
+        } else {
+          Value odd = arith::AndIOp::create(b, row, e.i32(1));
+          mask = arith::MulIOp::create(b, odd,
+                                       e.i32(g.swizzleChunks * g.pieceLanes));
+        }
         element = arith::XOrIOp::create(b, word.location, mask);
       }
       Value offset = arith::IndexCastUIOp::create(b, b.getIndexType(), element);
@@ -476,7 +457,7 @@ fdc::gpu::getDefaultSparseLinearDispatch(decode::SparseLinearOp op,
                                gateUp);
     int64_t resident = std::max<int64_t>(1, target.target().getSharedMemory() /
                                                 geometry.sharedBytes);
-    return chooseSplitK(blocks, tiles, resident * target.units());
+    return chooseSpmmSplitK(blocks, tiles, resident * target.units());
   };
   auto kernel = [&](int64_t batchTiles) -> FailureOr<decode::KernelAttr> {
     int64_t splitK = splitFor(batchTiles);
@@ -499,9 +480,19 @@ fdc::gpu::getDefaultSparseLinearDispatch(decode::SparseLinearOp op,
   SmallVector<int64_t> bounds;
   SmallVector<Attribute> kernels;
   for (int64_t wanted : {1, 2, 4}) {
-    // The widest batch tile up to `wanted` whose stages fit the target's
-    // shared memory.
+    // From 9 rows on group_spmm's blocks of 16 and 32 where the target has
+    // its group MMA. On the H100 in one process (docs/perf.md, 2026-12-06
+    // 18:05-19:10 UTC) against flash_spmm: at M = 32 it gained 2-8 % at 80
+    // % sparsity and 12-16 % at 90 % and lost up to 3 % at 70 %; at M = 16
+    // it gained 1-4 % at 70 % and 2-8 % at 90 %, and between -1.5 and +3.8
+    // % at 80 %. At M = 8 flash_spmm stays: there group_spmm lost at every
+    // sparsity (16:35-16:50 UTC, up to 4 % at 80 %, the words in an order
+    // for its swizzle's banks).
     FailureOr<decode::KernelAttr> chosen = failure();
+    if (wanted >= 2)
+      chosen = getDefaultGroupSpmmKernel(op, target, wanted * n);
+    // Else the widest flash_spmm batch tile up to `wanted` whose stages fit
+    // the target's shared memory.
     for (int64_t batchTiles = wanted; batchTiles >= 1 && failed(chosen);
          batchTiles /= 2)
       chosen = kernel(batchTiles);

@@ -34,12 +34,12 @@
 // waits for tile k's MMAs: the MMAs of tile k overlap the expansion of
 // tile k + 1, and the word loads of tile k + 2 both.
 //
-// Not a default (docs/perf.md, "Tried on 2026-12-06, 16:35–16:50 UTC"): on the
-// H100, in one process against flash_spmm, it was 3-9 % slower at M = 8, at
-// M = 16 below 90 % sparsity and at 70 %, and 1-13 % faster at M = 32 and
-// 80-90 % (0-4 % at M = 16 and 90 %); the packer's word order spreads
-// banks for flash_spmm's swizzle, not this layout's. A decode.kernel pins
-// it.
+// The default from 9 batch rows on (getDefaultSparseLinearDispatch;
+// docs/perf.md): on the H100, in one process against flash_spmm, it was
+// slower at M = 8, where the zeroing and the scatter bound a block and the
+// one extra wait (tile k's MMAs before tile k + 1's barrier) is not
+// hidden, and faster at M = 16 and 32 on most shapes and sparsities, where
+// flash_spmm's MMAs and four warps' batch-fragment reads cost more.
 //
 // Split-K and the epilogues are the group GEMM's: with split_k 2 the
 // splits of a tile row add their f32 sums in a cluster where the target has
@@ -431,6 +431,45 @@ public:
   }
 };
 } // namespace
+
+FailureOr<decode::KernelAttr> fdc::gpu::getDefaultGroupSpmmKernel(
+    decode::SparseLinearOp op, const GpuPrimitives &target, int64_t batch) {
+  const KernelFamily *family = KernelRegistry::get().lookup("group_spmm");
+  std::optional<GroupMmaLayout> layout = getLayout(op, target, batch);
+  if (!family || !layout)
+    return failure();
+  MLIRContext *context = op.getContext();
+  Builder b(context);
+  DictionaryAttr defaults = family->getDefaultConfig(op, target);
+  GroupSpmmConfig config{KernelConfig(defaults)};
+  config.batch = batch;
+  GroupGemmGeometry geometry(config.getGroup(), *layout, target.subgroupSize(),
+                             op.getInput().getType().getElementType(),
+                             op.getActivation() ==
+                                 decode::Activation::silu_gate_up);
+  decode::TiledCSLType type = op.getWeight().getType();
+  int64_t tileRows = type.getTile()[0];
+  int64_t blocks =
+      (op.getResult().getType().getDimSize(1) + tileRows - 1) / tileRows;
+  int64_t resident = std::max<int64_t>(1, target.target().getSharedMemory() /
+                                              geometry.sharedBytes);
+  int64_t splitK = chooseSpmmSplitK(blocks, type.getTilesPerRow(),
+                                    resident * target.units());
+  SmallVector<NamedAttribute> entries(defaults.begin(), defaults.end());
+  for (NamedAttribute &entry : entries) {
+    if (entry.getName() == "batch")
+      entry.setValue(b.getI64IntegerAttr(batch));
+    if (entry.getName() == "split_k")
+      entry.setValue(b.getI64IntegerAttr(splitK));
+  }
+  auto attr = decode::KernelAttr::get(context, b.getStringAttr("group_spmm"),
+                                      b.getDictionaryAttr(entries));
+  // A default the family refuses (shared memory, registers, a gate-up tile
+  // straddling the halves) leaves the batch to flash_spmm, quietly.
+  ScopedDiagnosticHandler quiet(context,
+                                [](Diagnostic &) { return success(); });
+  return completeKernel(op, attr, target);
+}
 
 std::unique_ptr<KernelFamily> fdc::gpu::createGroupSpmmFamily() {
   return std::make_unique<GroupSpmmFamily>();

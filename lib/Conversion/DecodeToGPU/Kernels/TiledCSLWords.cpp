@@ -6,6 +6,8 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
+#include <limits>
+
 using namespace mlir;
 using namespace fdc;
 using namespace fdc::gpu;
@@ -19,6 +21,24 @@ TiledCSLWords::TiledCSLWords(GpuEmitter &e, Value weight,
       threads(threads), vectors(vectors), tileCount(tileCount) {
   wordsType =
       VectorType::get({decode::TiledCSLType::kWordsPerVector}, b.getI32Type());
+}
+
+int64_t fdc::gpu::chooseSpmmSplitK(int64_t rows, int64_t tiles, int64_t slots) {
+  constexpr int64_t kBlockOverheadTiles = 2;
+  int64_t maxSplits = std::clamp<int64_t>(tiles / 8, 1, 16);
+  int64_t best = 1, bestCost = std::numeric_limits<int64_t>::max();
+  for (int64_t splitK = 1; splitK <= maxSplits; ++splitK) {
+    int64_t perSplit = (tiles + splitK - 1) / splitK;
+    if ((splitK - 1) * perSplit >= tiles)
+      continue;
+    int64_t waves = (rows * splitK + slots - 1) / slots;
+    int64_t cost = waves * (perSplit + kBlockOverheadTiles);
+    if (cost < bestCost) {
+      best = splitK;
+      bestCost = cost;
+    }
+  }
+  return best;
 }
 
 int64_t TiledCSLWords::getDefaultVectors(decode::TiledCSLType type,

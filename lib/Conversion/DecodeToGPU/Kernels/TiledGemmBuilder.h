@@ -32,9 +32,26 @@ using mlir::VectorType;
 using mlir::gpu::Dimension;
 using CmpIPredicate = mlir::arith::CmpIPredicate;
 
+/// How a stage row's 16-byte chunks are permuted in shared memory, so that
+/// the lanes of a fragment load read distinct banks.
+enum class StageSwizzle {
+  /// Odd rows XOR the chunk with a step's chunks (the tiled GEMM's): a
+  /// step's lanes read chunks 0..3 of even rows, 4..7 of odd ones.
+  OddRows,
+  /// Row r XORs the chunk with r mod 8, the group MMA's 128-byte swizzle
+  /// (GroupGemmBuilder.h), so that a Tiled-CSL tile's words fall into the
+  /// same banks in both Flash-LLM kernels and one packed order
+  /// (docs/model-library.md) serves both. A step's lanes then read
+  /// interleaved chunks: a lane's k group g reads chunk 8 (s / 2) + 2 g +
+  /// s % 2 of super-step s, so the 8 lanes of a load phase (two rows, k
+  /// groups 0..3) cover the 8 chunks of a 128-byte row, as with OddRows.
+  RowMod8,
+};
+
 /// The config of one tiled GEMM kernel.
 struct TiledGemmConfig {
   int64_t warpsN, warpsM, rowTiles, batchTiles, kTile, stages, splitK;
+  StageSwizzle swizzle = StageSwizzle::OddRows;
   int64_t subgroups() const { return warpsN * warpsM; }
 };
 
@@ -61,6 +78,10 @@ struct TiledGemmGeometry {
                             chunksPerRow % (2 * chunksPerStep) == 0
                         ? chunksPerStep
                         : 0;
+    // RowMod8 where a step reads four chunks of one 16-byte piece each and
+    // rows are whole 128-byte groups of 8 chunks; else OddRows' rule.
+    rowMod8 = config.swizzle == StageSwizzle::RowMod8 && chunksPerStep == 4 &&
+              pieces == 1 && chunksPerRow % 8 == 0;
     stageElements = stageRows * config.kTile;
     sharedElements = config.stages * stageElements;
     sharedBytes = sharedElements * elementBytes;
@@ -89,6 +110,8 @@ struct TiledGemmGeometry {
   int64_t blockRows, blockBatch, weightRows, stageRows, chunksPerRow;
   int64_t swizzleChunks, stageElements, sharedElements, sharedBytes;
   int64_t accumulators, clusterSumBytes;
+  /// Whether rows XOR their chunks with row mod 8 (StageSwizzle::RowMod8).
+  bool rowMod8;
 };
 
 /// One thread's share of a stage's copies: the source row (clamped in
@@ -175,15 +198,18 @@ protected:
   }
 
   /// Chunk `chunk` of stage row `row` as an element offset in the stage:
-  /// odd rows XOR the chunk with swizzleChunks.
+  /// the chunk XOR the row's swizzle (rowSwizzleOf).
   Value chunkOffset(Value rowOffset, Value rowSwizzle, Value chunk) {
     if (rowSwizzle)
       chunk = arith::XOrIOp::create(b, chunk, rowSwizzle);
     Value elements = arith::MulIOp::create(b, chunk, e.index(g.pieceLanes));
     return arith::AddIOp::create(b, rowOffset, elements);
   }
-  /// The XOR of stage row `row`'s chunks (null without swizzling).
+  /// The XOR of stage row `row`'s chunks (null without swizzling): row mod
+  /// 8, or swizzleChunks on odd rows.
   Value rowSwizzleOf(Value row) {
+    if (g.rowMod8)
+      return arith::AndIOp::create(b, row, e.index(7));
     if (g.swizzleChunks == 0)
       return Value();
     Value odd = arith::AndIOp::create(b, row, e.index(1));
@@ -279,7 +305,9 @@ protected:
   /// first chunk of a super-step.
   void planFragments() {
     Value kGroup = target.getMmaKGroup(b, layout, lane);
-    laneChunk = arith::MulIOp::create(b, kGroup, e.index(g.pieces));
+    // RowMod8: k group g starts at chunk 2 g (see StageSwizzle).
+    laneChunk =
+        arith::MulIOp::create(b, kGroup, e.index(g.rowMod8 ? 2 : g.pieces));
     Value warpRows =
         arith::MulIOp::create(b, warpN, e.index(config.rowTiles * layout.m()));
     for (int64_t h = 0; h < g.halves; ++h)
@@ -310,8 +338,9 @@ protected:
   Value loadRun(Value base, int64_t f, int64_t step) {
     SmallVector<Value> parts;
     for (int64_t p = 0; p < g.pieces; ++p) {
-      Value chunk = arith::AddIOp::create(
-          b, laneChunk, e.index(step * layout.kGroups() * g.pieces + p));
+      int64_t first = g.rowMod8 ? 8 * (step / 2) + step % 2
+                                : step * layout.kGroups() * g.pieces + p;
+      Value chunk = arith::AddIOp::create(b, laneChunk, e.index(first));
       Value offset =
           chunkOffset(fragmentOffsets[f], fragmentSwizzles[f], chunk);
       Value index = arith::AddIOp::create(b, base, offset);

@@ -43,7 +43,7 @@ uint64_t int4PackedBytes(int64_t n, int64_t k, int64_t groupSize,
 
 /// The Tiled-CSL layout version this runtime packs and reads (the manifest's
 /// "csl_version"; docs/model-library.md).
-constexpr int64_t kTiledCSLVersion = 2;
+constexpr int64_t kTiledCSLVersion = 3;
 
 /// Words of an [n, k] tiled_csl weight's header with tiles of tileRows x
 /// tileCols: its tiles + 1 TileOffsets padded to a multiple of 4 (16 bytes).

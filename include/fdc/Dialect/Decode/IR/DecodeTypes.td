@@ -90,7 +90,7 @@ def Decode_TiledCSLType : Decode_Type<"TiledCSL", "tiled_csl"> {
   let genVerifyDecl = 1;
   let extraClassDeclaration = [{
     /// The layout's version, recorded in the manifest.
-    static constexpr int64_t kVersion = 2;
+    static constexpr int64_t kVersion = 3;
     /// Words per 16-byte vector: the header and every tile's run are padded
     /// to a multiple of it.
     static constexpr int64_t kWordsPerVector = 4;
