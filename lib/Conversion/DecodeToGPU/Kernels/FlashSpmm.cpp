@@ -460,16 +460,12 @@ fdc::gpu::getDefaultSparseLinearDispatch(decode::SparseLinearOp op,
     return chooseSpmmSplitK(blocks, tiles, resident * target.units());
   };
   auto kernel = [&](int64_t batchTiles) -> FailureOr<decode::KernelAttr> {
-    int64_t splitK = splitFor(batchTiles);
-    SmallVector<NamedAttribute> entries(defaults.begin(), defaults.end());
-    for (NamedAttribute &entry : entries) {
-      if (entry.getName() == "batch_tiles")
-        entry.setValue(b.getI64IntegerAttr(batchTiles));
-      if (entry.getName() == "split_k")
-        entry.setValue(b.getI64IntegerAttr(splitK));
-    }
-    auto attr = decode::KernelAttr::get(context, b.getStringAttr("flash_spmm"),
-                                        b.getDictionaryAttr(entries));
+    // The family's defaults but these two (completeKernel fills them in).
+    DictionaryAttr config = b.getDictionaryAttr(
+        {b.getNamedAttr("batch_tiles", b.getI64IntegerAttr(batchTiles)),
+         b.getNamedAttr("split_k", b.getI64IntegerAttr(splitFor(batchTiles)))});
+    auto attr =
+        decode::KernelAttr::get(context, b.getStringAttr("flash_spmm"), config);
     // A default the family refuses (shared memory, a gate-up tile straddling
     // the halves) leaves the op to sparse_row_scan, quietly.
     ScopedDiagnosticHandler quiet(context,

@@ -455,15 +455,12 @@ FailureOr<decode::KernelAttr> fdc::gpu::getDefaultGroupSpmmKernel(
                                               geometry.sharedBytes);
   int64_t splitK = chooseSpmmSplitK(blocks, type.getTilesPerRow(),
                                     resident * target.units());
-  SmallVector<NamedAttribute> entries(defaults.begin(), defaults.end());
-  for (NamedAttribute &entry : entries) {
-    if (entry.getName() == "batch")
-      entry.setValue(b.getI64IntegerAttr(batch));
-    if (entry.getName() == "split_k")
-      entry.setValue(b.getI64IntegerAttr(splitK));
-  }
+  // The family's defaults but these two (completeKernel fills them in).
+  DictionaryAttr overrides = b.getDictionaryAttr(
+      {b.getNamedAttr("batch", b.getI64IntegerAttr(batch)),
+       b.getNamedAttr("split_k", b.getI64IntegerAttr(splitK))});
   auto attr = decode::KernelAttr::get(context, b.getStringAttr("group_spmm"),
-                                      b.getDictionaryAttr(entries));
+                                      overrides);
   // A default the family refuses (shared memory, registers, a gate-up tile
   // straddling the halves) leaves the batch to flash_spmm, quietly.
   ScopedDiagnosticHandler quiet(context,
