@@ -106,6 +106,10 @@ def _load_library() -> ctypes.CDLL:
         ctypes.c_char_p, ctypes.c_char_p, ctypes.POINTER(ModelOptions),
         ctypes.POINTER(ctypes.c_void_p)]
     lib.fdc_model_load_with_options.restype = ctypes.c_void_p
+    lib.fdc_model_load_packed.argtypes = [
+        ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.POINTER(ModelOptions),
+        ctypes.POINTER(ctypes.c_void_p)]
+    lib.fdc_model_load_packed.restype = ctypes.c_void_p
     lib.fdc_model_free.argtypes = [ctypes.c_void_p]
     lib.fdc_model_free.restype = None
     for name in ("fdc_model_vocab_size", "fdc_model_max_context",
@@ -261,6 +265,10 @@ _REQUEST_KEYS = ("prompt_ids", "max_new_tokens", "temperature", "top_k", "top_p"
 class Model:
     """A model library loaded with its weights and a KV cache.
 
+    ``packed_weights`` names a packed-weights file that ``fdc pack`` wrote
+    for this library: its int4 and tiled_csl weights are copied from it
+    (checked against the library) instead of packed from the checkpoint.
+
     Arguments are checked before any C call: integers must be ``int`` (or
     numpy integer scalars; never ``bool`` or ``float``) within the range of
     their C type and their meaning, floats must be finite; a bad argument
@@ -280,7 +288,8 @@ class Model:
     """
 
     def __init__(self, library: str | os.PathLike, weights_dir: str | os.PathLike,
-                 max_context: int = 0, num_slots: int = 1, max_step_rows: int = 0):
+                 max_context: int = 0, num_slots: int = 1, max_step_rows: int = 0,
+                 packed_weights: str | os.PathLike | None = None):
         self._handle = None
         self._lock = threading.Lock()
         self._owner = None  # ident of the thread inside a runtime call
@@ -290,6 +299,7 @@ class Model:
         self._engines = 0  # engines open on this model
         self._engines_lock = threading.Lock()
         library_b, weights_b = _path("library", library), _path("weights_dir", weights_dir)
+        packed_b = None if packed_weights is None else _path("packed_weights", packed_weights)
         max_context = _integer("Model: ", "max_context", max_context, 0, INT32_MAX,
                                " (0: the model's max_position_embeddings, at most 2048)")
         num_slots = _integer("Model: ", "num_slots", num_slots, 1, INT32_MAX)
@@ -299,9 +309,8 @@ class Model:
         self._lib = _load_library()
         error = ctypes.c_void_p()
         options = ModelOptions(max_context, num_slots, max_step_rows)
-        handle = self._lib.fdc_model_load_with_options(library_b, weights_b,
-                                                       ctypes.byref(options),
-                                                       ctypes.byref(error))
+        handle = self._lib.fdc_model_load_packed(library_b, weights_b, packed_b,
+                                                 ctypes.byref(options), ctypes.byref(error))
         if not handle:
             message = ctypes.string_at(error.value).decode(errors="replace") \
                 if error.value else "unknown error"

@@ -33,9 +33,10 @@ ITEMSIZE = {
 }
 
 # dtypes load_tensor / save_file handle. BF16 is stored as uint16 bit patterns.
-_NUMPY_DTYPE = {"F32": "<f4", "F16": "<f2", "BF16": "<u2", "I32": "<i4", "I64": "<i8"}
+_NUMPY_DTYPE = {"F32": "<f4", "F16": "<f2", "BF16": "<u2", "I32": "<i4", "I64": "<i8",
+                "U8": "u1"}
 _FROM_NUMPY = {np.dtype("float32"): "F32", np.dtype("float16"): "F16",
-               np.dtype("int32"): "I32", np.dtype("int64"): "I64"}
+               np.dtype("int32"): "I32", np.dtype("int64"): "I64", np.dtype("uint8"): "U8"}
 
 
 class SafetensorsError(FdcError):

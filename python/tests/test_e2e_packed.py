@@ -27,9 +27,10 @@ from cli_helpers import run_module
 from fdc.checkpoint import Checkpoint
 from fdc.config import ModelConfig
 from fdc.packing import (TILED_CSL_VERSION, f16_bits_to_f32, fake_quantise, pack_int4,
-                         pack_tiled_csl, quantise_groups, tiled_csl_capacity_bytes, to_bits)
+                         pack_tiled_csl, quantise_groups, tiled_csl_capacity_bytes,
+                         tiled_csl_header_words, to_bits)
 from fdc.reference.llama import ReferenceLlama
-from fdc.safetensors import bf16_bits_to_f32, save_file
+from fdc.safetensors import bf16_bits_to_f32, read_header, save_file
 from fdc.testing.tiny_checkpoint import (SAFETENSORS_DTYPE, make_tiny_checkpoint, prune_mlp,
                                          tiny_config, tiny_weights, write_checkpoint)
 
@@ -377,6 +378,136 @@ def test_sparse_mlp_packs_f32_sources(libs, tmp_path):
     mixed_ids, mixed_logits = run_binding(so, mixed)
     assert mixed_ids == ids
     np.testing.assert_array_equal(mixed_logits, logits)
+
+
+# --------------------------------------------------------------------------- fdc pack
+
+SPARSE_INT4 = ("--sparse-mlp", "--linear-weights", "int4", "--group-size", "32")
+
+
+def packed_tensors(path: Path) -> tuple[dict, dict[str, bytes]]:
+    """The metadata and raw tensor bytes of a packed-weights file."""
+    header = read_header(str(path))
+    data = path.read_bytes()
+    assert all(info.dtype == "U8" and len(info.shape) == 1 for info in header.tensors.values())
+    return header.metadata, {name: data[info.begin:info.end]
+                             for name, info in header.tensors.items()}
+
+
+@needs_build
+def test_fdc_pack_round_trip(libs, tmp_path):
+    """`fdc pack` writes every int4 and tiled_csl weight of the library once,
+    as fdc.packing packs it (an independent implementation of the layouts);
+    the binding and `fdc run` load the file instead of packing and give the
+    unpacked load's logits bit for bit, also from a checkpoint that no longer
+    holds the packed weights' sources."""
+    from fdc.runtime import Model
+    ckpt = libs.checkpoint("bf16", 0.8)
+    so = libs.library(ckpt, *SPARSE_INT4)
+    packed = tmp_path / "tiny.packed"
+    proc = run_fdc("pack", so, "--weights", ckpt, "-o", packed)
+    manifest = manifest_of(so)
+    layouts = {w["name"]: w for w in manifest["weights"] if w["layout"] != "dense"}
+    int4 = sum(w["layout"] == "int4" for w in layouts.values())
+    assert int4 >= 8 and len(layouts) - int4 == 4
+    assert proc.stdout.startswith(f"packed {int4} int4 and 4 tiled_csl weights (")
+
+    metadata, tensors = packed_tensors(packed)
+    assert metadata["format"] == "fdc-packed-weights" and metadata["version"] == "1"
+    descriptions = json.loads(metadata["weights"])
+    assert sorted(tensors) == sorted(descriptions) == sorted(layouts)
+    checkpoint = Checkpoint(str(ckpt))
+    for name, w in layouts.items():
+        assert descriptions[name]["sources"] == w["sources"]
+        assert descriptions[name]["shape"] == w["shape"]
+        dense = np.concatenate([checkpoint.load(s) for s in w["sources"]])
+        if w["layout"] == "int4":
+            assert tensors[name] == pack_int4(dense, w["group_size"], w["scale_dtype"])
+        else:
+            assert descriptions[name]["csl_version"] == TILED_CSL_VERSION
+            expected = pack_tiled_csl(dense, tuple(w["tile"]), w["dtype"], capacity=False)
+            assert tensors[name] == expected
+            assert len(expected) < w["bytes"]
+
+    ids, logits = run_binding(so, ckpt)
+    with Model(so, ckpt, max_context=256, packed_weights=packed) as model:
+        packed_ids, packed_logits = model.generate(PROMPT, STEPS, return_logits=True)
+    assert packed_ids == ids
+    np.testing.assert_array_equal(packed_logits, logits)
+
+    # The checkpoint without the packed weights' sources.
+    config = json.loads((ckpt / "config.json").read_text())
+    sources = {s for w in layouts.values() for s in w["sources"]}
+    rest = {name: checkpoint.load(name) for name in checkpoint.tensors if name not in sources}
+    write_checkpoint(str(tmp_path / "rest"), config, rest, "bf16")
+    dump = tmp_path / "logits.bin"
+    proc = run_fdc("run", so, "--weights", tmp_path / "rest", "--packed-weights", packed,
+                   "--prompt-ids", ",".join(map(str, PROMPT)), "--max-new-tokens", STEPS,
+                   "--max-context", 256, "--dump-logits", dump)
+    assert f"ids: {','.join(map(str, ids))}" in proc.stdout
+    np.testing.assert_array_equal(np.fromfile(dump, dtype="<f4").reshape(STEPS, VOCAB), logits)
+    # Without the file that checkpoint cannot be packed.
+    expect_load_error(so, tmp_path / "rest", "has no tensor")
+
+
+@needs_build
+def test_fdc_pack_refusals(libs, tmp_path):
+    """A packed-weights file made for another library, or damaged, is refused
+    naming the file and the weight; fdc pack refuses a library with nothing
+    to pack and keeps an existing output when it fails."""
+    from fdc.runtime import FdcRuntimeError, FdcTypeError, Model
+    ckpt = libs.checkpoint("bf16", 0.8)
+    sparse_so = libs.library(ckpt, "--sparse-mlp")
+    both_so = libs.library(ckpt, *SPARSE_INT4)
+    packed = tmp_path / "sparse.packed"
+    run_fdc("pack", sparse_so, "--weights", ckpt, "-o", packed)
+
+    def refused(so, path, *needles):
+        with pytest.raises(FdcRuntimeError) as info:
+            Model(so, ckpt, max_context=64, packed_weights=path)
+        for needle in needles:
+            assert needle in str(info.value), str(info.value)
+
+    refused(both_so, packed, f"packed-weights file '{packed}' has no weight "
+                             "'model.layers.0.self_attn.k_proj.weight' (int4) of the library")
+    # The f16 checkpoint's library has the same weights in f16.
+    f16_so = libs.library(libs.checkpoint("f16", 0.8), "--sparse-mlp")
+    refused(f16_so, packed, "weight 'model.layers.0.mlp.down_proj.weight': dtype bf16 does "
+                            "not match the library's f16")
+    # A word moved outside its tile.
+    metadata, tensors = packed_tensors(packed)
+    name = "model.layers.1.mlp.down_proj.weight"
+    words = np.frombuffer(tensors[name], "<u4").copy()
+    header = tiled_csl_header_words(256, 512)
+    words[header + 5] = (words[header + 5] & 0xffff) | (128 * 64) << 16
+    tensors[name] = words.tobytes()
+    damaged = tmp_path / "damaged.packed"
+    save_file({k: np.frombuffer(v, np.uint8) for k, v in tensors.items()}, str(damaged),
+              metadata=metadata)
+    refused(sparse_so, damaged, f"packed-weights file '{damaged}': weight '{name}': tiled_csl "
+                                "tile 0 word 5 (location 8192): outside the 128x64 tile")
+    refused(sparse_so, ckpt / "model.safetensors", "(make one with fdc pack)")
+    with pytest.raises(FdcTypeError, match="packed_weights must be a path"):
+        Model(sparse_so, ckpt, packed_weights=3)
+
+    dense_so = libs.library(ckpt)
+    proc = run_fdc("pack", dense_so, "--weights", ckpt, "-o", tmp_path / "x", check=False)
+    assert proc.returncode == 1 and not (tmp_path / "x").exists()
+    assert proc.stderr == ("fdc pack: error: the library has no int4 or tiled_csl weight to "
+                           "pack\n")
+    # A checkpoint without the MLP weights fails after the int4 weights are
+    # written: the old file stays, and no temporary file is left.
+    checkpoint = Checkpoint(str(ckpt))
+    config = json.loads((ckpt / "config.json").read_text())
+    write_checkpoint(str(tmp_path / "no_mlp"), config,
+                     {n: checkpoint.load(n) for n in checkpoint.tensors if not is_mlp(n)}, "bf16")
+    before = packed.read_bytes()
+    proc = run_fdc("pack", both_so, "--weights", tmp_path / "no_mlp", "-o", packed, check=False)
+    assert proc.returncode == 1 and "has no tensor 'model.layers.0.mlp.gate_proj.weight'" in \
+        proc.stderr, proc.stderr
+    assert packed.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["damaged.packed", "no_mlp",
+                                                          "sparse.packed"]
 
 
 # --------------------------------------------------------------------------- loader errors

@@ -42,7 +42,7 @@ add_library(fdc_runtime::fdc_runtime ALIAS fdc_runtime)
 set_target_properties(fdc_runtime PROPERTIES EXPORT_NAME fdc_runtime)
 # The C++ headers need C++17 in the user's code too.
 target_compile_features(fdc_runtime PUBLIC cxx_std_17)
-set_target_properties(fdc-run fdc-inspect fdc-tune PROPERTIES
+set_target_properties(fdc-run fdc-inspect fdc-tune fdc-pack PROPERTIES
   INSTALL_RPATH "${FDC_INSTALL_RPATH}")
 
 install(TARGETS fdc_runtime EXPORT fdc_runtimeTargets
@@ -50,11 +50,11 @@ install(TARGETS fdc_runtime EXPORT fdc_runtimeTargets
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT fdc_runtime
   RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT fdc_runtime
   INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
-install(TARGETS fdc-run fdc-inspect fdc-tune
+install(TARGETS fdc-run fdc-inspect fdc-tune fdc-pack
   RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT fdc_runtime)
 
 # Headers. RunCommand.h and ToolCommands.h are left out: fdcRunMain,
-# fdcInspectMain and fdcTuneMain live in the static fdc_runtime_cli library,
+# fdcInspectMain, fdcTuneMain and fdcPackMain live in the static fdc_runtime_cli library,
 # which is not installed.
 install(FILES
   ${CMAKE_CURRENT_SOURCE_DIR}/include/fdc_runtime.h

@@ -130,6 +130,20 @@ fdc_model *fdc_model_load_with_options(const char *library_path,
                                        const fdc_model_options *options,
                                        char **error_out);
 
+/* fdc_model_load_with_options that copies the library's int4 and tiled_csl
+ * weights from the packed-weights file at `packed_weights_path` (written by
+ * `fdc pack` for this library) instead of packing them from the checkpoint,
+ * which then need not hold their sources. The file must hold exactly those
+ * weights, with the library's shapes, dtypes, tiles, group sizes and layout
+ * versions; a mismatch or a malformed weight is refused by name. NULL
+ * packed_weights_path packs them from the checkpoint, as
+ * fdc_model_load_with_options does. */
+fdc_model *fdc_model_load_packed(const char *library_path,
+                                 const char *weights_path,
+                                 const char *packed_weights_path,
+                                 const fdc_model_options *options,
+                                 char **error_out);
+
 /* Releases a model; NULL is ignored. Does nothing when called from a token
  * callback of this model (see Threads above). */
 void fdc_model_free(fdc_model *model);

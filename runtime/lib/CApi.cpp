@@ -227,6 +227,15 @@ fdc_model *fdc_model_load_with_options(const char *library_path,
                                        const char *weights_path,
                                        const fdc_model_options *model_options,
                                        char **error_out) {
+  return fdc_model_load_packed(library_path, weights_path, nullptr,
+                               model_options, error_out);
+}
+
+fdc_model *fdc_model_load_packed(const char *library_path,
+                                 const char *weights_path,
+                                 const char *packed_weights_path,
+                                 const fdc_model_options *model_options,
+                                 char **error_out) {
   if (error_out)
     *error_out = nullptr;
   auto fail = [&](const std::string &message) -> fdc_model * {
@@ -244,6 +253,8 @@ fdc_model *fdc_model_load_with_options(const char *library_path,
     options.maxContext = given.max_context;
     options.numSlots = given.num_slots;
     options.maxStepRows = given.max_step_rows;
+    if (packed_weights_path)
+      options.packedWeights = packed_weights_path;
     Expected<std::unique_ptr<Model>> model =
         Model::load(library_path, weights_path, options);
     if (!model)

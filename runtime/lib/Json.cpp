@@ -4,6 +4,7 @@
 
 #include <charconv>
 #include <cmath>
+#include <cstdio>
 
 using namespace fdc::runtime;
 using namespace fdc::runtime::json;
@@ -474,4 +475,21 @@ private:
 
 Expected<Value> json::parse(std::string_view text, ParseOptions options) {
   return Parser(text, options).parseDocument();
+}
+
+std::string json::quote(std::string_view text) {
+  std::string out = "\"";
+  for (unsigned char c : text) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += static_cast<char>(c);
+    } else if (c < 0x20) {
+      char escape[8];
+      std::snprintf(escape, sizeof(escape), "\\u%04x", c);
+      out += escape;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out + "\"";
 }

@@ -3,6 +3,7 @@
 #include "fdc/runtime/Model.h"
 
 #include "fdc/runtime/Collective.h"
+#include "fdc/runtime/PackedWeights.h"
 #include "fdc/runtime/WeightLoader.h"
 
 #include <algorithm>
@@ -367,7 +368,16 @@ Model::create(std::unique_ptr<ModelLibrary> library,
     return createError("a GPU library runs at most ", kMaxGpuStepRows,
                        " rows a step: max_step_rows (or num_slots) ", stepRows,
                        " is too many");
-  Expected<HostBuffer> weights = loadWeights(manifest, checkpoint);
+  std::unique_ptr<PackedWeights> packed;
+  if (!options.packedWeights.empty()) {
+    Expected<std::unique_ptr<PackedWeights>> opened =
+        PackedWeights::open(options.packedWeights);
+    if (!opened)
+      return opened.takeError();
+    packed = std::move(*opened);
+  }
+  Expected<HostBuffer> weights =
+      loadWeights(manifest, checkpoint, 0, packed.get());
   if (!weights)
     return rankError(0, weights.error());
   if (backend) {
@@ -382,7 +392,7 @@ Model::create(std::unique_ptr<ModelLibrary> library,
   if (tp) {
     for (std::unique_ptr<TensorParallel::Rank> &rank : tp->workers) {
       Expected<HostBuffer> rankWeights =
-          loadWeights(manifest, checkpoint, rank->index);
+          loadWeights(manifest, checkpoint, rank->index, packed.get());
       if (!rankWeights)
         return rankError(rank->index, rankWeights.error());
       if (rank->backend) {

@@ -397,3 +397,94 @@ Error fdc::runtime::packWeight(const WeightSpec &weight, const float *dense,
   return createError("weight '", weight.name,
                      "': layout 'dense' is not packed");
 }
+
+//===----------------------------------------------------------------------===//
+// Reading packed weights
+//===----------------------------------------------------------------------===//
+
+namespace {
+uint32_t loadU32(const uint8_t *in) {
+  return static_cast<uint32_t>(in[0]) | static_cast<uint32_t>(in[1]) << 8 |
+         static_cast<uint32_t>(in[2]) << 16 |
+         static_cast<uint32_t>(in[3]) << 24;
+}
+} // namespace
+
+uint64_t fdc::runtime::tiledCSLPackedBytes(const uint8_t *packed, int64_t n,
+                                           int64_t k, int64_t tileRows,
+                                           int64_t tileCols) {
+  uint64_t tiles = tiledCSLTiles(n, k, tileRows, tileCols);
+  return (tiledCSLHeaderWords(n, k, tileRows, tileCols) +
+          loadU32(packed + tiles * 4)) *
+         4;
+}
+
+Error fdc::runtime::checkTiledCSL(const uint8_t *data, uint64_t size, int64_t n,
+                                  int64_t k, int64_t tileRows,
+                                  int64_t tileCols) {
+  uint64_t tiles = tiledCSLTiles(n, k, tileRows, tileCols);
+  uint64_t headerWords = tiledCSLHeaderWords(n, k, tileRows, tileCols);
+  if (size % 4 != 0 || size < headerWords * 4)
+    return createError("holds ", size, " bytes, not a header of ",
+                       headerWords * 4, " bytes followed by 4-byte words");
+  for (uint64_t i = tiles + 1; i < headerWords; ++i)
+    if (loadU32(data + i * 4) != 0)
+      return createError("header word ", i, " (padding after TileOffsets) is ",
+                         loadU32(data + i * 4), ", not 0");
+  if (uint32_t first = loadU32(data); first != 0)
+    return createError("TileOffsets[0] is ", first, ", not 0");
+  uint64_t words = size / 4 - headerWords;
+  if (uint32_t last = loadU32(data + tiles * 4); last != words)
+    return createError("TileOffsets[", tiles, "] is ", last, ", but ", words,
+                       " words follow the header");
+
+  const uint64_t tileElements = static_cast<uint64_t>(tileRows * tileCols);
+  uint64_t tilesPerRow = ceilDiv(k, tileCols);
+  // Per location of the tile being read: 0 no word, 1 padding words only, 2
+  // a word with a value.
+  std::vector<uint8_t> held(tileElements);
+  const uint8_t *runs = data + headerWords * 4;
+  for (uint64_t t = 0; t < tiles; ++t) {
+    uint32_t begin = loadU32(data + t * 4), end = loadU32(data + t * 4 + 4);
+    if (end < begin)
+      return createError("TileOffsets[", t + 1, "] = ", end,
+                         " is less than TileOffsets[", t, "] = ", begin);
+    if (end % 4 != 0)
+      return createError("TileOffsets[", t + 1, "] = ", end,
+                         " is not a multiple of 4");
+    if (end > words)
+      return createError("TileOffsets[", t + 1, "] = ", end, " is past the ",
+                         words, " words that follow the header");
+    if (end - begin > tileElements)
+      return createError("tile ", t, " has ", end - begin,
+                         " words, more than its ", tileElements, " elements");
+    int64_t rowsInside = std::min<int64_t>(
+        tileRows, n - static_cast<int64_t>(t / tilesPerRow) * tileRows);
+    int64_t colsInside = std::min<int64_t>(
+        tileCols, k - static_cast<int64_t>(t % tilesPerRow) * tileCols);
+    std::fill(held.begin(), held.end(), 0);
+    for (uint32_t w = begin; w < end; ++w) {
+      uint32_t word = loadU32(runs + static_cast<uint64_t>(w) * 4);
+      uint32_t location = word >> 16;
+      auto failWord = [&](const auto &...args) {
+        return createError("tile ", t, " word ", w - begin, " (location ",
+                           location, "): ", args...);
+      };
+      if (location >= tileElements)
+        return failWord("outside the ", tileRows, "x", tileCols, " tile");
+      if ((word & 0x7fff) == 0) {
+        if (held[location] == 2)
+          return failWord("padding over a word with a value");
+        held[location] = 1;
+        continue;
+      }
+      if (static_cast<int64_t>(location) / tileCols >= rowsInside ||
+          static_cast<int64_t>(location) % tileCols >= colsInside)
+        return failWord("a value outside the matrix");
+      if (held[location] != 0)
+        return failWord("a second word at one location");
+      held[location] = 2;
+    }
+  }
+  return Error::success();
+}

@@ -21,6 +21,7 @@ namespace {
 struct RunOptions {
   std::string library;
   std::string weights;
+  std::string packedWeights;
   std::vector<int32_t> promptIds;
   int64_t maxNewTokens = 16;
   SamplingParams sampling;
@@ -37,10 +38,13 @@ void printUsage(FILE *out, const char *program) {
       "          [--max-new-tokens N] [--temperature T] [--top-k K]\n"
       "          [--top-p P] [--seed S] [--eos-id E] [--max-context C]\n"
       "          [--max-step-rows R] [--dump-logits FILE]\n"
+      "          [--packed-weights FILE]\n"
       "\n"
       "Runs a compiled model library on a prompt of token ids and prints the\n"
       "generated ids ('ids: a,b,c') and the throughput.\n"
       "  --weights          checkpoint directory or .safetensors file\n"
+      "  --packed-weights   the library's int4 / tiled_csl weights, packed by\n"
+      "                     `fdc pack` (default: pack them while loading)\n"
       "  --max-new-tokens   tokens to generate (default 16)\n"
       "  --temperature      0 = greedy (default)\n"
       "  --top-k, --top-p   sampling filters (default off: 0, 1)\n"
@@ -139,6 +143,8 @@ Expected<RunOptions> parseArguments(int argc, char **argv, bool &wantsHelp) {
     if (name == "--weights") {
       options.weights = value;
       haveWeights = true;
+    } else if (name == "--packed-weights") {
+      options.packedWeights = value;
     } else if (name == "--prompt-ids") {
       if (Error err = parseIdList(value, options.promptIds))
         return err;
@@ -202,6 +208,7 @@ int run(const RunOptions &options, const char *program) {
   modelOptions.maxContext = options.maxContext;
   modelOptions.numSlots = 1;
   modelOptions.maxStepRows = options.maxStepRows;
+  modelOptions.packedWeights = options.packedWeights;
   Expected<std::unique_ptr<Model>> model =
       Model::load(options.library, options.weights, modelOptions);
   if (!model)

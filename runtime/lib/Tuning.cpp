@@ -198,28 +198,11 @@ const json::Array *memberArray(const json::Value &value, const char *key) {
   return member ? member->getArray() : nullptr;
 }
 
-/// JSON string literal of `text`.
-std::string quote(const std::string &text) {
-  std::string out = "\"";
-  for (unsigned char c : text) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += static_cast<char>(c);
-    } else if (c < 0x20) {
-      char escape[8];
-      std::snprintf(escape, sizeof(escape), "\\u%04x", c);
-      out += escape;
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  return out + "\"";
-}
-
 std::string kernelJson(const KernelChoice &kernel) {
-  std::string out = "{\"family\": " + quote(kernel.family) + ", \"config\": {";
+  std::string out =
+      "{\"family\": " + json::quote(kernel.family) + ", \"config\": {";
   for (size_t i = 0; i < kernel.config.size(); ++i)
-    out += concat(i ? ", " : "", quote(kernel.config[i].first), ": ",
+    out += concat(i ? ", " : "", json::quote(kernel.config[i].first), ": ",
                   kernel.config[i].second);
   return out + "}}";
 }
@@ -413,10 +396,10 @@ Expected<std::string>
 fdc::runtime::writeTuningFile(const TuningResult &result) {
   std::ostringstream os;
   os << "{\n  \"fdc_tuning_version\": 1,\n"
-     << "  \"library\": " << quote(result.library) << ",\n"
-     << "  \"target\": " << quote(result.target) << ",\n"
-     << "  \"device\": " << quote(result.device) << ",\n"
-     << "  \"arch\": " << quote(result.arch) << ",\n"
+     << "  \"library\": " << json::quote(result.library) << ",\n"
+     << "  \"target\": " << json::quote(result.target) << ",\n"
+     << "  \"device\": " << json::quote(result.device) << ",\n"
+     << "  \"arch\": " << json::quote(result.arch) << ",\n"
      << "  \"signatures\": [";
   for (size_t s = 0; s < result.signatures.size(); ++s) {
     const SignatureTimings &timings = result.signatures[s];
@@ -435,8 +418,8 @@ fdc::runtime::writeTuningFile(const TuningResult &result) {
     }
     auto [bounds, kernels] = mergeWinners(timings.buckets, winners);
     os << (s ? ",\n" : "\n") << "    {\"n\": " << sig.n << ", \"k\": " << sig.k
-       << ", \"dtype\": " << quote(sig.dtype)
-       << ", \"activation\": " << quote(sig.activation)
+       << ", \"dtype\": " << json::quote(sig.dtype)
+       << ", \"activation\": " << json::quote(sig.activation)
        << ", \"bias\": " << (sig.bias ? "true" : "false")
        << ", \"residual\": " << (sig.residual ? "true" : "false") << ",\n"
        << "     \"dispatch\": {\"max_batch\": [";

@@ -2,6 +2,7 @@
 
 #include "fdc/runtime/WeightLoader.h"
 
+#include "fdc/runtime/PackedWeights.h"
 #include "fdc/runtime/Packing.h"
 
 #include <algorithm>
@@ -47,10 +48,10 @@ std::string formatShape(const std::vector<int64_t> &shape) {
   return text + "]";
 }
 
-/// Checks the sources of `weight` against the checkpoint and copies them into
-/// `arena`.
-Error loadWeight(const WeightSpec &weight, const Checkpoint &checkpoint,
-                 uint8_t *arena) {
+/// The checkpoint tensors of `weight`'s sources, checked against it (dtype,
+/// shape, rows in all).
+Expected<std::vector<CheckpointTensor>>
+findSources(const WeightSpec &weight, const Checkpoint &checkpoint) {
   auto fail = [&](const std::string &source, const auto &...args) {
     if (source == weight.name)
       return createError("weight '", weight.name, "': ", args...);
@@ -90,35 +91,18 @@ Error loadWeight(const WeightSpec &weight, const Checkpoint &checkpoint,
     return createError("weight '", weight.name, "': its ",
                        weight.sources.size(), " sources have ", rows,
                        " rows in all, the library expects ", weight.shape[0]);
+  return tensors;
+}
 
-  if (weight.layoutKind != WeightLayout::Dense) {
-    // Concatenate the sources as f32, then pack.
-    uint64_t elements = 0;
-    for (const CheckpointTensor &tensor : tensors)
-      elements += tensor.byteSize() / dtypeSize(tensor.dtype());
-    uint64_t expected = static_cast<uint64_t>(weight.shape[0]) *
-                        static_cast<uint64_t>(weight.shape[1]);
-    if (elements != expected)
-      return createError("weight '", weight.name, "': sources hold ", elements,
-                         " elements, the library expects ", expected);
-    std::vector<float> dense;
-    try {
-      dense.resize(elements);
-    } catch (const std::bad_alloc &) {
-      return createError("weight '", weight.name, "': cannot allocate ",
-                         elements * 4, " bytes to pack it");
-    }
-    uint64_t filled = 0;
-    for (const CheckpointTensor &tensor : tensors) {
-      uint64_t count = tensor.byteSize() / dtypeSize(tensor.dtype());
-      convertToF32(tensor.data, tensor.dtype(), count, dense.data() + filled);
-      filled += count;
-    }
-    return packWeight(weight, dense.data(), arena + weight.offset);
-  }
-
+/// Copies the sources of dense `weight` into `arena`.
+Error loadDenseWeight(const WeightSpec &weight, const Checkpoint &checkpoint,
+                      uint8_t *arena) {
+  Expected<std::vector<CheckpointTensor>> tensors =
+      findSources(weight, checkpoint);
+  if (!tensors)
+    return tensors.takeError();
   uint64_t copied = 0;
-  for (const CheckpointTensor &tensor : tensors) {
+  for (const CheckpointTensor &tensor : *tensors) {
     if (tensor.byteSize() > weight.bytes - copied)
       return createError("weight '", weight.name,
                          "': sources hold more bytes than the library's ",
@@ -130,6 +114,18 @@ Error loadWeight(const WeightSpec &weight, const Checkpoint &checkpoint,
     return createError("weight '", weight.name, "': sources hold ", copied,
                        " bytes, the library expects ", weight.bytes);
   return Error::success();
+}
+
+/// Fills packed-layout `weight`'s range of `arena`: from the packed-weights
+/// file when there is one, else packed from the checkpoint.
+Error loadPackedWeight(const WeightSpec &weight, const Checkpoint &checkpoint,
+                       const PackedWeights *packed, uint8_t *arena) {
+  if (packed)
+    return packed->load(weight, arena + weight.offset);
+  Expected<std::vector<float>> dense = loadPackSource(weight, checkpoint);
+  if (!dense)
+    return dense.takeError();
+  return packWeight(weight, dense->data(), arena + weight.offset);
 }
 
 /// Copies rank `rank`'s pieces of a sliced weight into `arena` (the manifest
@@ -193,9 +189,41 @@ Error loadSlices(const WeightSpec &weight, const Checkpoint &checkpoint,
 
 } // namespace
 
+Expected<std::vector<float>>
+fdc::runtime::loadPackSource(const WeightSpec &weight,
+                             const Checkpoint &checkpoint) {
+  Expected<std::vector<CheckpointTensor>> tensors =
+      findSources(weight, checkpoint);
+  if (!tensors)
+    return tensors.takeError();
+  uint64_t elements = 0;
+  for (const CheckpointTensor &tensor : *tensors)
+    elements += tensor.byteSize() / dtypeSize(tensor.dtype());
+  uint64_t expected = static_cast<uint64_t>(weight.shape[0]) *
+                      static_cast<uint64_t>(weight.shape[1]);
+  if (elements != expected)
+    return createError("weight '", weight.name, "': sources hold ", elements,
+                       " elements, the library expects ", expected);
+  std::vector<float> dense;
+  try {
+    dense.resize(elements);
+  } catch (const std::bad_alloc &) {
+    return createError("weight '", weight.name, "': cannot allocate ",
+                       elements * 4, " bytes to pack it");
+  }
+  uint64_t filled = 0;
+  for (const CheckpointTensor &tensor : *tensors) {
+    uint64_t count = tensor.byteSize() / dtypeSize(tensor.dtype());
+    convertToF32(tensor.data, tensor.dtype(), count, dense.data() + filled);
+    filled += count;
+  }
+  return dense;
+}
+
 Expected<HostBuffer> fdc::runtime::loadWeights(const Manifest &manifest,
                                                const Checkpoint &checkpoint,
-                                               int64_t rank) {
+                                               int64_t rank,
+                                               const PackedWeights *packed) {
   if (rank < 0 || rank >= manifest.tensorParallel)
     return createError("cannot load the weights of tensor-parallel rank ", rank,
                        ": the library has ", manifest.tensorParallel,
@@ -204,10 +232,17 @@ Expected<HostBuffer> fdc::runtime::loadWeights(const Manifest &manifest,
       HostBuffer::allocate(manifest.weightsBytes, "weight arena");
   if (!arena)
     return arena.takeError();
+  if (packed)
+    if (Error err = packed->checkMatches(manifest))
+      return err;
   for (const WeightSpec &weight : manifest.weights) {
-    Error err = weight.slices.empty()
-                    ? loadWeight(weight, checkpoint, arena->data())
-                    : loadSlices(weight, checkpoint, rank, arena->data());
+    Error err = Error::success();
+    if (!weight.slices.empty())
+      err = loadSlices(weight, checkpoint, rank, arena->data());
+    else if (weight.layoutKind == WeightLayout::Dense)
+      err = loadDenseWeight(weight, checkpoint, arena->data());
+    else
+      err = loadPackedWeight(weight, checkpoint, packed, arena->data());
     if (err)
       return err;
   }

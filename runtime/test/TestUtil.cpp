@@ -48,8 +48,9 @@ fdc::runtime::test::makeSafetensorsRaw(const std::string &header,
 }
 
 std::vector<uint8_t>
-fdc::runtime::test::makeSafetensors(const std::vector<TestTensor> &tensors) {
-  std::string header = "{\"__metadata__\": {\"format\": \"pt\"}";
+fdc::runtime::test::makeSafetensors(const std::vector<TestTensor> &tensors,
+                                    const std::string &metadata) {
+  std::string header = "{\"__metadata__\": " + metadata;
   std::vector<uint8_t> data;
   for (const TestTensor &t : tensors) {
     header +=

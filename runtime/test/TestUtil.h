@@ -33,8 +33,11 @@ struct TestTensor {
 /// Raw bytes of `values` as little-endian float32.
 std::vector<uint8_t> f32Bytes(const std::vector<float> &values);
 
-/// A well-formed safetensors image of `tensors`, stored in order.
-std::vector<uint8_t> makeSafetensors(const std::vector<TestTensor> &tensors);
+/// A well-formed safetensors image of `tensors`, stored in order, with
+/// `metadata` (a JSON object of strings) as its "__metadata__".
+std::vector<uint8_t>
+makeSafetensors(const std::vector<TestTensor> &tensors,
+                const std::string &metadata = R"({"format": "pt"})");
 
 /// A safetensors image with the given header text and `dataSize` zero bytes.
 std::vector<uint8_t> makeSafetensorsRaw(const std::string &header,

@@ -14,7 +14,7 @@ export PYTHONPATH=$repo/python
 cp "$build/lib/libfdc_runtime.so" "$out/lib/"
 cp "$build/bin/fdc-run" "$out/lib/"
 # fdc tune / fdc inspect without LLVM (test/gpu/tune.sh).
-cp "$build/bin/fdc-tune" "$build/bin/fdc-inspect" "$out/lib/"
+cp "$build/bin/fdc-tune" "$build/bin/fdc-inspect" "$build/bin/fdc-pack" "$out/lib/"
 
 compile() { # name checkpoint-dir frontend-flags... ; compiles for sm_90
   local name=$1 ckpt=$2; shift 2

@@ -4,6 +4,7 @@
 //   fdc run model.so --weights CHECKPOINT_DIR --prompt-ids 1,2,3 ...
 //   fdc inspect model.so
 //   fdc tune tuning.so -o tuning.json
+//   fdc pack model.so --weights CHECKPOINT_DIR -o model.packed
 //
 //===----------------------------------------------------------------------===//
 
@@ -25,7 +26,9 @@ static void printUsage(llvm::raw_ostream &os) {
         "  run       load a model library and weights, generate tokens\n"
         "  inspect   print a model library's linear dispatch tables\n"
         "  tune      time a tuning library's kernels on the GPU, write the "
-        "tuning file\n\n"
+        "tuning file\n"
+        "  pack      pack a library's int4 / tiled_csl weights once, for fast "
+        "loading\n\n"
         "`fdc <command> --help` describes a command's options.\n";
 }
 
@@ -43,11 +46,14 @@ int main(int argc, char **argv) {
     return fdc::compileMain(argc - 1, argv + 1);
   if (!std::strcmp(argv[1] + 4, "run"))
     return fdcRunMain(argc - 1, argv + 1);
-  // The runtime's tools (also built without LLVM: fdc-inspect, fdc-tune).
+  // The runtime's tools (also built without LLVM: fdc-inspect, fdc-tune,
+  // fdc-pack).
   if (!std::strcmp(argv[1] + 4, "inspect"))
     return fdcInspectMain(argc - 1, argv + 1);
   if (!std::strcmp(argv[1] + 4, "tune"))
     return fdcTuneMain(argc - 1, argv + 1);
+  if (!std::strcmp(argv[1] + 4, "pack"))
+    return fdcPackMain(argc - 1, argv + 1);
   llvm::errs() << "fdc: unknown command '" << argv[1] + 4 << "'\n";
   printUsage(llvm::errs());
   return 2;

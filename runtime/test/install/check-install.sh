@@ -58,10 +58,10 @@ expect=(
   "$libdir/cmake/fdc_runtime/fdc_runtimeConfigVersion.cmake"
   "$libdir/cmake/fdc_runtime/fdc_runtimeTargets.cmake"
 )
-tools=(fdc-inspect fdc-run fdc-tune)
+tools=(fdc-inspect fdc-pack fdc-run fdc-tune)
 if ((full)); then
   expect+=("$bindir/fdc" "$bindir/fdc-opt")
-  tools=(fdc fdc-inspect fdc-opt fdc-run fdc-tune)
+  tools=(fdc fdc-inspect fdc-opt fdc-pack fdc-run fdc-tune)
 fi
 for f in "${expect[@]}"; do
   [[ -f $b/$f ]] || fail "$f is not installed"
@@ -87,7 +87,7 @@ done
 runpath() {
   "$readelf" -d "$1" | sed -n 's/.*(RUNPATH).*\[\(.*\)\]$/\1/p'
 }
-for t in fdc-run fdc-inspect fdc-tune; do
+for t in fdc-run fdc-inspect fdc-tune fdc-pack; do
   got=$(runpath "$b/$bindir/$t")
   [[ $got == "$rpath" ]] || fail "$t RUNPATH is '$got', expected '$rpath'"
 done

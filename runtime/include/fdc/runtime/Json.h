@@ -79,6 +79,10 @@ struct ParseOptions {
 /// the message reads "JSON error at byte N: ...".
 Expected<Value> parse(std::string_view text, ParseOptions options = {});
 
+/// `text` as a JSON string literal: quotes, with `"` and `\` escaped and
+/// control characters written as \u00XX (other bytes are copied).
+std::string quote(std::string_view text);
+
 } // namespace fdc::runtime::json
 
 #endif // FDC_RUNTIME_JSON_H

@@ -30,6 +30,10 @@ struct ModelOptions {
   /// $FDC_CUDA_DEVICE / $FDC_HIP_DEVICE, or 0. A tensor-parallel library's
   /// rank r runs on this device + r.
   int device = -1;
+  /// A packed-weights file (fdc pack; PackedWeights.h) to copy the int4 and
+  /// tiled_csl weights from instead of packing them from the checkpoint;
+  /// empty = pack them. It must match the library.
+  std::string packedWeights;
 };
 
 constexpr int64_t kDefaultMaxContext = 2048;

@@ -69,7 +69,7 @@ Error checkPackedLayout(const WeightSpec &weight);
 Error packInt4(const float *dense, int64_t n, int64_t k, int64_t groupSize,
                DType scaleDType, uint8_t *out);
 
-/// Packs the row-major [n, k] matrix `dense` as tiled_csl version 2 of
+/// Packs the row-major [n, k] matrix `dense` as tiled_csl (kTiledCSLVersion) of
 /// element type `elementDType` (F16 or BF16) into `out` (at least
 /// tiledCSLCapacityBytes(...) bytes, zeroed): the header, then per tile one
 /// word per value that is not zero once rounded to the element type, padded
@@ -80,6 +80,25 @@ Error packInt4(const float *dense, int64_t n, int64_t k, int64_t groupSize,
 uint64_t packTiledCSL(const float *dense, int64_t n, int64_t k,
                       int64_t tileRows, int64_t tileCols, DType elementDType,
                       uint8_t *out);
+
+/// Bytes of the packed tiled_csl weight at `packed` up to the end of its last
+/// run (its header and runs, read from TileOffsets[tiles]).
+uint64_t tiledCSLPackedBytes(const uint8_t *packed, int64_t n, int64_t k,
+                             int64_t tileRows, int64_t tileCols);
+
+/// Checks a packed tiled_csl weight read from a file (`size` bytes at
+/// `data`: the header and the runs, without the capacity's unused tail) for
+/// an [n, k] matrix of tileRows x tileCols tiles, so that every consumer of
+/// docs/model-library.md's layout reads inside it: the header's size and
+/// zero padding; TileOffsets starting at 0, non-decreasing, multiples of 4,
+/// no run longer than a tile, the last offset ending exactly at `size`; every
+/// word's location inside the tile; a word with a value (bits & 0x7fff != 0)
+/// inside the matrix and alone at its location (padding words, of value
+/// +0/-0, may share one). The order inside a run is not checked (consumers
+/// do not depend on it). Messages name the tile and word, not the weight;
+/// the caller prefixes it.
+Error checkTiledCSL(const uint8_t *data, uint64_t size, int64_t n, int64_t k,
+                    int64_t tileRows, int64_t tileCols);
 
 /// Packs `dense` (the weight's sources concatenated, as f32) into `out`, the
 /// weight's [offset, offset + bytes) of the arena, per its layout (int4 or

@@ -1,10 +1,9 @@
-//===- ToolCommands.h - `fdc inspect` and `fdc tune` -------------*- C++
-//-*-===//
+//===- ToolCommands.h - `fdc inspect`, `fdc tune`, `fdc pack` --*- C++ -*-===//
 //
 // The runtime's command lines beside `fdc run` (RunCommand.h), built without
-// LLVM as fdc-inspect and fdc-tune and forwarded by the `fdc` driver. Global
-// (not namespaced) like fdcRunMain. argv[0] names the command in messages;
-// each returns the exit code.
+// LLVM as fdc-inspect, fdc-tune and fdc-pack and forwarded by the `fdc` driver.
+// Global (not namespaced) like fdcRunMain. argv[0] names the command in
+// messages; each returns the exit code.
 //
 //===----------------------------------------------------------------------===//
 
@@ -22,5 +21,11 @@ int fdcInspectMain(int argc, char **argv);
 /// Times every candidate of a tuning library on the GPU and writes the
 /// tuning file that fdc compile --tuning reads.
 int fdcTuneMain(int argc, char **argv);
+
+/// fdc-pack MODEL.so --weights CHECKPOINT -o PACKED
+/// Packs the library's int4 and tiled_csl weights from the checkpoint into
+/// a packed-weights file (PackedWeights.h) that fdc run --packed-weights
+/// loads without packing.
+int fdcPackMain(int argc, char **argv);
 
 #endif // FDC_RUNTIME_TOOLCOMMANDS_H

@@ -1,5 +1,4 @@
-//===- WeightLoader.h - Filling the weight arena from a checkpoint -*- C++
-//-*-===//
+//===- WeightLoader.h - The weight arena from a checkpoint -----*- C++ -*-===//
 
 #ifndef FDC_RUNTIME_WEIGHTLOADER_H
 #define FDC_RUNTIME_WEIGHTLOADER_H
@@ -8,7 +7,11 @@
 #include "fdc/runtime/HostBuffer.h"
 #include "fdc/runtime/Manifest.h"
 
+#include <vector>
+
 namespace fdc::runtime {
+
+class PackedWeights;
 
 /// Allocates the manifest's weight arena and copies every weight into
 /// [offset, offset + bytes): the concatenation of its sources along
@@ -23,9 +26,20 @@ namespace fdc::runtime {
 /// is copied row by row), refused naming the weight, rank, piece, source and
 /// range when a piece does not fit its source; a weight without slices is
 /// loaded whole, as above. `rank` must be in [0, tensorParallel).
+///
+/// With `packed` (fdc pack's file, PackedWeights.h), which must match the
+/// manifest (PackedWeights::checkMatches), every int4 and tiled_csl weight
+/// is copied from it instead, checked but not packed; the checkpoint then
+/// need not hold their sources.
 Expected<HostBuffer> loadWeights(const Manifest &manifest,
-                                 const Checkpoint &checkpoint,
-                                 int64_t rank = 0);
+                                 const Checkpoint &checkpoint, int64_t rank = 0,
+                                 const PackedWeights *packed = nullptr);
+
+/// The sources of the int4 or tiled_csl `weight`, checked as loadWeights
+/// checks them and concatenated along dimension 0 as f32: what packWeight
+/// packs.
+Expected<std::vector<float>> loadPackSource(const WeightSpec &weight,
+                                            const Checkpoint &checkpoint);
 
 } // namespace fdc::runtime
 
