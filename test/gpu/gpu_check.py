@@ -8,6 +8,7 @@ Run on a GPU machine by test/gpu/run.sh, after test/gpu/prepare.sh built
 """
 import json
 import os
+import subprocess
 import sys
 import tempfile
 import time
@@ -265,6 +266,8 @@ def packed_checks(work, rng):
                (differing == 0 or dtype != "f32"),
                rel_err=f"{worst:.2e}", sequences_with_different_ids=differing,
                errors=errors[:2])
+        if sparsity or name == "int4w":
+            packed_weights_check(name, lib, ckpt, gpu, requests, work)
         if name == "bf16-sparse":
             reference = LlamaForCausalLM.from_pretrained(
                 ckpt, torch_dtype=torch.float64).cuda().eval()
@@ -273,6 +276,29 @@ def packed_checks(work, rng):
             del reference
         gpu.close()
         host.close()
+
+
+def packed_weights_check(name, lib, ckpt, gpu, requests, work):
+    """fdc-pack's packed-weights file loaded on the GPU gives the logits of
+    packing while loading (the weight arenas are byte-identical; the
+    host tests compare them)."""
+    packed = work / f"{name}.packed"
+    proc = subprocess.run([str(ART / "lib" / "fdc-pack"), f"{lib}.so", "--weights",
+                           str(ckpt), "-o", str(packed)], capture_output=True, text=True)
+    if proc.returncode != 0:
+        record(f"tiny gqa {name} packed weights (fdc-pack) on the GPU", False,
+               errors=[proc.stderr.strip()[:300]])
+        return
+    with Model(f"{lib}.so", ckpt, max_context=2048, num_slots=8,
+               packed_weights=packed) as loaded:
+        got = loaded.generate_batch(requests)
+    want = gpu.generate_batch(requests)
+    same_ids = all(g["ids"] == w["ids"] for g, w in zip(got, want))
+    worst = max(rel_err(g["logits"], w["logits"]) for g, w in zip(got, want))
+    errors = [g["error"] for g in got if g["error"]]
+    record(f"tiny gqa {name} packed weights (fdc-pack) on the GPU vs packing at load",
+           not errors and same_ids and worst <= 1e-6, rel_err=f"{worst:.2e}",
+           errors=errors[:2])
 
 
 def head128_checks(work, rng):

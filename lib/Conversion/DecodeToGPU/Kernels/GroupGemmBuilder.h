@@ -510,24 +510,40 @@ protected:
     return result;
   }
 
+  /// For every accumulator j of this thread's row tile r: emits `body(r, j,
+  /// row, column)` with its weight row counted from `rowOrigin` (the group's
+  /// first row in the block or in the whole weight) and its batch column
+  /// from `columnOrigin` (the block's first column, or null: the block's
+  /// own).
+  void forEachAccumulator(
+      Value rowOrigin, Value columnOrigin,
+      llvm::function_ref<void(int64_t, int64_t, Value, Value)> body) {
+    for (int64_t r = 0; r < config.rowTiles; ++r)
+      for (int64_t j = 0; j < layout.accPerThread; ++j) {
+        auto [row, column] =
+            target.getGroupMmaAccumulator(b, layout, groupThread, j);
+        Value tileRow = arith::AddIOp::create(b, row, e.index(r * layout.m()));
+        Value weightRow = arith::AddIOp::create(b, rowOrigin, tileRow);
+        Value batchColumn = columnOrigin
+                                ? arith::AddIOp::create(b, columnOrigin, column)
+                                : column;
+        body(r, j, weightRow, batchColumn);
+      }
+  }
+
   /// For every accumulator j of this thread's row tile r whose output
   /// (batch row m, feature n) is in bounds: emits `body(r, j, m, n)` under
   /// that condition.
   void
   forEachOutput(llvm::function_ref<void(int64_t, int64_t, Value, Value)> body) {
     Value groupFirstRow = arith::AddIOp::create(b, rowBase, groupRowBase);
-    for (int64_t r = 0; r < config.rowTiles; ++r)
-      for (int64_t j = 0; j < layout.accPerThread; ++j) {
-        auto [row, column] =
-            target.getGroupMmaAccumulator(b, layout, groupThread, j);
-        Value tileRow = arith::AddIOp::create(b, row, e.index(r * layout.m()));
-        Value n = arith::AddIOp::create(b, groupFirstRow, tileRow);
-        Value m = arith::AddIOp::create(b, columnBase, column);
-        Value inRows = e.cmpi(CmpIPredicate::ult, n, e.index(problem.n));
-        Value inBatch = e.cmpi(CmpIPredicate::ult, m, batchRows);
-        e.ifThenElse(arith::AndIOp::create(b, inRows, inBatch),
-                     [&] { body(r, j, m, n); });
-      }
+    forEachAccumulator(
+        groupFirstRow, columnBase, [&](int64_t r, int64_t j, Value n, Value m) {
+          Value inRows = e.cmpi(CmpIPredicate::ult, n, e.index(problem.n));
+          Value inBatch = e.cmpi(CmpIPredicate::ult, m, batchRows);
+          e.ifThenElse(arith::AndIOp::create(b, inRows, inBatch),
+                       [&] { body(r, j, m, n); });
+        });
   }
 
   /// Split-K: the block's sums into workspace[m][(split * halves + h) * N +
@@ -553,16 +569,14 @@ protected:
     e.barrier();
     ClusterSplitSums sums(e, stagesAddress, g.blockRows, config.batch, g.halves,
                           config.splitK, g.threads);
-    for (int64_t r = 0; r < config.rowTiles; ++r)
-      for (int64_t j = 0; j < layout.accPerThread; ++j) {
-        auto [row, column] =
-            target.getGroupMmaAccumulator(b, layout, groupThread, j);
-        Value tileRow = arith::AddIOp::create(b, row, e.index(r * layout.m()));
-        Value blockRow = arith::AddIOp::create(b, groupRowBase, tileRow);
-        for (int64_t h = 0; h < g.halves; ++h)
-          sums.store(h, column, blockRow,
-                     target.groupMmaExtract(b, layout, acc[accIndex(h, r)], j));
-      }
+    forEachAccumulator(
+        groupRowBase, Value(),
+        [&](int64_t r, int64_t j, Value blockRow, Value blockColumn) {
+          for (int64_t h = 0; h < g.halves; ++h)
+            sums.store(
+                h, blockColumn, blockRow,
+                target.groupMmaExtract(b, layout, acc[accIndex(h, r)], j));
+        });
     sums.reduce(split, thread, rowBase, columnBase, problem.n, batchRows,
                 epilogue, problem.gateUp);
   }

@@ -427,17 +427,20 @@ protected:
   }
 
   /// For every element j of this lane's accumulators of row tile r and
-  /// batch tile t whose output (batch row m, feature n) is in bounds: emits
-  /// `body(r, t, j, m, n)` under that condition.
-  void forEachOutput(
+  /// batch tile t: emits `body(r, t, j, row, column)` with its weight row and
+  /// batch column counted from `rowOrigin` and `columnOrigin` (the block's
+  /// first row and column, or null: from the block's own corner).
+  void forEachAccumulator(
+      Value rowOrigin, Value columnOrigin,
       llvm::function_ref<void(int64_t, int64_t, int64_t, Value, Value)> body) {
-    Value warpRows = arith::AddIOp::create(
-        b, rowBase,
-        arith::MulIOp::create(b, warpN, e.index(config.rowTiles * layout.m())));
-    Value warpColumns = arith::AddIOp::create(
-        b, columnBase,
-        arith::MulIOp::create(b, warpM,
-                              e.index(config.batchTiles * layout.n())));
+    Value warpRows =
+        arith::MulIOp::create(b, warpN, e.index(config.rowTiles * layout.m()));
+    if (rowOrigin)
+      warpRows = arith::AddIOp::create(b, rowOrigin, warpRows);
+    Value warpColumns = arith::MulIOp::create(
+        b, warpM, e.index(config.batchTiles * layout.n()));
+    if (columnOrigin)
+      warpColumns = arith::AddIOp::create(b, columnOrigin, warpColumns);
     for (int64_t r = 0; r < config.rowTiles; ++r)
       for (int64_t t = 0; t < config.batchTiles; ++t)
         for (int64_t j = 0; j < layout.accPerLane; ++j) {
@@ -445,15 +448,27 @@ protected:
               target.getMmaAccumulator(b, layout, lane, e.index(j));
           Value tileRow =
               arith::AddIOp::create(b, row, e.index(r * layout.m()));
-          Value n = arith::AddIOp::create(b, warpRows, tileRow);
+          Value weightRow = arith::AddIOp::create(b, warpRows, tileRow);
           Value tileColumn =
               arith::AddIOp::create(b, column, e.index(t * layout.n()));
-          Value m = arith::AddIOp::create(b, warpColumns, tileColumn);
+          Value batchColumn = arith::AddIOp::create(b, warpColumns, tileColumn);
+          body(r, t, j, weightRow, batchColumn);
+        }
+  }
+
+  /// For every element j of this lane's accumulators of row tile r and
+  /// batch tile t whose output (batch row m, feature n) is in bounds: emits
+  /// `body(r, t, j, m, n)` under that condition.
+  void forEachOutput(
+      llvm::function_ref<void(int64_t, int64_t, int64_t, Value, Value)> body) {
+    forEachAccumulator(
+        rowBase, columnBase,
+        [&](int64_t r, int64_t t, int64_t j, Value n, Value m) {
           Value inRows = e.cmpi(CmpIPredicate::ult, n, e.index(problem.n));
           Value inBatch = e.cmpi(CmpIPredicate::ult, m, batch);
           e.ifThenElse(arith::AndIOp::create(b, inRows, inBatch),
                        [&] { body(r, t, j, m, n); });
-        }
+        });
   }
 
   /// Split-K: the block's sums into workspace[m][(split * halves + h) * N +
@@ -484,25 +499,13 @@ protected:
     int64_t threads = config.subgroups() * target.subgroupSize();
     ClusterSplitSums sums(e, base, g.blockRows, g.blockBatch, g.halves,
                           config.splitK, threads);
-    Value warpRows =
-        arith::MulIOp::create(b, warpN, e.index(config.rowTiles * layout.m()));
-    Value warpColumns = arith::MulIOp::create(
-        b, warpM, e.index(config.batchTiles * layout.n()));
-    for (int64_t r = 0; r < config.rowTiles; ++r)
-      for (int64_t t = 0; t < config.batchTiles; ++t)
-        for (int64_t j = 0; j < layout.accPerLane; ++j) {
-          auto [row, column] =
-              target.getMmaAccumulator(b, layout, lane, e.index(j));
-          Value tileRow =
-              arith::AddIOp::create(b, row, e.index(r * layout.m()));
-          Value blockRow = arith::AddIOp::create(b, warpRows, tileRow);
-          Value tileColumn =
-              arith::AddIOp::create(b, column, e.index(t * layout.n()));
-          Value blockColumn = arith::AddIOp::create(b, warpColumns, tileColumn);
-          for (int64_t h = 0; h < g.halves; ++h)
-            sums.store(h, blockColumn, blockRow,
-                       e.extract(acc[accIndex(h, r, t)], j));
-        }
+    forEachAccumulator(Value(), Value(),
+                       [&](int64_t r, int64_t t, int64_t j, Value blockRow,
+                           Value blockColumn) {
+                         for (int64_t h = 0; h < g.halves; ++h)
+                           sums.store(h, blockColumn, blockRow,
+                                      e.extract(acc[accIndex(h, r, t)], j));
+                       });
     sums.reduce(split, e.threadId(), rowBase, columnBase, problem.n, batch,
                 epilogue, problem.gateUp);
   }
