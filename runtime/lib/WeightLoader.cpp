@@ -6,8 +6,11 @@
 #include "fdc/runtime/Packing.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <new>
+#include <system_error>
+#include <thread>
 #include <vector>
 
 using namespace fdc::runtime;
@@ -187,6 +190,47 @@ Error loadSlices(const WeightSpec &weight, const Checkpoint &checkpoint,
   return Error::success();
 }
 
+/// The most threads that pack weights at once. Each holds its weight's
+/// sources as f32 (up to 360 MB for a 7B model's gate/up weight).
+constexpr size_t kMaxPackThreads = 8;
+
+/// Fills the int4 and tiled_csl weights `weights` of `arena`
+/// (loadPackedWeight). Packing, they are independent and CPU-bound: up to
+/// kMaxPackThreads threads take them in turn (each writes only its weight's
+/// range, so the arena is the same for any count). Copying from a
+/// packed-weights file, one thread. Returns the error of the first weight
+/// in manifest order that failed.
+Error loadPackedWeights(const std::vector<const WeightSpec *> &weights,
+                        const Checkpoint &checkpoint,
+                        const PackedWeights *packed, uint8_t *arena) {
+  std::vector<Error> errors(weights.size(), Error::success());
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t i = next++; i < weights.size(); i = next++)
+      errors[i] = loadPackedWeight(*weights[i], checkpoint, packed, arena);
+  };
+  size_t threads =
+      packed ? 1
+             : std::min(
+                   {weights.size(), kMaxPackThreads,
+                    std::max<size_t>(1, std::thread::hardware_concurrency())});
+  std::vector<std::thread> helpers;
+  for (size_t t = 1; t < threads; ++t) {
+    try {
+      helpers.emplace_back(work);
+    } catch (const std::system_error &) {
+      break; // pack on the threads there are
+    }
+  }
+  work();
+  for (std::thread &helper : helpers)
+    helper.join();
+  for (Error &err : errors)
+    if (err)
+      return std::move(err);
+  return Error::success();
+}
+
 } // namespace
 
 Expected<std::vector<float>>
@@ -235,6 +279,7 @@ Expected<HostBuffer> fdc::runtime::loadWeights(const Manifest &manifest,
   if (packed)
     if (Error err = packed->checkMatches(manifest))
       return err;
+  std::vector<const WeightSpec *> packedLayouts;
   for (const WeightSpec &weight : manifest.weights) {
     Error err = Error::success();
     if (!weight.slices.empty())
@@ -242,9 +287,12 @@ Expected<HostBuffer> fdc::runtime::loadWeights(const Manifest &manifest,
     else if (weight.layoutKind == WeightLayout::Dense)
       err = loadDenseWeight(weight, checkpoint, arena->data());
     else
-      err = loadPackedWeight(weight, checkpoint, packed, arena->data());
+      packedLayouts.push_back(&weight);
     if (err)
       return err;
   }
+  if (Error err =
+          loadPackedWeights(packedLayouts, checkpoint, packed, arena->data()))
+    return err;
   return arena;
 }

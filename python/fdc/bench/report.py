@@ -130,19 +130,29 @@ def int4_md(rows) -> str:
     unified max: f16 for the scores, bf16 for P V), the fastest's GB/s and
     % HBM, and the peer."""
     schemes = list(next((r["fdc"] for r in rows if "fdc" in r), {}).keys())
+    # Runs since 2026-12-06 also time a plain read of each row's bytes.
+    reads = any("read" in r for r in rows)
     body = []
     for r in rows:
         fdc = r["fdc"]
         best = min(fdc, key=lambda k: fdc[k]["us"])
-        body.append([str(r["case"]["B"]), str(r["case"]["S"]),
-                     *(_num(fdc[k]["us"]) for k in schemes),
-                     _num(fdc[best]["gbps"], 0), _num(fdc[best]["hbm_pct"], 0),
-                     r["peer"]["name"], *_timed(r["peer"]), _num(r["ratio"], 2),
-                     "/".join(_err(r["check"][k]) for k in schemes)])
-    return _table(["B", "S", *(f"fdc INT4 {s} µs" for s in schemes),
-                   "fdc best GB/s", "fdc % HBM", "peer", "peer µs", "peer GB/s",
-                   "peer % HBM", "speedup", "fdc rel err " + "/".join(schemes)],
-                  body)
+        line = [str(r["case"]["B"]), str(r["case"]["S"]),
+                *(_num(fdc[k]["us"]) for k in schemes),
+                _num(fdc[best]["gbps"], 0), _num(fdc[best]["hbm_pct"], 0)]
+        if reads:
+            read = r.get("read")
+            line += [_num(read["us"]) if read else "–",
+                     _num(100 * fdc[best]["gbps"] / read["gbps"], 0) if read else "–"]
+        line += [r["peer"]["name"], *_timed(r["peer"]), _num(r["ratio"], 2),
+                 "/".join(_err(r["check"][k]) for k in schemes)]
+        body.append(line)
+    header = ["B", "S", *(f"fdc INT4 {s} µs" for s in schemes), "fdc best GB/s",
+              "fdc % HBM"]
+    if reads:
+        header += ["same-size read µs", "fdc % of that read"]
+    header += ["peer", "peer µs", "peer GB/s", "peer % HBM", "speedup",
+               "fdc rel err " + "/".join(schemes)]
+    return _table(header, body)
 
 
 def _sparse_measured(rows) -> bool:
@@ -481,7 +491,10 @@ SECTIONS = (
      "row), with each softmax scheme (online: f16 MMAs; unified max: f16 "
      "for the scores, bf16 for P V), their replays interleaved; GB/s, % "
      "HBM and the speedup are the faster one's. The peer reads a bf16 "
-     "cache of the same shape. GB/s of each one's own bytes."),
+     "cache of the same shape. GB/s of each one's own bytes. Same-size "
+     "read: torch.sum over the row's INT4 bytes, timed as the kernels are "
+     "(graph replay, inputs rotated over > 3× L2): what a plain read of "
+     "that size reaches, launch and tail included."),
     ("sparse", "Unstructured-sparse linear, fp16", sparse_md,
      lambda rows: SPARSE_NOTE if _sparse_measured(rows) else SPARSE_LEGACY_NOTE),
     ("step", "Whole decode step, 7B-wide Llama (2 layers, random bf16 "

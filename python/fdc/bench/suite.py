@@ -254,18 +254,26 @@ def ceilings(bench: Bench) -> list[dict]:
     # timed as the kernels are (graph replay, inputs rotated over > 3x L2):
     # what a read of that size reaches, launch and tail included.
     for mib in SIZED_READ_MIB:
-        nbytes = mib << 20
-        sets = [bench.randn(nbytes // 4, torch.float32)
-                for _ in range(rotation(nbytes, bench.l2))]
-        out = torch.empty((), dtype=torch.float32, device="cuda")
-        sized = graph_time_us(
-            lambda i: torch.sum(sets[i % len(sets)], dim=0, out=out))
+        sized = sized_read(bench, mib << 20)
         rows.append({"case": {"what": f"streaming read (torch.sum) of {mib} "
-                                      "MiB, graph replay", "bytes": nbytes},
-                     "us": sized["us"], "gbps": nbytes / sized["us"] / 1e3,
-                     "spread": sized["spread"]})
-        del sets
+                                      "MiB, graph replay", "bytes": mib << 20},
+                     **sized})
     return rows
+
+
+def sized_read(bench: Bench, nbytes: int) -> dict:
+    """A streaming read (torch.sum) of `nbytes` timed as the kernels are:
+    graph replay over a rotation of inputs spanning > 3x L2, so it is what
+    a read of that size reaches, launch and tail included. {us, gbps,
+    spread}."""
+    sets = [bench.randn(max(nbytes // 4, 1), torch.float32)
+            for _ in range(rotation(nbytes, bench.l2))]
+    out = torch.empty((), dtype=torch.float32, device="cuda")
+    sized = graph_time_us(
+        lambda i: torch.sum(sets[i % len(sets)], dim=0, out=out))
+    del sets
+    return {"us": sized["us"], "gbps": nbytes / sized["us"] / 1e3,
+            "spread": sized["spread"]}
 
 
 def linear(bench: Bench) -> list[dict]:
@@ -522,6 +530,10 @@ def int4(bench: Bench) -> list[dict]:
                          **bench.hbm(dense_bytes, peer["us"])}
         fastest = min(v["us"] for v in entry["fdc"].values())
         entry["ratio"] = peer["us"] / fastest
+        # What a plain read of the INT4 bytes reaches at this size: the
+        # ceiling a small batch's fixed costs (launch, first loads, tail)
+        # leave any kernel.
+        entry["read"] = sized_read(bench, nbytes)
         rows.append(entry)
         print(f"int4 attention B={b}: " + ", ".join(
             f"fdc {k} {v['us']:.1f} us" for k, v in entry["fdc"].items())

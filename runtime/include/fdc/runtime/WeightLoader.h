@@ -15,7 +15,8 @@ class PackedWeights;
 
 /// Allocates the manifest's weight arena and copies every weight into
 /// [offset, offset + bytes): the concatenation of its sources along
-/// dimension 0, packed per its layout (Packing.h) unless it is dense. Refuses
+/// dimension 0, packed per its layout (Packing.h) unless it is dense (the
+/// packed weights on up to 8 threads, after the dense ones). Refuses
 /// a missing source, another dtype (dense: the weight's own; int4: any of
 /// f32/f16/bf16; tiled_csl: its element type or f32) or a shape that does not
 /// fit, naming the weight (and the source when it has another name).
