@@ -5,8 +5,9 @@
 // a buffer of exactly its size. When checkTiledCSL accepts it, every run is
 // read through TileOffsets and scattered into a dense tile as the host code
 // and the Flash-LLM kernels do, so that AddressSanitizer sees any word or
-// location outside the buffer or the tile; a value scattered outside the
-// matrix, or two values at one location, aborts.
+// location outside the buffer or the tile; a location past the tile, a
+// value outside the matrix, or a word where a value is (or a value where
+// padding is), aborts.
 //
 //===----------------------------------------------------------------------===//
 
@@ -54,12 +55,22 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       uint32_t word = loadWord(packed, header + w);
       uint32_t location = word >> 16;
       uint16_t bits = static_cast<uint16_t>(word);
-      held.at(location) += 1; // throws past the tile
-      if ((bits & 0x7fff) == 0)
+      if (location >= held.size())
+        std::abort();
+      // A value alone at its location; padding never over a value (the
+      // scatter would store a zero over it).
+      if ((bits & 0x7fff) == 0) {
+        if (held[location] == 2)
+          std::abort();
+        held[location] = 1;
         continue;
+      }
+      if (held[location] != 0)
+        std::abort();
+      held[location] = 2;
       int64_t row = t / tilesPerRow * tileRows + location / tileCols;
       int64_t col = t % tilesPerRow * tileCols + location % tileCols;
-      if (row >= n || col >= k || held[location] != 1)
+      if (row >= n || col >= k)
         std::abort();
       dense[row * k + col] = f16BitsToFloat(bits);
     }

@@ -253,8 +253,12 @@ fdc_model *fdc_model_load_packed(const char *library_path,
     options.maxContext = given.max_context;
     options.numSlots = given.num_slots;
     options.maxStepRows = given.max_step_rows;
-    if (packed_weights_path)
+    if (packed_weights_path) {
+      if (!*packed_weights_path)
+        return fail("fdc_model_load_packed: packed_weights_path is empty "
+                    "(NULL packs the weights from the checkpoint)");
       options.packedWeights = packed_weights_path;
+    }
     Expected<std::unique_ptr<Model>> model =
         Model::load(library_path, weights_path, options);
     if (!model)

@@ -314,8 +314,7 @@ PackedWeights::open(const std::string &path) {
       return fail("weight '", name, "': tensor of dtype ",
                   safetensorsDTypeName(tensor->dtype), " and rank ",
                   tensor->shape.size(), ", not a U8 vector of packed bytes");
-    if (!weights.emplace(name, std::move(*description)).second)
-      return fail("weight '", name, "' is described twice");
+    weights.emplace(name, std::move(*description)); // (keys are unique)
   }
   for (const SafetensorsTensorInfo &tensor : header.tensors)
     if (!weights.count(tensor.name))
@@ -417,15 +416,20 @@ Error PackedWeights::load(const WeightSpec &weight, uint8_t *out) const {
     if (size != weight.bytes)
       return fail("holds ", size, " bytes, int4 ", formatInts(weight.shape),
                   " packs to ", weight.bytes);
-  } else {
-    if (size > weight.bytes)
-      return fail("holds ", size, " bytes, more than the capacity of ",
-                  weight.bytes);
-    if (Error err = checkTiledCSL(data, size, weight.shape[0], weight.shape[1],
-                                  weight.tileRows, weight.tileCols))
-      return fail("tiled_csl ", err.message());
+    std::memcpy(out, data, size);
+    return Error::success();
   }
+  if (size > weight.bytes)
+    return fail("holds ", size, " bytes, more than the capacity of ",
+                weight.bytes);
+  // The copy is checked, not the mapping it came from (which another
+  // process could change in between).
   std::memcpy(out, data, size);
+  if (Error err = checkTiledCSL(out, size, weight.shape[0], weight.shape[1],
+                                weight.tileRows, weight.tileCols)) {
+    std::memset(out, 0, size);
+    return fail("tiled_csl ", err.message());
+  }
   return Error::success();
 }
 
@@ -543,6 +547,10 @@ fdc::runtime::writePackedWeights(const Manifest &manifest,
                                              : summary.tiledCSLWeights)++;
   }
   std::string header = headerText(weights, sizes);
+  // (Sizes at most their bounds take at most as many digits.)
+  if (header.size() > reserved)
+    return createError("internal error: the safetensors header of '", path,
+                       "' outgrew the ", reserved, " bytes reserved for it");
   header.resize(reserved, ' ');
   uint8_t length[8];
   for (int i = 0; i < 8; ++i)

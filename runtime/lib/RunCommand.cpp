@@ -144,6 +144,8 @@ Expected<RunOptions> parseArguments(int argc, char **argv, bool &wantsHelp) {
       options.weights = value;
       haveWeights = true;
     } else if (name == "--packed-weights") {
+      if (value.empty())
+        return createError("option --packed-weights needs a file");
       options.packedWeights = value;
     } else if (name == "--prompt-ids") {
       if (Error err = parseIdList(value, options.promptIds))

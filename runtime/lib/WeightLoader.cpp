@@ -197,17 +197,32 @@ constexpr size_t kMaxPackThreads = 8;
 /// Fills the int4 and tiled_csl weights `weights` of `arena`
 /// (loadPackedWeight). Packing, they are independent and CPU-bound: up to
 /// kMaxPackThreads threads take them in turn (each writes only its weight's
-/// range, so the arena is the same for any count). Copying from a
-/// packed-weights file, one thread. Returns the error of the first weight
-/// in manifest order that failed.
+/// range, so the arena is the same for any count); once one fails, no
+/// weight after it is started. Copying from a packed-weights file, one
+/// thread. Returns the error of the first weight (in manifest order) that
+/// failed.
 Error loadPackedWeights(const std::vector<const WeightSpec *> &weights,
                         const Checkpoint &checkpoint,
                         const PackedWeights *packed, uint8_t *arena) {
   std::vector<Error> errors(weights.size(), Error::success());
   std::atomic<size_t> next{0};
+  std::atomic<size_t> firstFailed{weights.size()};
   auto work = [&] {
-    for (size_t i = next++; i < weights.size(); i = next++)
-      errors[i] = loadPackedWeight(*weights[i], checkpoint, packed, arena);
+    for (size_t i = next++; i < firstFailed.load(); i = next++) {
+      Error err = Error::success();
+      try {
+        err = loadPackedWeight(*weights[i], checkpoint, packed, arena);
+      } catch (const std::exception &e) {
+        err = createError("weight '", weights[i]->name,
+                          "': cannot pack it: ", e.what());
+      }
+      if (!err)
+        continue;
+      errors[i] = std::move(err);
+      size_t failed = firstFailed.load();
+      while (i < failed && !firstFailed.compare_exchange_weak(failed, i)) {
+      }
+    }
   };
   size_t threads =
       packed ? 1
@@ -215,6 +230,7 @@ Error loadPackedWeights(const std::vector<const WeightSpec *> &weights,
                    {weights.size(), kMaxPackThreads,
                     std::max<size_t>(1, std::thread::hardware_concurrency())});
   std::vector<std::thread> helpers;
+  helpers.reserve(threads);
   for (size_t t = 1; t < threads; ++t) {
     try {
       helpers.emplace_back(work);

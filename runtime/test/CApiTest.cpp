@@ -226,6 +226,27 @@ TEST_F(CApiTest, LoadWithOptionsChunksPrompts) {
   EXPECT_EQ(fdc_model_num_slots(plain), 1);
   EXPECT_EQ(fdc_model_max_step_rows(plain), 1);
   fdc_model_free(plain);
+
+  // fdc_model_load_packed: NULL packs from the checkpoint (this library
+  // has nothing packed); "" and a file that is not one are refused.
+  fdc_model *unpacked = fdc_model_load_packed(
+      FDC_TEST_MODEL_GOOD, dir.path().c_str(), nullptr, nullptr, nullptr);
+  ASSERT_NE(unpacked, nullptr) << fdc_last_error();
+  fdc_model_free(unpacked);
+  EXPECT_EQ(fdc_model_load_packed(FDC_TEST_MODEL_GOOD, dir.path().c_str(), "",
+                                  nullptr, nullptr),
+            nullptr);
+  EXPECT_STREQ(fdc_last_error(),
+               "fdc_model_load_packed: packed_weights_path is empty (NULL "
+               "packs the weights from the checkpoint)");
+  std::string checkpointFile = dir.file("model.safetensors");
+  EXPECT_EQ(fdc_model_load_packed(FDC_TEST_MODEL_GOOD, dir.path().c_str(),
+                                  checkpointFile.c_str(), nullptr, nullptr),
+            nullptr);
+  EXPECT_EQ(std::string(fdc_last_error()),
+            "packed-weights file '" + checkpointFile +
+                "': its metadata has no \"format\": \"fdc-packed-weights\" "
+                "(make one with fdc pack)");
 }
 
 struct StreamLog {

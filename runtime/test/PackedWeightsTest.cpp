@@ -358,8 +358,13 @@ TEST_F(PackedWeightsTest, RefusesAFileForAnotherLibrary) {
             prefix + "weight 'q': sources [\"b\", \"a\"] does not match the "
                      "library's [\"a\", \"b\"]");
   std::string swapped =
-      changed(R"("q": {"layout": "int4")", R"("q": {"layout": "tiled_csl")");
-  EXPECT_NE(loadCrafted(swapped, tensors), "");
+      changed(R"("group_size": 4, "scale_dtype": "f16")",
+              R"("dtype": "f16", "tile": [2, 2], "csl_version": 3)");
+  swapped.replace(swapped.find(R"("layout": "int4")"), 16,
+                  R"("layout": "tiled_csl")");
+  EXPECT_EQ(loadCrafted(swapped, tensors),
+            prefix + "weight 'q': layout tiled_csl does not match the "
+                     "library's int4");
   // A weight missing, and one the library does not have.
   EXPECT_EQ(loadCrafted(R"({"q": {"layout": "int4", "shape": [2, 8],
       "sources": ["a", "b"], "group_size": 4, "scale_dtype": "f16"}})",

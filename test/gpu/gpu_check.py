@@ -246,7 +246,7 @@ def packed_checks(work, rng):
                      "max_new_tokens": 4, "return_logits": True}
                     for n in rng.integers(1, 1000, 8)]
         got, want = gpu.generate_batch(requests), host.generate_batch(requests)
-        worst, differing, errors = 0.0, 0, []
+        worst, differing, not_ties, errors = 0.0, 0, 0, []
         for g_result, h_result in zip(got, want):
             if g_result["error"] or h_result["error"]:
                 errors.append(g_result["error"] or h_result["error"])
@@ -256,6 +256,15 @@ def packed_checks(work, rng):
                    g_result["ids"][same] == h_result["ids"][same]):
                 same += 1
             differing += int(same < len(h_result["ids"]))
+            if same < len(h_result["ids"]):
+                # The GPU's pick must be a near-tie in the host's logits:
+                # within the tolerance (of the largest logit) of its best.
+                # (The INT4 KV cache quantises the GPU's and the host's K / V,
+                # f32 sums added in other orders, so a value near a rounding
+                # boundary may land one step apart: docs/gpu.md, 2026-11-27.)
+                host_row = np.asarray(h_result["logits"][same])
+                gap = host_row.max() - host_row[g_result["ids"][same]]
+                not_ties += int(gap > tolerance * np.abs(host_row).max())
             steps = min(same + 1, len(h_result["ids"]))
             worst = max(worst, rel_err(g_result["logits"][:steps],
                                        h_result["logits"][:steps]))
@@ -263,9 +272,9 @@ def packed_checks(work, rng):
                 errors.append("non-finite logits")
         record(f"tiny gqa {name} GPU vs host target B=8",
                not errors and worst < tolerance and
-               (differing == 0 or dtype != "f32"),
+               (not_ties == 0 or dtype != "f32"),
                rel_err=f"{worst:.2e}", sequences_with_different_ids=differing,
-               errors=errors[:2])
+               divergences_not_near_ties=not_ties, errors=errors[:2])
         if sparsity or name == "int4w":
             packed_weights_check(name, lib, ckpt, gpu, requests, work)
         if name == "bf16-sparse":
