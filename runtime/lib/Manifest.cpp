@@ -65,13 +65,6 @@ public:
     lhs = std::move(*assignOrReturnValue);                                     \
   } while (false)
 
-std::string formatShape(const std::vector<int64_t> &shape) {
-  std::string text = "[";
-  for (size_t i = 0; i < shape.size(); ++i)
-    text += (i ? ", " : "") + std::to_string(shape[i]);
-  return text + "]";
-}
-
 /// Reads `[begin, end)` with 0 <= begin < end from piece field `key`.
 Error readRange(const json::Value &piece, const char *key, int64_t &begin,
                 int64_t &end) {
@@ -360,6 +353,25 @@ Expected<KVCacheSpec> parseKVCache(const FieldReader &reader,
 }
 
 } // namespace
+
+const char *fdc::runtime::weightLayoutName(WeightLayout layout) {
+  switch (layout) {
+  case WeightLayout::Dense:
+    return "dense";
+  case WeightLayout::Int4:
+    return "int4";
+  case WeightLayout::TiledCSL:
+    return "tiled_csl";
+  }
+  return "dense";
+}
+
+std::string fdc::runtime::formatShape(const std::vector<int64_t> &shape) {
+  std::string text = "[";
+  for (size_t i = 0; i < shape.size(); ++i)
+    text += (i ? ", " : "") + std::to_string(shape[i]);
+  return text + "]";
+}
 
 Expected<Manifest> Manifest::parse(std::string_view text,
                                    std::string_view origin) {

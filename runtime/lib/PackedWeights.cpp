@@ -24,25 +24,6 @@ bool isPacked(const WeightSpec &weight) {
   return weight.layoutKind != WeightLayout::Dense && weight.slices.empty();
 }
 
-const char *layoutName(WeightLayout layout) {
-  switch (layout) {
-  case WeightLayout::Dense:
-    return "dense";
-  case WeightLayout::Int4:
-    return "int4";
-  case WeightLayout::TiledCSL:
-    return "tiled_csl";
-  }
-  return "dense";
-}
-
-std::string formatInts(const std::vector<int64_t> &values) {
-  std::string text = "[";
-  for (size_t i = 0; i < values.size(); ++i)
-    text += (i ? ", " : "") + std::to_string(values[i]);
-  return text + "]";
-}
-
 std::string formatStrings(const std::vector<std::string> &values) {
   std::string text = "[";
   for (size_t i = 0; i < values.size(); ++i)
@@ -53,8 +34,8 @@ std::string formatStrings(const std::vector<std::string> &values) {
 /// The description as the JSON object the metadata holds.
 std::string descriptionJson(const PackedWeightDescription &description) {
   std::string text =
-      concat("{\"layout\": \"", layoutName(description.layout),
-             "\", \"shape\": ", formatInts(description.shape),
+      concat("{\"layout\": \"", weightLayoutName(description.layout),
+             "\", \"shape\": ", formatShape(description.shape),
              ", \"sources\": ", formatStrings(description.sources));
   if (description.layout == WeightLayout::TiledCSL)
     text += concat(", \"dtype\": \"", manifestDTypeName(description.dtype),
@@ -340,11 +321,11 @@ Error PackedWeights::checkDescription(
                        " does not match the library's ", want);
   };
   if (found.layout != expected.layout)
-    return mismatch("layout", layoutName(found.layout),
-                    layoutName(expected.layout));
+    return mismatch("layout", weightLayoutName(found.layout),
+                    weightLayoutName(expected.layout));
   if (found.shape != expected.shape)
-    return mismatch("shape", formatInts(found.shape),
-                    formatInts(expected.shape));
+    return mismatch("shape", formatShape(found.shape),
+                    formatShape(expected.shape));
   if (found.sources != expected.sources)
     return mismatch("sources", formatStrings(found.sources),
                     formatStrings(expected.sources));
@@ -360,8 +341,8 @@ Error PackedWeights::checkDescription(
                       std::string(manifestDTypeName(expected.dtype)));
     if (found.tileRows != expected.tileRows ||
         found.tileCols != expected.tileCols)
-      return mismatch("tile", formatInts({found.tileRows, found.tileCols}),
-                      formatInts({expected.tileRows, expected.tileCols}));
+      return mismatch("tile", formatShape({found.tileRows, found.tileCols}),
+                      formatShape({expected.tileRows, expected.tileCols}));
     return Error::success();
   }
   if (found.groupSize != expected.groupSize)
@@ -388,7 +369,7 @@ Error PackedWeights::checkMatches(const Manifest &manifest) const {
     auto it = weights.find(name);
     if (it == weights.end())
       return createError("packed-weights file '", path(), "' has no weight '",
-                         name, "' (", layoutName(weight->layoutKind),
+                         name, "' (", weightLayoutName(weight->layoutKind),
                          ") of the library");
     if (Error err = checkDescription(*weight, it->second))
       return err;
@@ -414,7 +395,7 @@ Error PackedWeights::load(const WeightSpec &weight, uint8_t *out) const {
   uint64_t size = tensor.byteSize();
   if (weight.layoutKind == WeightLayout::Int4) {
     if (size != weight.bytes)
-      return fail("holds ", size, " bytes, int4 ", formatInts(weight.shape),
+      return fail("holds ", size, " bytes, int4 ", formatShape(weight.shape),
                   " packs to ", weight.bytes);
     std::memcpy(out, data, size);
     return Error::success();

@@ -45,13 +45,6 @@ std::string expectedSourceDTypes(const WeightSpec &weight) {
   return std::string(manifestDTypeName(weight.dtype));
 }
 
-std::string formatShape(const std::vector<int64_t> &shape) {
-  std::string text = "[";
-  for (size_t i = 0; i < shape.size(); ++i)
-    text += (i ? ", " : "") + std::to_string(shape[i]);
-  return text + "]";
-}
-
 /// The checkpoint tensors of `weight`'s sources, checked against it (dtype,
 /// shape, rows in all).
 Expected<std::vector<CheckpointTensor>>

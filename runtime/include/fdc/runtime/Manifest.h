@@ -23,6 +23,12 @@ namespace fdc::runtime {
 /// How a weight is stored in the arena (docs/model-library.md).
 enum class WeightLayout { Dense, Int4, TiledCSL };
 
+/// The manifest's name of `layout`: "dense", "int4" or "tiled_csl".
+const char *weightLayoutName(WeightLayout layout);
+
+/// `shape` as messages write it: "[4096, 11008]".
+std::string formatShape(const std::vector<int64_t> &shape);
+
 /// One piece of a tensor-parallel rank's slice of a weight: rows
 /// [rowBegin, rowEnd) x columns [colBegin, colEnd) of the 2-D checkpoint
 /// tensor `source`.
