@@ -36,8 +36,10 @@ class AttentionVariant:
     dtype: str  # the query's and the output's (and the cache's): f32, bf16, f16
     softmax: str  # a key of SOFTMAX
     kernel: str = ""  # a #decode.kernel pinned, or ""
-    # The partial kernel it must run: gqa_attention_partial on a bf16 cache
-    # unless pinned, else attention_partial.
+    # The kernels it must run, comma-separated, each a family's name
+    # (gqa_attention_partial) or a kernel's (gqa_attention_cluster_1):
+    # gqa_attention_partial on a bf16 cache unless pinned, else
+    # attention_partial.
     expect: str = "gqa_attention_partial"
     splits: int = 0  # the op's splits (0: chosen by the kernel)
     # Largest relative error of a sequence's output against float64 (both
@@ -85,6 +87,12 @@ REGISTERS_HEADS_AS_B = _kernel("gqa_attention",
                                "heads_as_b = 1, register_softmax = 1")
 # The forced fallback's cases (see attention-gqa8-fallback-bf16).
 FALLBACK_CASES = ((1, 1), (5, 300), (2, 2000), (150, 300))
+# gqa_attention with up to 8 splits added in a cluster (pinned; the
+# default is 2), and its kernels of clusters of 8, 4 and 2 blocks (sm_90:
+# built in that order).
+CLUSTERS_OF_8 = _kernel("gqa_attention", "cluster_splits = 8")
+CLUSTERS = ("gqa_attention_cluster_0,gqa_attention_cluster_1,"
+            "gqa_attention_cluster_2")
 
 
 VARIANTS = [
@@ -218,6 +226,49 @@ VARIANTS = [
                      cases=FALLBACK_CASES),
     AttentionVariant("attention-pinned-lanes-mha-online-bf16", 8, 8, 128,
                      "bf16", "online", REGISTERS_HEADS_AS_B),
+    # Splits added in a cluster on sm_90: by default two (MQA, B = 128, S =
+    # 1024; beside 4 splits through attention_reduce and one); pinned to
+    # at most 8 (rounded down to a power of two), batches whose blocks
+    # leave two waves for 8, 4 and 2 splits (the H100's 132 units), beside
+    # more splits (attention_reduce) and one; online, unified max and its
+    # forced fallback, MHA, head_dim 64, INT4 caches, and 4 splits fixed
+    # by the op. Sequences of 1, 16 and 17 positions leave most splits
+    # empty.
+    AttentionVariant("attention-clusters-default-mqa-unified-bf16", 8, 1, 128,
+                     "bf16", "unified",
+                     expect="gqa_attention_cluster,gqa_attention_partial,"
+                            "attention_reduce,gqa_attention_single_split",
+                     cases=((128, 1024), (64, 1000), (256, 100))),
+    AttentionVariant("attention-clusters-gqa8-online-bf16", 32, 4, 128,
+                     "bf16", "online", CLUSTERS_OF_8,
+                     expect=CLUSTERS + ",attention_reduce",
+                     cases=((8, 2000), (16, 1000), (24, 700), (5, 3000),
+                            (1, 1))),
+    AttentionVariant("attention-clusters-gqa8-unified-bf16", 32, 4, 128,
+                     "bf16", "unified", CLUSTERS_OF_8,
+                     expect=CLUSTERS + ",attention_reduce",
+                     cases=((8, 2000), (16, 1000), (24, 700), (5, 3000),
+                            (1, 1))),
+    AttentionVariant("attention-clusters-fallback-bf16", 16, 2, 128, "bf16",
+                     "fallback", CLUSTERS_OF_8, expect=CLUSTERS,
+                     cases=((16, 1000), (32, 1000), (64, 600), (1, 1))),
+    AttentionVariant("attention-clusters-mha-unified-bf16", 8, 8, 128, "bf16",
+                     "unified", CLUSTERS_OF_8, expect=CLUSTERS,
+                     cases=((4, 1500), (8, 1000), (16, 700), (1, 1))),
+    AttentionVariant("attention-clusters-gqa4-online-bf16-d64", 16, 4, 64,
+                     "bf16", "online", CLUSTERS_OF_8, expect=CLUSTERS,
+                     cases=((8, 2000), (16, 1000), (24, 700))),
+    AttentionVariant("attention-clusters-mqa-online-int4", 8, 1, 128, "bf16",
+                     "online", CLUSTERS_OF_8, cache="int4", expect=CLUSTERS,
+                     cases=((32, 3000), (64, 2000), (128, 500))),
+    AttentionVariant("attention-clusters-mqa-unified-int4", 8, 1, 128, "bf16",
+                     "unified", CLUSTERS_OF_8, cache="int4", tolerance=2e-2,
+                     expect=CLUSTERS,
+                     cases=((32, 3000), (64, 2000), (40, 128))),
+    AttentionVariant("attention-pinned-clusters-splits-bf16", 4, 2, 128,
+                     "bf16", "unified",
+                     _kernel("gqa_attention", "cluster_splits = 4"),
+                     splits=4, expect="gqa_attention_cluster"),
 ]
 
 

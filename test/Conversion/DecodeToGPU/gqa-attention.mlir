@@ -17,6 +17,84 @@
 // GFX942:         gpu.barrier
 // GFX942-LABEL: gpu.func @{{attention_reduce_[0-9]+}}(
 
+// On sm_90, whose blocks form clusters, a launch of 2 to cluster_splits
+// splits adds them in a cluster instead of attention_reduce (pinned here
+// to 8; the default, 2, builds the kernel of 2 alone): the splits rounded
+// down to 8, 4 or 2, a kernel for each (cluster_dim), the split's blocks of
+// a (KV head, sequence) one cluster. A block keeps its combined partial
+// rows in its own shared memory (16 x 130 f32s past the 8320 the others
+// take), then, after a cluster barrier, each of its threads loads one
+// output element's (max, sum, acc) from every block of the cluster (mapa:
+// 3 x 8 loads, all before the arithmetic), rescales them to the largest
+// max, divides and writes the output; no partial row leaves the block. A
+// relaxed cluster barrier keeps the blocks until every load is done.
+// gfx942 has no clusters: its kernels are the partial and the reduce.
+// RUN: sed 's/256/128/g; s/4096/2048/g; s/softmax = #decode.softmax<online>/softmax = #decode.softmax<online>, decode.kernel = #decode.kernel<"gqa_attention", {cluster_splits = 8}>/' %s \
+// RUN:   | fdc-opt --decode-assign-weight-layout --convert-decode-to-gpu=target=sm_90 | FileCheck %s --check-prefix=CLUSTER
+// RUN: sed 's/256/128/g; s/4096/2048/g' %s | fdc-opt --decode-assign-weight-layout --convert-decode-to-gpu=target=sm_90 | FileCheck %s --check-prefix=CLUSTER2
+// RUN: sed 's/256/128/g; s/4096/2048/g' %s | fdc-opt --decode-assign-weight-layout --convert-decode-to-gpu=target=gfx942 | FileCheck %s --check-prefix=NOCLUSTER
+// CLUSTER2:       fdc.kernels = ["embedding_0", "gqa_attention_cluster_0", "gqa_attention_partial_0", "attention_reduce_0",
+// CLUSTER2-LABEL: gpu.func @{{gqa_attention_cluster_[0-9]+}}(
+// CLUSTER2-SAME:    nvvm.cluster_dim = array<i32: 2, 1, 1>
+// CLUSTER2-COUNT-6:  nvvm.mapa
+// CLUSTER2-NOT:      nvvm.mapa
+// CLUSTER2-LABEL: func.func @fdc_model_step(
+// CLUSTER2:         %[[SPLITS:.*]] = arith.maxsi %{{.*}}, %{{.*}} : i64
+// CLUSTER2:         %[[SEVERAL:.*]] = arith.cmpi sgt, %[[SPLITS]], %c1{{.*}} : i64
+// CLUSTER2:         %[[FEW:.*]] = arith.cmpi sle, %[[SPLITS]], %c2{{.*}} : i64
+// CLUSTER2-NEXT:    %[[CLUSTERED:.*]] = arith.andi %[[SEVERAL]], %[[FEW]] : i1
+// CLUSTER2-NEXT:    cf.cond_br %[[CLUSTERED]], ^[[TWO:bb[0-9]+]], ^[[REDUCED:bb[0-9]+]]
+// CLUSTER2:       ^[[TWO]]:
+// CLUSTER2:         gpu.launch_func  @fdc_kernels::@{{gqa_attention_cluster_[0-9]+}}
+// CLUSTER2:       ^[[REDUCED]]:
+// CLUSTER2:         gpu.launch_func  @fdc_kernels::@{{gqa_attention_partial_[0-9]+}}
+// CLUSTER-LABEL: gpu.func @{{gqa_attention_cluster_[0-9]+}}(
+// CLUSTER-SAME:    workgroup(%{{.*}} : memref<10400xf32, #gpu.address_space<workgroup>> {llvm.align = 16 : i64}) kernel attributes {{{.*}}nvvm.cluster_dim = array<i32: 8, 1, 1>}
+// CLUSTER-NOT:     memref.store %{{.*}} : memref<?xf32>
+// CLUSTER:         %[[ROWS:.*]] = arith.constant 8320 : index
+// CLUSTER:         %[[AT:.*]] = arith.addi %[[ROWS]], %{{.*}} : index
+// CLUSTER-NEXT:    memref.store %{{.*}}, %{{.*}}[%[[AT]]] : memref<10400xf32, #gpu.address_space<workgroup>>
+// CLUSTER:         nvvm.cluster.arrive {aligned}
+// CLUSTER-NEXT:    nvvm.cluster.wait {aligned}
+// CLUSTER:         scf.for
+// CLUSTER-COUNT-24:  nvvm.mapa
+// CLUSTER-NOT:       nvvm.mapa
+// CLUSTER:           llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f32"
+// CLUSTER:           arith.divf
+// CLUSTER-NEXT:      arith.truncf
+// CLUSTER-NEXT:      memref.store %{{.*}} : memref<?x16x128xbf16>
+// CLUSTER:         nvvm.cluster.arrive.relaxed {aligned}
+// CLUSTER-NEXT:    nvvm.cluster.wait {aligned}
+// CLUSTER-LABEL: gpu.func @{{gqa_attention_cluster_[0-9]+}}(
+// CLUSTER-SAME:    nvvm.cluster_dim = array<i32: 4, 1, 1>
+// CLUSTER-COUNT-12:  nvvm.mapa
+// CLUSTER-NOT:       nvvm.mapa
+// CLUSTER-LABEL: gpu.func @{{gqa_attention_cluster_[0-9]+}}(
+// CLUSTER-SAME:    nvvm.cluster_dim = array<i32: 2, 1, 1>
+// CLUSTER-COUNT-6:   nvvm.mapa
+// CLUSTER-NOT:       nvvm.mapa
+// CLUSTER-LABEL: func.func @fdc_model_step(
+// CLUSTER:         %[[SPLITS:.*]] = arith.maxsi %{{.*}}, %{{.*}} : i64
+// CLUSTER:         %[[SEVERAL:.*]] = arith.cmpi sgt, %[[SPLITS]], %c1{{.*}} : i64
+// CLUSTER:         %[[FEW:.*]] = arith.cmpi sle, %[[SPLITS]], %c8{{.*}} : i64
+// CLUSTER-NEXT:    %[[CLUSTERED:.*]] = arith.andi %[[SEVERAL]], %[[FEW]] : i1
+// CLUSTER-NEXT:    cf.cond_br %[[CLUSTERED]], ^[[SIZES:bb[0-9]+]], ^[[REDUCED:bb[0-9]+]]
+// CLUSTER:       ^[[SIZES]]:
+// CLUSTER:         %[[EIGHT:.*]] = arith.cmpi sge, %[[SPLITS]], %c8{{.*}} : i64
+// CLUSTER-NEXT:    cf.cond_br %[[EIGHT]], ^[[OF8:bb[0-9]+]], ^[[BELOW8:bb[0-9]+]]
+// CLUSTER:       ^[[OF8]]:
+// CLUSTER:         %[[C8:.*]] = arith.constant 8 : i64
+// CLUSTER:         gpu.launch_func  @fdc_kernels::@{{gqa_attention_cluster_[0-9]+}} blocks in {{.*}} args({{.*}}, %[[C8]] : i64,
+// CLUSTER:       ^[[BELOW8]]:
+// CLUSTER:         arith.cmpi sge, %[[SPLITS]], %c4{{.*}} : i64
+// CLUSTER:         gpu.launch_func  @fdc_kernels::@{{gqa_attention_cluster_[0-9]+}}
+// CLUSTER:         gpu.launch_func  @fdc_kernels::@{{gqa_attention_cluster_[0-9]+}}
+// CLUSTER:       ^[[REDUCED]]:
+// CLUSTER:         gpu.launch_func  @fdc_kernels::@{{gqa_attention_partial_[0-9]+}} {{.*}} args({{.*}}, %[[SPLITS]] : i64,
+// CLUSTER:         gpu.launch_func  @fdc_kernels::@{{attention_reduce_[0-9]+}}
+// NOCLUSTER-NOT: gqa_attention_cluster
+// NOCLUSTER-NOT: cluster_dim
+
 // With online softmax a single split (a launch whose blocks, sequences x KV
 // heads, fill the units' waves) is the result: the partial kernel divides
 // the combined accumulators by the combined sum and writes the output, and
@@ -45,6 +123,23 @@
 // thread recomputes its element from the cache (one online softmax over the
 // row, as attention_reduce does for several splits); more splits run the
 // partial kernel, which writes partial rows only, and attention_reduce.
+// On sm_90 splits are added in a cluster first (as above; pinned to 8):
+// the flags' max, the sums and accumulators added (no exponential), and a
+// thread whose row is flagged recomputes its element from the cache.
+// RUN: sed 's/256/128/g; s/4096/2048/g; s/softmax = #decode.softmax<online>/softmax = #decode.softmax<unified_max, phi = 0.0, lo = -20.0, hi = 20.0>, decode.kernel = #decode.kernel<"gqa_attention", {cluster_splits = 8}>/' %s \
+// RUN:   | fdc-opt --decode-assign-weight-layout --convert-decode-to-gpu=target=sm_90 | FileCheck %s --check-prefix=UNIFIEDCLUSTER
+// UNIFIEDCLUSTER-LABEL: gpu.func @{{gqa_attention_cluster_[0-9]+}}(
+// UNIFIEDCLUSTER-SAME:    nvvm.cluster_dim = array<i32: 8, 1, 1>
+// UNIFIEDCLUSTER:         nvvm.cluster.arrive {aligned}
+// UNIFIEDCLUSTER-COUNT-24:  nvvm.mapa
+// UNIFIEDCLUSTER-COUNT-7:   arith.maximumf
+// UNIFIEDCLUSTER-NOT:       llvm.nvvm.ex2.approx
+// UNIFIEDCLUSTER:           %[[FLAG:.*]] = arith.cmpf ogt, %{{.*}}, %{{.*}} : f32
+// UNIFIEDCLUSTER:           %[[FLAGGED:.*]] = arith.ori %[[FLAG]], %{{.*}} : i1
+// UNIFIEDCLUSTER:           scf.if %[[FLAGGED]] {
+// UNIFIEDCLUSTER:             scf.for {{.*}} iter_args
+// UNIFIEDCLUSTER:           memref.store %{{.*}} : memref<?x16x128xbf16>
+// UNIFIEDCLUSTER:         nvvm.cluster.arrive.relaxed {aligned}
 // RUN: sed 's/256/128/g; s/4096/2048/g; s/softmax = #decode.softmax<online>/softmax = #decode.softmax<unified_max, phi = 0.0, lo = -20.0, hi = 20.0>/' %s \
 // RUN:   | fdc-opt --decode-assign-weight-layout --convert-decode-to-gpu=target=sm_90 | FileCheck %s --check-prefix=UNIFIED
 // RUN: sed 's/256/128/g; s/4096/2048/g; s/softmax = #decode.softmax<online>/softmax = #decode.softmax<unified_max, phi = 0.0, lo = -20.0, hi = 20.0>/' %s \

@@ -13,7 +13,7 @@
 // SM90: decode.linear {{.*}}{decode.kernel = #decode.dispatch<max_batch = [8, 16, 32, 64], kernels = [#decode.kernel<"flat_gemm", {batch_tiles = 1 : i64, k_unroll = 8 : i64, row_tiles = 1 : i64, subgroups = 32 : i64}>, #decode.kernel<"flat_gemm", {batch_tiles = 2 : i64, k_unroll = 2 : i64, row_tiles = 1 : i64, subgroups = 16 : i64}>, #decode.kernel<"flat_gemm", {batch_tiles = 4 : i64, k_unroll = 2 : i64, row_tiles = 2 : i64, subgroups = 16 : i64}>, #decode.kernel<"tiled_gemm", {batch_tiles = 2 : i64, k_tile = 128 : i64, row_tiles = 1 : i64, split_k = 1 : i64, stages = 3 : i64, warps_m = 2 : i64, warps_n = 2 : i64}>, #decode.kernel<"tiled_gemm", {batch_tiles = 4 : i64, k_tile = 64 : i64, row_tiles = 4 : i64, split_k = 4 : i64, stages = 4 : i64, warps_m = 2 : i64, warps_n = 2 : i64}>]>}
 // SM90: decode.rope {{.*}}decode.kernel = #decode.kernel<"rope", {threads = 256 : i64}>
 // SM90: decode.kv_append {{.*}}{decode.kernel = #decode.kernel<"kv_append", {}>
-// SM90: decode.attention {{.*}}decode.kernel = #decode.kernel<"gqa_attention", {blocks_per_unit = 0 : i64, f32_operands = 1 : i64, heads_as_b = 1 : i64, max_splits = 128 : i64, min_split_length = 64 : i64, min_splits = 1 : i64, prefetch = 1 : i64, register_softmax = 0 : i64, softmax_lanes = 64 : i64, stages = 0 : i64, subgroups = 4 : i64, waves_per_unit = 2 : i64}>
+// SM90: decode.attention {{.*}}decode.kernel = #decode.kernel<"gqa_attention", {blocks_per_unit = 0 : i64, cluster_splits = 2 : i64, f32_operands = 1 : i64, heads_as_b = 1 : i64, max_splits = 128 : i64, min_split_length = 64 : i64, min_splits = 1 : i64, prefetch = 1 : i64, register_softmax = 0 : i64, softmax_lanes = 64 : i64, stages = 0 : i64, subgroups = 4 : i64, waves_per_unit = 2 : i64}>
 // SM90: decode.sample {{.*}}{decode.kernel = #decode.kernel<"sample", {threads = 1024 : i64}>}
 // GFX90A: decode.linear {{.*}}{decode.kernel = #decode.dispatch<max_batch = [16, 32, 64], kernels = [#decode.kernel<"flat_gemm", {batch_tiles = 1 : i64, k_unroll = 8 : i64, row_tiles = 1 : i64, subgroups = 16 : i64}>, #decode.kernel<"flat_gemm", {batch_tiles = 2 : i64,
 
@@ -70,7 +70,7 @@
 // per-query-head kernel; pinned where it cannot run, an error names the op.
 // RUN: fdc-opt %S/Inputs/head128-bf16.mlir --decode-select-kernels=target=gfx1100 | FileCheck %s --check-prefix=RDNA
 // RDNA: decode.attention {{.*}}decode.kernel = #decode.kernel<"split_kv_attention"
-// GFX90A: decode.attention {{.*}}decode.kernel = #decode.kernel<"gqa_attention", {blocks_per_unit = 0 : i64, f32_operands = 1 : i64,
+// GFX90A: decode.attention {{.*}}decode.kernel = #decode.kernel<"gqa_attention", {blocks_per_unit = 0 : i64, cluster_splits = 0 : i64, f32_operands = 1 : i64,
 // RUN: sed 's/softmax = #decode.softmax<online>/softmax = #decode.softmax<unified_max, phi = 0.0, lo = -20.0, hi = 20.0>, decode.kernel = #decode.kernel<"gqa_attention", {}>/; s/bf16/f16/g' %S/Inputs/head128-bf16.mlir \
 // RUN:   | not fdc-opt --decode-select-kernels=target=sm_90 2>&1 | FileCheck %s --check-prefix=GQAF16
 // GQAF16: error: 'decode.attention' op kernel family 'gqa_attention' needs an MMA of sm_90 on the cache's 'f16' (f16: online softmax only) with at least the group's 2 query heads as rows (heads_as_b = 0), and head_dim 128 a multiple of its k runs and columns
@@ -86,6 +86,16 @@
 // RUN: sed 's/softmax = #decode.softmax<online>/softmax = #decode.softmax<online>, decode.kernel = #decode.kernel<"gqa_attention", {blocks_per_unit = 65}>/' %S/Inputs/head128-bf16.mlir \
 // RUN:   | not fdc-opt --decode-select-kernels=target=sm_90 2>&1 | FileCheck %s --check-prefix=BLOCKSRANGE
 // BLOCKSRANGE: error: 'decode.attention' op kernel config blocks_per_unit = 65 is outside [0, 64]
+// Splits added in a cluster: a power of two the target can cluster, or 0.
+// RUN: sed 's/softmax = #decode.softmax<online>/softmax = #decode.softmax<online>, decode.kernel = #decode.kernel<"gqa_attention", {cluster_splits = 6}>/' %S/Inputs/head128-bf16.mlir \
+// RUN:   | not fdc-opt --decode-select-kernels=target=sm_90 2>&1 | FileCheck %s --check-prefix=CLUSTERPOW2
+// CLUSTERPOW2: error: 'decode.attention' op kernel config cluster_splits = 6 needs a power of two that sm_90 can cluster (cluster_workgroups = 8), or 0
+// RUN: sed 's/softmax = #decode.softmax<online>/softmax = #decode.softmax<online>, decode.kernel = #decode.kernel<"gqa_attention", {cluster_splits = 2}>/' %S/Inputs/head128-bf16.mlir \
+// RUN:   | not fdc-opt --decode-select-kernels=target=gfx942 2>&1 | FileCheck %s --check-prefix=CLUSTERAMD
+// CLUSTERAMD: error: 'decode.attention' op kernel config cluster_splits = 2 needs a power of two that gfx942 can cluster (cluster_workgroups = 0), or 0
+// RUN: sed 's/softmax = #decode.softmax<online>/softmax = #decode.softmax<online>, decode.kernel = #decode.kernel<"gqa_attention", {cluster_splits = 16}>/' %S/Inputs/head128-bf16.mlir \
+// RUN:   | not fdc-opt --decode-select-kernels=target=sm_90 2>&1 | FileCheck %s --check-prefix=CLUSTERRANGE
+// CLUSTERRANGE: error: 'decode.attention' op kernel config cluster_splits = 16 is outside [0, 8]
 // A dispatch by batch size chooses linear kernels only.
 // RUN: sed 's/softmax = #decode.softmax<online>/softmax = #decode.softmax<online>, decode.kernel = #decode.dispatch<max_batch = [1], kernels = [#decode.kernel<"split_kv_attention", {}>, #decode.kernel<"gqa_attention", {}>]>/' %S/Inputs/head128-bf16.mlir \
 // RUN:   | not fdc-opt --decode-select-kernels=target=sm_90 2>&1 | FileCheck %s --check-prefix=DISPATCHATTN
@@ -99,7 +109,7 @@
 // shared memory (register_softmax = 1 is a pinned alternative on NVIDIA).
 // RUN: sed 's/head_dim = 128, bf16>/head_dim = 128, !decode.int4<groups = 4>>/g' %S/Inputs/head128-bf16.mlir > %t.int4.mlir
 // RUN: fdc-opt %t.int4.mlir --decode-select-kernels=target=sm_90 | FileCheck %s --check-prefix=INT4
-// INT4: decode.attention {{.*}}decode.kernel = #decode.kernel<"gqa_attention", {blocks_per_unit = 0 : i64, f32_operands = 0 : i64, heads_as_b = 1 : i64, max_splits = 64 : i64, min_split_length = 64 : i64, min_splits = 1 : i64, prefetch = 1 : i64, register_softmax = 0 : i64, softmax_lanes = 1 : i64,
+// INT4: decode.attention {{.*}}decode.kernel = #decode.kernel<"gqa_attention", {blocks_per_unit = 0 : i64, cluster_splits = {{[02]}} : i64, f32_operands = 0 : i64, heads_as_b = 1 : i64, max_splits = 64 : i64, min_split_length = 64 : i64, min_splits = 1 : i64, prefetch = 1 : i64, register_softmax = 0 : i64, softmax_lanes = 1 : i64,
 // RUN: fdc-opt %t.int4.mlir --decode-select-kernels=target=gfx942 | FileCheck %s --check-prefix=INT4
 // RUN: sed 's/bf16/f32/g' %t.int4.mlir | fdc-opt --decode-select-kernels=target=sm_90 | FileCheck %s --check-prefix=INT4F32
 // INT4F32: decode.attention {{.*}}decode.kernel = #decode.kernel<"split_kv_attention"
@@ -110,7 +120,7 @@
 // of 16 bytes evenly) without stages.
 // RUN: sed 's/softmax = #decode.softmax<online>/softmax = #decode.softmax<unified_max, phi = 0.0, lo = -20.0, hi = 20.0>/' %t.int4.mlir > %t.int4-unified.mlir
 // RUN: fdc-opt %t.int4-unified.mlir --decode-select-kernels=target=sm_90 | FileCheck %s --check-prefix=INT4UNIFIED
-// INT4UNIFIED: decode.attention {{.*}}decode.kernel = #decode.kernel<"gqa_attention", {blocks_per_unit = 4 : i64, f32_operands = 0 : i64, heads_as_b = 1 : i64, max_splits = 64 : i64, min_split_length = 64 : i64, min_splits = 4 : i64, prefetch = 0 : i64, register_softmax = 1 : i64, softmax_lanes = 1 : i64, stages = 2 : i64, subgroups = 4 : i64, waves_per_unit = 2 : i64}>
+// INT4UNIFIED: decode.attention {{.*}}decode.kernel = #decode.kernel<"gqa_attention", {blocks_per_unit = 4 : i64, cluster_splits = 2 : i64, f32_operands = 0 : i64, heads_as_b = 1 : i64, max_splits = 64 : i64, min_split_length = 64 : i64, min_splits = 4 : i64, prefetch = 0 : i64, register_softmax = 1 : i64, softmax_lanes = 1 : i64, stages = 2 : i64, subgroups = 4 : i64, waves_per_unit = 2 : i64}>
 // RUN: fdc-opt %t.int4-unified.mlir --decode-select-kernels=target=gfx942 | FileCheck %s --check-prefix=INT4UNIFIED942
 // INT4UNIFIED942: decode.attention {{.*}}decode.kernel = #decode.kernel<"gqa_attention", {{{.*}} prefetch = 1 : i64, register_softmax = 0 : i64, softmax_lanes = 1 : i64, stages = 0 : i64,
 

@@ -107,6 +107,10 @@ struct GqaAttentionConfig {
   /// compiler bounds a lane's registers to let them), or 0: as many as the
   /// compiler's register choice lets fit.
   int64_t blocksPerUnit;
+  /// The most splits that add their partial rows in a cluster of their
+  /// blocks (a power of two the target can cluster), or 0: never, the
+  /// splits go through the scratch to attention_reduce.
+  int64_t clusterSplits;
 
   explicit GqaAttentionConfig(const KernelConfig &config)
       : subgroups(config.get("subgroups")),
@@ -118,7 +122,8 @@ struct GqaAttentionConfig {
         softmaxLanes(config.get("softmax_lanes")),
         headsAsB(config.get("heads_as_b") != 0),
         registerSoftmax(config.get("register_softmax") != 0),
-        blocksPerUnit(config.get("blocks_per_unit")) {}
+        blocksPerUnit(config.get("blocks_per_unit")),
+        clusterSplits(config.get("cluster_splits")) {}
 };
 
 /// The sizes that follow from the MMA layout and the head dim.
@@ -180,8 +185,15 @@ struct GqaAttentionShape {
   int64_t laneValueRuns() const { return headsAsB ? layout.aRowsPerLane : 1; }
 
   /// f32s of shared memory: the scores and corrections of every subgroup
-  /// during the loop, then every subgroup's partial rows.
-  int64_t sharedFloats(int64_t subgroups) const {
+  /// during the loop, then every subgroup's partial rows; `clustered`: then
+  /// the block's own partial rows, which the cluster's blocks read
+  /// (clusterRowsOffset).
+  int64_t sharedFloats(int64_t subgroups, bool clustered) const {
+    int64_t rows = clustered ? group * (headDim + 2) : 0;
+    return clusterRowsOffset(subgroups) + rows;
+  }
+  /// Where a clustered block's partial rows start in its f32s.
+  int64_t clusterRowsOffset(int64_t subgroups) const {
     int64_t loop = subgroups * subgroupFloats();
     int64_t combine = subgroups * group * (headDim + 2);
     return std::max(loop, combine);
@@ -205,8 +217,8 @@ struct GqaAttentionShape {
   }
   /// Bytes of shared memory: the f32s (sharedFloats), then, with stages,
   /// every subgroup's stages from a 16-byte boundary.
-  int64_t sharedBytes(int64_t subgroups, int64_t stages) const {
-    int64_t floats = sharedFloats(subgroups) * 4;
+  int64_t sharedBytes(int64_t subgroups, int64_t stages, bool clustered) const {
+    int64_t floats = sharedFloats(subgroups, clustered) * 4;
     if (stages == 0)
       return floats;
     return llvm::alignTo(floats, 16) + stages * subgroups * stageBytes();
@@ -259,6 +271,18 @@ struct GqaAttentionShape {
 /// vendors address, so that the kernel neither spills nor runs one
 /// subgroup per scheduler.
 constexpr int64_t kRegisterBudget = 224;
+/// The most splits a config may add in a cluster (the portable cluster
+/// size of sm_90).
+constexpr int64_t kMaxClusterSplits = 8;
+/// The most the default config adds in a cluster. On the H100 two splits in
+/// a cluster beat the partial kernel and attention_reduce on 14 of 15
+/// (config, scheme) pairs with two splits, by 0.3-5.2 % (bf16 MQA, B = 128,
+/// S = 1024: 27.4 against 28.8 us; 0.2 % slower on one), while clusters of
+/// 4 and 8 lost 7.6-51 % on every pair (bf16 MHA, B = 1, S = 2048, 8 splits:
+/// 18.4 against 15.6 us; INT4 MQA, B = 32: 26.5 against 21.2; bf16 MQA, B
+/// = 32, S = 32768: 223 against 182), as split-K GEMMs' clusters of 4 did
+/// (ClusterSplitSums::kMaxSplits): 2026-12-07, docs/perf.md.
+constexpr int64_t kDefaultClusterSplits = 2;
 
 std::optional<GqaAttentionShape>
 GqaAttentionShape::get(decode::AttentionOp op, const GpuPrimitives &target,
@@ -366,18 +390,26 @@ std::optional<GqaAttentionShape> getDefaultShape(decode::AttentionOp op,
 
 /// What a kernel's blocks write: their splits' partial rows, which
 /// attention_reduce combines; the output, in a launch of one split; or,
-/// in one kernel, either, as the launch's split count says.
-enum class GqaAttentionOutput { PartialRows, Result, ByLaunch };
+/// in one kernel, either, as the launch's split count says; or the output,
+/// from the partial rows of a launch's splits, which form one cluster
+/// (GqaAttentionBuilder::addSplitsInCluster).
+enum class GqaAttentionOutput { PartialRows, Result, ByLaunch, Cluster };
 
 /// Builds the body of gqa_attention_partial (and, for unified max,
 /// gqa_attention_single_split); one instance per kernel.
 class GqaAttentionBuilder : AttentionArgs {
 public:
+  /// `clusterSplits`: with output Cluster, the launch's splits, one
+  /// cluster of blocks per (KV head, sequence).
   GqaAttentionBuilder(GpuEmitter &e, const AttentionProblem &problem,
                       const GqaAttentionConfig &config,
-                      const GqaAttentionShape &shape, GqaAttentionOutput output)
+                      const GqaAttentionShape &shape, GqaAttentionOutput output,
+                      int64_t clusterSplits = 1)
       : e(e), b(e.builder()), target(e.target()), problem(problem),
-        config(config), shape(shape), layout(shape.layout), output(output) {
+        config(config), shape(shape), layout(shape.layout), output(output),
+        clusterSplits(clusterSplits) {
+    if (clustered())
+      clusterRows = shape.clusterRowsOffset(config.subgroups);
     element = shape.operand;
     keyElement = shape.keyOperand;
     accType = VectorType::get({layout.accPerLane}, b.getF32Type());
@@ -535,7 +567,7 @@ private:
     Value bytes = shared;
     auto bytesType = cast<MemRefType>(bytes.getType());
     Attribute space = bytesType.getMemorySpace();
-    int64_t floats = shape.sharedFloats(config.subgroups);
+    int64_t floats = shape.sharedFloats(config.subgroups, clustered());
     auto floatsType = MemRefType::get({floats}, b.getF32Type(),
                                       MemRefLayoutAttrInterface(), space);
     shared =
@@ -559,7 +591,11 @@ private:
     writeSubgroupResult(state);
     e.barrier();
     writePartials();
+    if (clustered())
+      addSplitsInCluster();
   }
+
+  bool clustered() const { return output == GqaAttentionOutput::Cluster; }
 
   Value minU(Value x, Value y) { return arith::MinUIOp::create(b, x, y); }
 
@@ -1494,6 +1530,13 @@ private:
         Value out = addI(b, mulI(b, splitRow, e.index(rowFloats)), offset);
         memref::StoreOp::create(b, result, args[Partials], ValueRange{out});
       };
+      auto keepPartial = [&] {
+        // The block's partial row, in its shared memory for the cluster.
+        Value isMax = e.cmpi(CmpIPredicate::eq, offset, maxOffset);
+        Value result = e.select(isMax, globalMax, total);
+        Value at = addI(b, e.index(clusterRows), x);
+        memref::StoreOp::create(b, result, shared, ValueRange{at});
+      };
       auto writeResult = [&] {
         Value isDim = e.cmpi(CmpIPredicate::ult, offset, maxOffset);
         e.ifThenElse(isDim, [&] {
@@ -1519,8 +1562,84 @@ private:
       case GqaAttentionOutput::ByLaunch:
         e.ifThenElse(single, writeResult, writePartial);
         return;
+      case GqaAttentionOutput::Cluster:
+        keepPartial();
+        return;
       }
     });
+  }
+
+  /// The output from the partial rows of the cluster's blocks, one per
+  /// split (the launch's splits form one cluster): after a cluster barrier
+  /// that makes every block's rows visible, split s's thread t takes the
+  /// output elements s * threads + t, (s + splits) * threads + t, ... of
+  /// the group's heads, loads its row's (max or flag, sum, acc) from every
+  /// block's shared memory (all in flight together) and combines them as
+  /// attention_reduce does: online, rescaled to the largest max; unified
+  /// max, added, the element recomputed from the cache where a split
+  /// flagged its row (storeUnifiedAttentionResult). A second cluster
+  /// barrier keeps every block's shared memory until the others have
+  /// read it. No scratch, no second kernel.
+  void addSplitsInCluster() {
+    target.clusterBarrier(b);
+    int64_t d = problem.headDim();
+    int64_t rowFloats = problem.partialRowFloats();
+    int64_t threads = config.subgroups * e.subgroupSize();
+    Value pointer = memref::ExtractAlignedPointerAsIndexOp::create(b, shared);
+    Value rowsStart = addI(b, pointer, e.index(clusterRows * 4));
+    Value base = arith::IndexCastOp::create(b, b.getI64Type(), rowsStart);
+    auto load = [&](Value floatIndex, int64_t rank) {
+      Value bytes = mulI(b, floatIndex, e.index(4));
+      Value offset = arith::IndexCastOp::create(b, b.getI64Type(), bytes);
+      Value address = arith::AddIOp::create(b, base, offset);
+      return target.loadClusterShared(b, address, e.i32(rank), b.getF32Type());
+    };
+    Value firstOfSplit = mulI(b, split, e.index(threads));
+    Value first = addI(b, firstOfSplit, e.threadId());
+    Value elements = e.index(shape.group * d);
+    Value stride = e.index(clusterSplits * threads);
+    Value groupBase = mulI(b, kvHead, e.index(shape.group));
+    e.loop(first, elements, stride, [&](Value x) {
+      Value head = arith::DivUIOp::create(b, x, e.index(d));
+      Value dim = arith::RemUIOp::create(b, x, e.index(d));
+      Value rowBase = mulI(b, head, e.index(rowFloats));
+      Value maxAt = addI(b, rowBase, e.index(d));
+      Value sumAt = addI(b, rowBase, e.index(d + 1));
+      Value accAt = addI(b, rowBase, dim);
+      SmallVector<Value> maxes, sums, accs;
+      for (int64_t s = 0; s < clusterSplits; ++s) {
+        maxes.push_back(load(maxAt, s));
+        sums.push_back(load(sumAt, s));
+        accs.push_back(load(accAt, s));
+      }
+      Value max = maxes.front();
+      for (Value other : ArrayRef<Value>(maxes).drop_front())
+        max = arith::MaximumFOp::create(b, max, other);
+      Value sum = e.f32(0), acc = e.f32(0);
+      for (int64_t s = 0; s < clusterSplits; ++s) {
+        if (problem.unified()) {
+          sum = e.add(sum, sums[s]);
+          acc = e.add(acc, accs[s]);
+          continue;
+        }
+        Value factor = attentionScaleFactor(e, maxes[s], max);
+        Value scaledSum = e.mul(sums[s], factor);
+        Value scaledAcc = e.mul(accs[s], factor);
+        sum = e.add(sum, scaledSum);
+        acc = e.add(acc, scaledAcc);
+      }
+      Value queryHead = addI(b, groupBase, head);
+      if (problem.unified()) {
+        storeUnifiedAttentionResult(
+            e, problem, {args, args[Out], layerIndex, sequence, queryHead, dim},
+            max, sum, acc);
+        return;
+      }
+      Value value = e.div(acc, sum);
+      e.store(value, args[Out], {sequence, queryHead, dim});
+    });
+    // Every load of another block's rows has been used above.
+    target.clusterExecutionBarrier(b);
   }
 
   GpuEmitter &e;
@@ -1531,6 +1650,9 @@ private:
   const GqaAttentionShape &shape;
   const MmaLayout &layout;
   GqaAttentionOutput output;
+  int64_t clusterSplits;
+  /// With output Cluster: where the block's partial rows start in `shared`.
+  int64_t clusterRows = 0;
   /// The operand type of P and V (element), and of Q and K (keyElement).
   Type element, keyElement;
   VectorType accType;
@@ -1658,8 +1780,16 @@ public:
       blocksPerUnit = 4;
       minSplits = 4;
     }
+    // Two splits of a (KV head, sequence) add their partial rows in a
+    // cluster of their two blocks where the target has clusters, instead of
+    // attention_reduce, whose launch after the partial kernel took 1.5-2.6
+    // us on the H100 however few the splits (kDefaultClusterSplits).
+    int64_t clusterSplits = target.target().canCluster(kDefaultClusterSplits)
+                                ? kDefaultClusterSplits
+                                : 0;
     return makeConfig(op->getContext(),
                       {{"subgroups", 4},
+                       {"cluster_splits", clusterSplits},
                        {"max_splits", maxSplits},
                        {"waves_per_unit", wavesPerUnit},
                        {"min_splits", minSplits},
@@ -1686,8 +1816,18 @@ public:
         failed(checkRange(op, config, "heads_as_b", 0, 1)) ||
         failed(checkRange(op, config, "register_softmax", 0, 1)) ||
         failed(checkRange(op, config, "softmax_lanes", 1, 64)) ||
-        failed(checkRange(op, config, "blocks_per_unit", 0, 64)))
+        failed(checkRange(op, config, "blocks_per_unit", 0, 64)) ||
+        failed(checkRange(op, config, "cluster_splits", 0, kMaxClusterSplits)))
       return failure();
+    int64_t clusterSplits = config.get("cluster_splits");
+    if (clusterSplits > 1 && (!llvm::isPowerOf2_64(clusterSplits) ||
+                              !target.target().canCluster(clusterSplits)))
+      return op->emitOpError()
+             << "kernel config cluster_splits = " << clusterSplits
+             << " needs a power of two that "
+             << target.target().getArch().getValue()
+             << " can cluster (cluster_workgroups = "
+             << target.target().getClusterWorkgroups() << "), or 0";
     auto attention = cast<decode::AttentionOp>(op);
     bool headsAsB = config.get("heads_as_b") != 0;
     std::optional<GqaAttentionShape> shape =
@@ -1720,7 +1860,8 @@ public:
                << shape->stepPositions << " positions copy in "
                << target.vectorBytes() << "-byte pieces, as many per lane";
     }
-    int64_t bytes = shape->sharedBytes(config.get("subgroups"), stages);
+    int64_t bytes =
+        shape->sharedBytes(config.get("subgroups"), stages, clusterSplits > 1);
     if (bytes > target.target().getSharedMemory())
       return op->emitOpError()
              << "kernel config subgroups = " << config.get("subgroups")
@@ -1751,66 +1892,120 @@ public:
         arith::MulIOp::create(host, ctx.batch, ctx.hostI64(problem.kvHeads()));
     Value numSplits =
         getAttentionSplits(ctx, problem, config.splits, blocksPerSplit);
-    Value chunk = ctx.ceilDiv(ctx.maxContext, numSplits);
     // The layer is an argument (the last one), so one kernel serves every
     // layer.
     Value layer = ctx.hostI64(problem.layer);
     int64_t threads = config.subgroups * ctx.subgroupSize();
-    SmallVector<KernelArg> args =
-        getAttentionArgs(problem, partials, numSplits);
-    args.append({KernelArg::scalar(chunk), KernelArg::buffer(problem.out),
-                 KernelArg::scalar(layer)});
-    auto launch = [&](StringRef name, GqaAttentionOutput output) {
+    // A kernel of `splits` splits (host i64) writing `output`; with output
+    // Cluster, `clusterSplits` of them, one cluster of blocks per (KV head,
+    // sequence).
+    auto launch = [&](StringRef name, GqaAttentionOutput output, Value splits,
+                      int64_t clusterSplits = 1) {
+      bool clustered = output == GqaAttentionOutput::Cluster;
+      Value chunk = ctx.ceilDiv(ctx.maxContext, splits);
+      SmallVector<KernelArg> args = getAttentionArgs(problem, partials, splits);
+      args.append({KernelArg::scalar(chunk), KernelArg::buffer(problem.out),
+                   KernelArg::scalar(layer)});
+      KernelContext::Workgroup workgroup(threads, config.blocksPerUnit);
+      workgroup.cluster = {clusterSplits, 1, 1};
       ctx.launch(
           name, args,
-          {ctx.toIndex(numSplits), ctx.hostIndex(problem.kvHeads()),
+          {ctx.toIndex(splits), ctx.hostIndex(problem.kvHeads()),
            ctx.toIndex(ctx.batch)},
-          KernelContext::Workgroup(threads, config.blocksPerUnit),
+          workgroup,
           config.stages > 0
               ? KernelContext::SharedMemory{shape.sharedBytes(config.subgroups,
-                                                              config.stages),
+                                                              config.stages,
+                                                              clustered),
                                             builder.getI8Type()}
-              : KernelContext::SharedMemory{shape.sharedFloats(
-                                                config.subgroups),
+              : KernelContext::SharedMemory{shape.sharedFloats(config.subgroups,
+                                                               clustered),
                                             builder.getF32Type()},
           [&](GpuEmitter &e, ArrayRef<Value> v) {
-            GqaAttentionBuilder(e, problem, config, shape, output).build(v);
+            GqaAttentionBuilder(e, problem, config, shape, output,
+                                clusterSplits)
+                .build(v);
           });
     };
-    Value one = ctx.hostI64(1);
-    if (!problem.unified()) {
-      // One split writes the output itself (writePartials): the reduce
-      // runs for more.
-      launch("gqa_attention_partial", GqaAttentionOutput::ByLaunch);
-      Value several =
-          arith::CmpIOp::create(host, CmpIPredicate::ne, numSplits, one);
-      HostBranches branches(host);
-      if (failed(branches.when(several, [&] {
-            launchAttentionReduce(ctx, problem, partials, numSplits);
-            return success();
-          })))
-        return failure();
-      branches.end();
-      return success();
+    // Splits in clusters: the chosen count, if it is at most
+    // cluster_splits, rounded down to a power of two (a kernel per cluster
+    // size; whole waves stay whole); splits the op fixes only as they are
+    // (one kernel).
+    int64_t largestCluster = config.clusterSplits, smallestCluster = 2;
+    if (problem.splits > 0) {
+      int64_t fixed = std::min(problem.splits, config.splits.maxSplits);
+      largestCluster =
+          llvm::isPowerOf2_64(fixed) && fixed <= largestCluster ? fixed : 0;
+      smallestCluster = largestCluster;
     }
+    auto launchClusters = [&] {
+      HostBranches sizes(host);
+      for (int64_t size = largestCluster; size >= smallestCluster; size /= 2) {
+        auto launchSize = [&] {
+          launch("gqa_attention_cluster", GqaAttentionOutput::Cluster,
+                 ctx.hostI64(size), size);
+          return success();
+        };
+        if (size == smallestCluster) {
+          if (failed(sizes.otherwise(launchSize)))
+            return failure();
+          break;
+        }
+        Value fits = arith::CmpIOp::create(host, CmpIPredicate::sge, numSplits,
+                                           ctx.hostI64(size));
+        if (failed(sizes.when(fits, launchSize)))
+          return failure();
+      }
+      sizes.end();
+      return success();
+    };
+    Value one = ctx.hostI64(1);
+    HostBranches branches(host);
     // Unified max: one split gets a kernel of its own, which writes the
     // output and recomputes a flagged row, so that the kernel of several
     // splits keeps the code of the partial rows alone. (With both in one
     // kernel, its registers went from 213 to 221 and bf16 MQA at B = 1 to
     // 32, several splits, ran 0.4-0.5 us slower a launch: H100, two suite
     // runs.)
-    Value single =
-        arith::CmpIOp::create(host, CmpIPredicate::eq, numSplits, one);
-    HostBranches branches(host);
-    if (failed(branches.when(single,
-                             [&] {
-                               launch("gqa_attention_single_split",
-                                      GqaAttentionOutput::Result);
-                               return success();
-                             })) ||
-        failed(branches.otherwise([&] {
-          launch("gqa_attention_partial", GqaAttentionOutput::PartialRows);
-          launchAttentionReduce(ctx, problem, partials, numSplits);
+    if (problem.unified()) {
+      Value single =
+          arith::CmpIOp::create(host, CmpIPredicate::eq, numSplits, one);
+      if (failed(branches.when(single, [&] {
+            launch("gqa_attention_single_split", GqaAttentionOutput::Result,
+                   numSplits);
+            return success();
+          })))
+        return failure();
+    }
+    if (largestCluster >= 2) {
+      Value several =
+          arith::CmpIOp::create(host, CmpIPredicate::sgt, numSplits, one);
+      Value few = arith::CmpIOp::create(host, CmpIPredicate::sle, numSplits,
+                                        ctx.hostI64(largestCluster));
+      Value clustered = arith::AndIOp::create(host, several, few);
+      if (failed(branches.when(clustered, launchClusters)))
+        return failure();
+    }
+    if (failed(branches.otherwise([&] {
+          // Online: one split writes the output itself (writePartials);
+          // the reduce runs for more.
+          if (problem.unified()) {
+            launch("gqa_attention_partial", GqaAttentionOutput::PartialRows,
+                   numSplits);
+            launchAttentionReduce(ctx, problem, partials, numSplits);
+            return success();
+          }
+          launch("gqa_attention_partial", GqaAttentionOutput::ByLaunch,
+                 numSplits);
+          Value several =
+              arith::CmpIOp::create(host, CmpIPredicate::ne, numSplits, one);
+          HostBranches reduce(host);
+          if (failed(reduce.when(several, [&] {
+                launchAttentionReduce(ctx, problem, partials, numSplits);
+                return success();
+              })))
+            return failure();
+          reduce.end();
           return success();
         })))
       return failure();
