@@ -89,10 +89,13 @@
 // Splits added in a cluster: a power of two the target can cluster, or 0.
 // RUN: sed 's/softmax = #decode.softmax<online>/softmax = #decode.softmax<online>, decode.kernel = #decode.kernel<"gqa_attention", {cluster_splits = 6}>/' %S/Inputs/head128-bf16.mlir \
 // RUN:   | not fdc-opt --decode-select-kernels=target=sm_90 2>&1 | FileCheck %s --check-prefix=CLUSTERPOW2
-// CLUSTERPOW2: error: 'decode.attention' op kernel config cluster_splits = 6 needs a power of two that sm_90 can cluster (cluster_workgroups = 8), or 0
+// CLUSTERPOW2: error: 'decode.attention' op kernel config cluster_splits = 6 needs a power of two from 2 to the 8 workgroups a cluster of sm_90 holds, or 0 (none)
 // RUN: sed 's/softmax = #decode.softmax<online>/softmax = #decode.softmax<online>, decode.kernel = #decode.kernel<"gqa_attention", {cluster_splits = 2}>/' %S/Inputs/head128-bf16.mlir \
 // RUN:   | not fdc-opt --decode-select-kernels=target=gfx942 2>&1 | FileCheck %s --check-prefix=CLUSTERAMD
-// CLUSTERAMD: error: 'decode.attention' op kernel config cluster_splits = 2 needs a power of two that gfx942 can cluster (cluster_workgroups = 0), or 0
+// CLUSTERAMD: error: 'decode.attention' op kernel config cluster_splits = 2 needs clusters of workgroups, which gfx942 does not have: 0 (the splits go to attention_reduce)
+// RUN: sed 's/softmax = #decode.softmax<online>/softmax = #decode.softmax<online>, decode.kernel = #decode.kernel<"gqa_attention", {cluster_splits = 1}>/' %S/Inputs/head128-bf16.mlir \
+// RUN:   | not fdc-opt --decode-select-kernels=target=sm_90 2>&1 | FileCheck %s --check-prefix=CLUSTERONE
+// CLUSTERONE: error: 'decode.attention' op kernel config cluster_splits = 1 needs a power of two from 2 to the 8 workgroups a cluster of sm_90 holds, or 0 (none)
 // RUN: sed 's/softmax = #decode.softmax<online>/softmax = #decode.softmax<online>, decode.kernel = #decode.kernel<"gqa_attention", {cluster_splits = 16}>/' %S/Inputs/head128-bf16.mlir \
 // RUN:   | not fdc-opt --decode-select-kernels=target=sm_90 2>&1 | FileCheck %s --check-prefix=CLUSTERRANGE
 // CLUSTERRANGE: error: 'decode.attention' op kernel config cluster_splits = 16 is outside [0, 8]

@@ -56,7 +56,11 @@
 // split's partial rows, the same as split_kv_attention's, which
 // attention_reduce combines; a launch of one split writes the output
 // instead (unified max recomputing a flagged row there) and the step
-// launches no reduce.
+// launches no reduce. Where the target has clusters, a launch of 2 to
+// cluster_splits splits (gqa_attention_cluster) keeps each block's rows in
+// its shared memory, and the blocks of a (KV head, sequence), one cluster,
+// add them there and write the output (addSplitsInCluster): no reduce
+// either.
 //
 //===----------------------------------------------------------------------===//
 
@@ -275,7 +279,7 @@ constexpr int64_t kRegisterBudget = 224;
 /// size of sm_90).
 constexpr int64_t kMaxClusterSplits = 8;
 /// The most the default config adds in a cluster. On the H100 two splits in
-/// a cluster beat the partial kernel and attention_reduce on 14 of 15
+/// a cluster beat the partial kernel and attention_reduce on 21 of 22
 /// (config, scheme) pairs with two splits, by 0.3-5.2 % (bf16 MQA, B = 128,
 /// S = 1024: 27.4 against 28.8 us; 0.2 % slower on one), while clusters of
 /// 4 and 8 lost 7.6-51 % on every pair (bf16 MHA, B = 1, S = 2048, 8 splits:
@@ -395,8 +399,8 @@ std::optional<GqaAttentionShape> getDefaultShape(decode::AttentionOp op,
 /// (GqaAttentionBuilder::addSplitsInCluster).
 enum class GqaAttentionOutput { PartialRows, Result, ByLaunch, Cluster };
 
-/// Builds the body of gqa_attention_partial (and, for unified max,
-/// gqa_attention_single_split); one instance per kernel.
+/// Builds the body of gqa_attention_partial, gqa_attention_cluster and, for
+/// unified max, gqa_attention_single_split; one instance per kernel.
 class GqaAttentionBuilder : AttentionArgs {
 public:
   /// `clusterSplits`: with output Cluster, the launch's splits, one
@@ -1476,11 +1480,13 @@ private:
   }
 
   /// Combines the subgroups: thread x writes element x of the group's
-  /// partial rows, or, where `output` says a launch of one split, whose
-  /// rows are the result (the host launches no attention_reduce), dim x of
-  /// a head: its combined accumulator over its combined sum (unified max:
-  /// unless the row is flagged or its sum out of range, when the thread
-  /// recomputes it, as the reduce would).
+  /// partial rows (to the scratch; with output Cluster, to the block's own
+  /// rows in shared memory, which addSplitsInCluster adds), or, where
+  /// `output` says a launch of one split, whose rows are the result (the
+  /// host launches no attention_reduce), dim x of a head: its combined
+  /// accumulator over its combined sum (unified max: unless the row is
+  /// flagged or its sum out of range, when the thread recomputes it, as the
+  /// reduce would).
   void writePartials() {
     int64_t rowFloats = problem.partialRowFloats();
     int64_t d = problem.headDim();
@@ -1581,6 +1587,8 @@ private:
   /// barrier keeps every block's shared memory until the others have
   /// read it. No scratch, no second kernel.
   void addSplitsInCluster() {
+    // The launch's grid is one cluster wide in x (its splits), so a block's
+    // split is its rank in the cluster.
     target.clusterBarrier(b);
     int64_t d = problem.headDim();
     int64_t rowFloats = problem.partialRowFloats();
@@ -1784,9 +1792,13 @@ public:
     // cluster of their two blocks where the target has clusters, instead of
     // attention_reduce, whose launch after the partial kernel took 1.5-2.6
     // us on the H100 however few the splits (kDefaultClusterSplits).
-    int64_t clusterSplits = target.target().canCluster(kDefaultClusterSplits)
-                                ? kDefaultClusterSplits
-                                : 0;
+    // (None where the block's own rows would not fit beside the rest.)
+    int64_t clusterSplits =
+        target.target().canCluster(kDefaultClusterSplits) && shape &&
+                shape->sharedBytes(4, stages, /*clustered=*/true) <=
+                    target.target().getSharedMemory()
+            ? kDefaultClusterSplits
+            : 0;
     return makeConfig(op->getContext(),
                       {{"subgroups", 4},
                        {"cluster_splits", clusterSplits},
@@ -1820,14 +1832,19 @@ public:
         failed(checkRange(op, config, "cluster_splits", 0, kMaxClusterSplits)))
       return failure();
     int64_t clusterSplits = config.get("cluster_splits");
-    if (clusterSplits > 1 && (!llvm::isPowerOf2_64(clusterSplits) ||
+    StringRef arch = target.target().getArch().getValue();
+    if (clusterSplits > 0 && target.target().getClusterWorkgroups() < 2)
+      return op->emitOpError()
+             << "kernel config cluster_splits = " << clusterSplits << " needs "
+             << "clusters of workgroups, which " << arch
+             << " does not have: 0 (the splits go to attention_reduce)";
+    if (clusterSplits > 0 && (!llvm::isPowerOf2_64(clusterSplits) ||
                               !target.target().canCluster(clusterSplits)))
       return op->emitOpError()
              << "kernel config cluster_splits = " << clusterSplits
-             << " needs a power of two that "
-             << target.target().getArch().getValue()
-             << " can cluster (cluster_workgroups = "
-             << target.target().getClusterWorkgroups() << "), or 0";
+             << " needs a power of two from 2 to the "
+             << target.target().getClusterWorkgroups()
+             << " workgroups a cluster of " << arch << " holds, or 0 (none)";
     auto attention = cast<decode::AttentionOp>(op);
     bool headsAsB = config.get("heads_as_b") != 0;
     std::optional<GqaAttentionShape> shape =
@@ -1866,6 +1883,9 @@ public:
       return op->emitOpError()
              << "kernel config subgroups = " << config.get("subgroups")
              << (stages > 0 ? ", stages = " + std::to_string(stages) : "")
+             << (clusterSplits > 1
+                     ? ", cluster_splits = " + std::to_string(clusterSplits)
+                     : "")
              << " needs " << bytes << " bytes of shared memory, more than the "
              << target.target().getSharedMemory() << " of "
              << target.target().getArch().getValue();
@@ -1931,7 +1951,11 @@ public:
     // cluster_splits, rounded down to a power of two (a kernel per cluster
     // size; whole waves stay whole); splits the op fixes only as they are
     // (one kernel).
-    int64_t largestCluster = config.clusterSplits, smallestCluster = 2;
+    // (No larger than the most splits the config takes.)
+    int64_t largestCluster =
+        std::min<int64_t>(config.clusterSplits,
+                          llvm::bit_floor<uint64_t>(config.splits.maxSplits));
+    int64_t smallestCluster = 2;
     if (problem.splits > 0) {
       int64_t fixed = std::min(problem.splits, config.splits.maxSplits);
       largestCluster =
