@@ -139,6 +139,18 @@ void storeUnifiedAttentionResult(GpuEmitter &e, const AttentionProblem &problem,
                                  mlir::Value flag, mlir::Value sum,
                                  mlir::Value acc);
 
+/// One split's part of an output element: its row's max (online) or flag
+/// (unified max), its row's sum, and the element's accumulator.
+struct SplitState {
+  mlir::Value first, sum, acc;
+};
+
+/// Several splits' states of one output element combined: online, each
+/// rescaled to the largest max; unified max, the flags' max, the sums and
+/// accumulators added. attention_reduce and gqa_attention_cluster share it.
+SplitState mergeSplitStates(GpuEmitter &e, const AttentionProblem &problem,
+                            llvm::ArrayRef<SplitState> states);
+
 /// Launches attention_reduce, which combines the `numSplits` (host i64)
 /// partial rows in `partials` of each (sequence, query head) into
 /// problem.out: a subgroup-wide unit of head dims takes as many groups of

@@ -77,6 +77,29 @@ Value fdc::gpu::attentionExp(GpuEmitter &e, Value x) {
   return e.target().exp2(e.builder(), scaled);
 }
 
+SplitState fdc::gpu::mergeSplitStates(GpuEmitter &e,
+                                      const AttentionProblem &problem,
+                                      ArrayRef<SplitState> states) {
+  ImplicitLocOpBuilder &b = e.builder();
+  Value first = states.front().first;
+  for (const SplitState &state : states.drop_front())
+    first = arith::MaximumFOp::create(b, first, state.first);
+  Value sum = e.f32(0), acc = e.f32(0);
+  for (const SplitState &state : states) {
+    if (problem.unified()) {
+      sum = e.add(sum, state.sum);
+      acc = e.add(acc, state.acc);
+      continue;
+    }
+    Value factor = attentionScaleFactor(e, state.first, first);
+    Value scaledSum = e.mul(state.sum, factor);
+    Value scaledAcc = e.mul(state.acc, factor);
+    sum = e.add(sum, scaledSum);
+    acc = e.add(acc, scaledAcc);
+  }
+  return {first, sum, acc};
+}
+
 Value fdc::gpu::attentionScaleFactor(GpuEmitter &e, Value x, Value max) {
   Value empty = e.cmpf(CmpFPredicate::OEQ, x, e.f32(-INFINITY));
   Value zero = e.f32(0);
@@ -307,26 +330,13 @@ private:
   int64_t maxOffset() const { return problem.headDim(); }
   int64_t sumOffset() const { return problem.headDim() + 1; }
 
-  /// Several (max or flag, sum, acc) combined. Online: each rescaled to
-  /// the largest max; unified max: flags or'ed (as a max), sums added.
+  /// Several (max or flag, sum, acc) combined (mergeSplitStates).
   SmallVector<Value> mergeAll(ArrayRef<SmallVector<Value>> states) {
-    Value first = states.front()[0];
-    for (const SmallVector<Value> &state : states.drop_front())
-      first = arith::MaximumFOp::create(b, first, state[0]);
-    Value sum = e.f32(0), acc = e.f32(0);
-    for (const SmallVector<Value> &state : states) {
-      if (problem.unified()) {
-        sum = e.add(sum, state[1]);
-        acc = e.add(acc, state[2]);
-        continue;
-      }
-      Value factor = attentionScaleFactor(e, state[0], first);
-      Value scaledSum = e.mul(state[1], factor);
-      Value scaledAcc = e.mul(state[2], factor);
-      sum = e.add(sum, scaledSum);
-      acc = e.add(acc, scaledAcc);
-    }
-    return {first, sum, acc};
+    SmallVector<SplitState> splits;
+    for (const SmallVector<Value> &state : states)
+      splits.push_back({state[0], state[1], state[2]});
+    SplitState merged = mergeSplitStates(e, problem, splits);
+    return {merged.first, merged.sum, merged.acc};
   }
 
   GpuEmitter &e;

@@ -275,9 +275,6 @@ struct GqaAttentionShape {
 /// vendors address, so that the kernel neither spills nor runs one
 /// subgroup per scheduler.
 constexpr int64_t kRegisterBudget = 224;
-/// The most splits a config may add in a cluster (the portable cluster
-/// size of sm_90).
-constexpr int64_t kMaxClusterSplits = 8;
 /// The most the default config adds in a cluster. On the H100 two splits in
 /// a cluster beat the partial kernel and attention_reduce on 21 of 22
 /// (config, scheme) pairs with two splits, by 0.3-5.2 % (bf16 MQA, B = 128,
@@ -1614,28 +1611,14 @@ private:
       Value maxAt = addI(b, rowBase, e.index(d));
       Value sumAt = addI(b, rowBase, e.index(d + 1));
       Value accAt = addI(b, rowBase, dim);
-      SmallVector<Value> maxes, sums, accs;
+      SmallVector<SplitState> states;
       for (int64_t s = 0; s < clusterSplits; ++s) {
-        maxes.push_back(load(maxAt, s));
-        sums.push_back(load(sumAt, s));
-        accs.push_back(load(accAt, s));
+        Value max = load(maxAt, s);
+        Value sum = load(sumAt, s);
+        Value acc = load(accAt, s);
+        states.push_back({max, sum, acc});
       }
-      Value max = maxes.front();
-      for (Value other : ArrayRef<Value>(maxes).drop_front())
-        max = arith::MaximumFOp::create(b, max, other);
-      Value sum = e.f32(0), acc = e.f32(0);
-      for (int64_t s = 0; s < clusterSplits; ++s) {
-        if (problem.unified()) {
-          sum = e.add(sum, sums[s]);
-          acc = e.add(acc, accs[s]);
-          continue;
-        }
-        Value factor = attentionScaleFactor(e, maxes[s], max);
-        Value scaledSum = e.mul(sums[s], factor);
-        Value scaledAcc = e.mul(accs[s], factor);
-        sum = e.add(sum, scaledSum);
-        acc = e.add(acc, scaledAcc);
-      }
+      auto [max, sum, acc] = mergeSplitStates(e, problem, states);
       Value queryHead = addI(b, groupBase, head);
       if (problem.unified()) {
         storeUnifiedAttentionResult(
@@ -1828,16 +1811,19 @@ public:
         failed(checkRange(op, config, "heads_as_b", 0, 1)) ||
         failed(checkRange(op, config, "register_softmax", 0, 1)) ||
         failed(checkRange(op, config, "softmax_lanes", 1, 64)) ||
-        failed(checkRange(op, config, "blocks_per_unit", 0, 64)) ||
-        failed(checkRange(op, config, "cluster_splits", 0, kMaxClusterSplits)))
+        failed(checkRange(op, config, "blocks_per_unit", 0, 64)))
       return failure();
+    // The most splits in a cluster: the target's cluster_workgroups.
     int64_t clusterSplits = config.get("cluster_splits");
+    int64_t clusterWorkgroups = target.target().getClusterWorkgroups();
     StringRef arch = target.target().getArch().getValue();
-    if (clusterSplits > 0 && target.target().getClusterWorkgroups() < 2)
+    if (clusterSplits > 0 && clusterWorkgroups < 2)
       return op->emitOpError()
              << "kernel config cluster_splits = " << clusterSplits << " needs "
              << "clusters of workgroups, which " << arch
              << " does not have: 0 (the splits go to attention_reduce)";
+    if (failed(checkRange(op, config, "cluster_splits", 0, clusterWorkgroups)))
+      return failure();
     if (clusterSplits > 0 && (!llvm::isPowerOf2_64(clusterSplits) ||
                               !target.target().canCluster(clusterSplits)))
       return op->emitOpError()
