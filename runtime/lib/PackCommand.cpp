@@ -1,5 +1,6 @@
 //===- PackCommand.cpp - `fdc pack` / fdc-pack ----------------------------===//
 
+#include "CommandLine.h"
 #include "fdc/runtime/Checkpoint.h"
 #include "fdc/runtime/ModelLibrary.h"
 #include "fdc/runtime/PackedWeights.h"
@@ -33,54 +34,27 @@ void printUsage(FILE *out, const char *program) {
 } // namespace
 
 int fdcPackMain(int argc, char **argv) {
-  const char *program = argc > 0 ? argv[0] : "fdc-pack";
   std::string library, weights, output;
-  auto usageError = [&](const std::string &message) {
-    std::fprintf(stderr, "%s: error: %s\n", program, message.c_str());
-    printUsage(stderr, program);
-    return 2;
-  };
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    if (arg == "--help" || arg == "-h") {
-      printUsage(stdout, program);
-      return 0;
-    }
-    std::string *value = nullptr;
-    if (arg == "--weights")
-      value = &weights;
-    else if (arg == "-o")
-      value = &output;
-    else if (arg.rfind("--weights=", 0) == 0)
-      weights = arg.substr(10);
-    else if (arg[0] == '-' || !library.empty())
-      return usageError(concat("unexpected argument '", arg, "'"));
-    else
-      library = arg;
-    if (value) {
-      if (i + 1 >= argc)
-        return usageError(concat("option ", arg, " needs a value"));
-      *value = argv[++i];
-    }
-  }
+  CommandLine::Syntax syntax;
+  syntax.equalsValues = true;
+  CommandLine cl(argc, argv, "fdc-pack", printUsage, syntax);
+  cl.option("--weights", weights).option("-o", output).positional(library);
+  if (std::optional<int> exitCode = cl.parse())
+    return *exitCode;
   if (library.empty() || weights.empty() || output.empty())
-    return usageError("a model library, --weights and -o are required");
-  auto fail = [&](const std::string &message) {
-    std::fprintf(stderr, "%s: error: %s\n", program, message.c_str());
-    return 1;
-  };
+    return cl.usageError("a model library, --weights and -o are required");
 
   auto start = std::chrono::steady_clock::now();
   Expected<std::unique_ptr<ModelLibrary>> opened = ModelLibrary::open(library);
   if (!opened)
-    return fail(opened.error().message());
+    return cl.fail(opened.error().message());
   Expected<std::unique_ptr<Checkpoint>> checkpoint = Checkpoint::open(weights);
   if (!checkpoint)
-    return fail(checkpoint.error().message());
+    return cl.fail(checkpoint.error().message());
   Expected<PackSummary> summary =
       writePackedWeights((*opened)->manifest(), **checkpoint, output);
   if (!summary)
-    return fail(summary.error().message());
+    return cl.fail(summary.error().message());
   double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();

@@ -2,6 +2,7 @@
 
 #include "fdc/runtime/RunCommand.h"
 
+#include "CommandLine.h"
 #include "fdc/runtime/Engine.h"
 #include "fdc/runtime/Model.h"
 
@@ -12,6 +13,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 using namespace fdc::runtime;
@@ -58,18 +60,6 @@ void printUsage(FILE *out, const char *program) {
       program);
 }
 
-bool parseInt(const std::string &text, int64_t &out) {
-  if (text.empty())
-    return false;
-  errno = 0;
-  char *end = nullptr;
-  long long value = std::strtoll(text.c_str(), &end, 10);
-  if (errno != 0 || *end != '\0')
-    return false;
-  out = value;
-  return true;
-}
-
 /// Parses a finite float. A value too small for a float (it underflows to a
 /// denormal or 0, strtof's ERANGE) is fine; NaN, infinity and values too
 /// large for a float are refused with a message saying which.
@@ -90,121 +80,92 @@ Error parseFloat(const std::string &name, const std::string &text, float &out) {
 }
 
 Error parseIdList(const std::string &text, std::vector<int32_t> &out) {
-  size_t start = 0;
-  while (start <= text.size()) {
-    size_t comma = text.find(',', start);
-    std::string item = text.substr(
-        start, comma == std::string::npos ? std::string::npos : comma - start);
+  for (const std::string &item : splitList(text)) {
     int64_t value;
-    if (!parseInt(item, value) || value < INT32_MIN || value > INT32_MAX)
+    if (!parseInteger(item, INT32_MIN, INT32_MAX, value))
       return createError("--prompt-ids: '", item, "' is not a token id");
     out.push_back(static_cast<int32_t>(value));
-    if (comma == std::string::npos)
-      break;
-    start = comma + 1;
   }
   return Error::success();
 }
 
-Expected<RunOptions> parseArguments(int argc, char **argv, bool &wantsHelp) {
-  RunOptions options;
+/// Reads the command line into `options`. Returns the exit code when the
+/// model is not to run (the help, a usage error).
+std::optional<int> parseArguments(CommandLine &cl, RunOptions &options) {
   bool haveWeights = false, havePrompt = false;
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    if (arg == "-h" || arg == "--help") {
-      wantsHelp = true;
-      return options;
-    }
-    if (arg.rfind("--", 0) != 0) {
-      if (!options.library.empty())
-        return createError("unexpected argument '", arg,
-                           "' (the model library is '", options.library, "')");
-      options.library = arg;
-      continue;
-    }
-    std::string name = arg, value;
-    size_t equals = arg.find('=');
-    if (equals != std::string::npos) {
-      name = arg.substr(0, equals);
-      value = arg.substr(equals + 1);
-    } else {
-      if (i + 1 >= argc)
-        return createError("option ", name, " needs a value");
-      value = argv[++i];
-    }
-
-    int64_t integer;
-    auto needInt = [&](int64_t min, int64_t max) -> Error {
-      if (!parseInt(value, integer) || integer < min || integer > max)
+  auto integerOption = [&cl](const char *name, int64_t min, int64_t max,
+                             auto &out) {
+    cl.option(name, [name, min, max, &out](const std::string &value) {
+      int64_t integer;
+      if (!parseInteger(value, min, max, integer))
         return createError("option ", name, ": '", value,
                            "' is not an integer in [", min, ", ", max, "]");
+      out = static_cast<std::remove_reference_t<decltype(out)>>(integer);
       return Error::success();
-    };
-    if (name == "--weights") {
-      options.weights = value;
-      haveWeights = true;
-    } else if (name == "--packed-weights") {
-      if (value.empty())
-        return createError("option --packed-weights needs a file");
-      options.packedWeights = value;
-    } else if (name == "--prompt-ids") {
-      if (Error err = parseIdList(value, options.promptIds))
-        return err;
-      havePrompt = true;
-    } else if (name == "--max-new-tokens") {
-      if (Error err = needInt(0, INT32_MAX))
-        return err;
-      options.maxNewTokens = integer;
-    } else if (name == "--top-k") {
-      if (Error err = needInt(0, INT32_MAX))
-        return err;
-      options.sampling.topK = static_cast<int32_t>(integer);
-    } else if (name == "--seed") {
-      errno = 0;
-      char *end = nullptr;
-      unsigned long long seed = std::strtoull(value.c_str(), &end, 10);
-      if (value.empty() || value[0] == '-' || errno != 0 || *end != '\0')
-        return createError("option --seed: '", value,
-                           "' is not an unsigned integer");
-      options.sampling.seed = seed;
-    } else if (name == "--eos-id") {
-      if (Error err = needInt(-1, INT32_MAX))
-        return err;
-      options.eosId = static_cast<int32_t>(integer);
-    } else if (name == "--max-context") {
-      if (Error err = needInt(1, INT32_MAX))
-        return err;
-      options.maxContext = integer;
-    } else if (name == "--max-step-rows") {
-      if (Error err = needInt(1, kMaxStepRows))
-        return err;
-      options.maxStepRows = integer;
-    } else if (name == "--temperature") {
-      if (Error err = parseFloat(name, value, options.sampling.temperature))
-        return err;
-    } else if (name == "--top-p") {
-      if (Error err = parseFloat(name, value, options.sampling.topP))
-        return err;
-    } else if (name == "--dump-logits") {
-      options.dumpLogits = value;
-    } else {
-      return createError("unknown option '", name, "'");
-    }
-  }
+    });
+  };
+  auto floatOption = [&cl](const char *name, float &out) {
+    cl.option(name, [name, &out](const std::string &value) {
+      return parseFloat(name, value, out);
+    });
+  };
+  cl.option("--weights", [&](const std::string &value) {
+    options.weights = value;
+    haveWeights = true;
+    return Error::success();
+  });
+  cl.option("--packed-weights", [&](const std::string &value) {
+    if (value.empty())
+      return createError("option --packed-weights needs a file");
+    options.packedWeights = value;
+    return Error::success();
+  });
+  cl.option("--prompt-ids", [&](const std::string &value) {
+    if (Error err = parseIdList(value, options.promptIds))
+      return err;
+    havePrompt = true;
+    return Error::success();
+  });
+  integerOption("--max-new-tokens", 0, INT32_MAX, options.maxNewTokens);
+  integerOption("--top-k", 0, INT32_MAX, options.sampling.topK);
+  cl.option("--seed", [&](const std::string &value) {
+    errno = 0;
+    char *end = nullptr;
+    unsigned long long seed = std::strtoull(value.c_str(), &end, 10);
+    if (value.empty() || value[0] == '-' || errno != 0 || *end != '\0')
+      return createError("option --seed: '", value,
+                         "' is not an unsigned integer");
+    options.sampling.seed = seed;
+    return Error::success();
+  });
+  integerOption("--eos-id", -1, INT32_MAX, options.eosId);
+  integerOption("--max-context", 1, INT32_MAX, options.maxContext);
+  integerOption("--max-step-rows", 1, kMaxStepRows, options.maxStepRows);
+  floatOption("--temperature", options.sampling.temperature);
+  floatOption("--top-p", options.sampling.topP);
+  cl.option("--dump-logits", options.dumpLogits);
+  // The model library; only "--" arguments are options.
+  cl.otherArguments([&](const std::string &arg) {
+    if (arg.rfind("--", 0) == 0)
+      return createError("unknown option '", arg.substr(0, arg.find('=')), "'");
+    if (!options.library.empty())
+      return createError("unexpected argument '", arg,
+                         "' (the model library is '", options.library, "')");
+    options.library = arg;
+    return Error::success();
+  });
+  if (std::optional<int> exitCode = cl.parse())
+    return exitCode;
   if (options.library.empty())
-    return createError("no model library given");
+    return cl.usageError("no model library given");
   if (!haveWeights)
-    return createError("--weights is required");
+    return cl.usageError("--weights is required");
   if (!havePrompt)
-    return createError("--prompt-ids is required");
-  return options;
+    return cl.usageError("--prompt-ids is required");
+  return std::nullopt;
 }
 
-int run(const RunOptions &options, const char *program) {
-  auto fail = [&](const std::string &message) {
-    std::fprintf(stderr, "%s: error: %s\n", program, message.c_str());
-    return 1;
-  };
+int run(const RunOptions &options, const CommandLine &cl) {
 
   ModelOptions modelOptions;
   modelOptions.maxContext = options.maxContext;
@@ -214,14 +175,14 @@ int run(const RunOptions &options, const char *program) {
   Expected<std::unique_ptr<Model>> model =
       Model::load(options.library, options.weights, modelOptions);
   if (!model)
-    return fail(model.error().message());
+    return cl.fail(model.error().message());
 
   FILE *logitsFile = nullptr;
   if (!options.dumpLogits.empty()) {
     logitsFile = std::fopen(options.dumpLogits.c_str(), "wb");
     if (!logitsFile)
-      return fail(concat("cannot open '", options.dumpLogits,
-                         "': ", std::strerror(errno)));
+      return cl.fail(concat("cannot open '", options.dumpLogits,
+                            "': ", std::strerror(errno)));
   }
   int64_t vocab = (*model)->vocabSize();
   bool writeFailed = false;
@@ -246,7 +207,7 @@ int run(const RunOptions &options, const char *program) {
   if (!id) {
     if (logitsFile)
       std::fclose(logitsFile);
-    return fail(id.error().message());
+    return cl.fail(id.error().message());
   }
   auto start = std::chrono::steady_clock::now();
   std::vector<GenerationResult> results = engine.runToCompletion();
@@ -256,12 +217,12 @@ int run(const RunOptions &options, const char *program) {
   if (logitsFile && std::fclose(logitsFile) != 0)
     writeFailed = true;
   if (writeFailed)
-    return fail(concat("cannot write '", options.dumpLogits, "'"));
+    return cl.fail(concat("cannot write '", options.dumpLogits, "'"));
   if (results.size() != 1)
-    return fail("internal error: no result for the request");
+    return cl.fail("internal error: no result for the request");
   const GenerationResult &result = results.front();
   if (!result.error.empty())
-    return fail(result.error);
+    return cl.fail(result.error);
 
   std::string ids;
   for (size_t i = 0; i < result.tokens.size(); ++i)
@@ -280,18 +241,12 @@ int run(const RunOptions &options, const char *program) {
 } // namespace
 
 int fdcRunMain(int argc, char **argv) {
-  const char *program = argc > 0 && argv[0] ? argv[0] : "fdc-run";
-  bool wantsHelp = false;
-  Expected<RunOptions> options = parseArguments(argc, argv, wantsHelp);
-  if (wantsHelp) {
-    printUsage(stdout, program);
-    return 0;
-  }
-  if (!options) {
-    std::fprintf(stderr, "%s: error: %s\n", program,
-                 options.error().message().c_str());
-    printUsage(stderr, program);
-    return 1;
-  }
-  return run(*options, program);
+  CommandLine::Syntax syntax;
+  syntax.usageExitCode = 1;
+  syntax.equalsValues = true;
+  CommandLine cl(argc, argv, "fdc-run", printUsage, syntax);
+  RunOptions options;
+  if (std::optional<int> exitCode = parseArguments(cl, options))
+    return *exitCode;
+  return run(options, cl);
 }
