@@ -139,6 +139,22 @@ void storeUnifiedAttentionResult(GpuEmitter &e, const AttentionProblem &problem,
                                  mlir::Value flag, mlir::Value sum,
                                  mlir::Value acc);
 
+/// Where a block of a split-KV kernel reads the cache: its sequence's slot,
+/// the sequence's length (its last position + 1) and the split's positions
+/// [start, end): split `split` of `chunk` positions (index values), cut at
+/// the length (empty for a split past it). `chunk` is the kernel's i64
+/// argument.
+struct SplitPositions {
+  mlir::Value slot, length, start, end;
+};
+
+/// The SplitPositions of (`sequence`, `split`) from the kernel's arguments
+/// (AttentionArgs' Slots and Positions).
+SplitPositions getSplitPositions(GpuEmitter &e,
+                                 llvm::ArrayRef<mlir::Value> args,
+                                 mlir::Value sequence, mlir::Value split,
+                                 mlir::Value chunk);
+
 /// One split's part of an output element: its row's max (online) or flag
 /// (unified max), its row's sum, and the element's accumulator.
 struct SplitState {

@@ -33,6 +33,21 @@ AttentionProblem AttentionProblem::get(decode::AttentionOp op,
   return problem;
 }
 
+SplitPositions fdc::gpu::getSplitPositions(GpuEmitter &e, ArrayRef<Value> args,
+                                           Value sequence, Value split,
+                                           Value chunk) {
+  ImplicitLocOpBuilder &b = e.builder();
+  SplitPositions positions;
+  positions.slot = e.loadIndex(args[AttentionArgs::Slots], sequence);
+  Value lastPosition = e.loadIndex(args[AttentionArgs::Positions], sequence);
+  positions.length = addI(b, lastPosition, e.index(1));
+  Value chunkLength = idx(b, chunk);
+  positions.start = mulI(b, split, chunkLength);
+  Value splitEnd = addI(b, positions.start, chunkLength);
+  positions.end = arith::MinUIOp::create(b, splitEnd, positions.length);
+  return positions;
+}
+
 SmallVector<KernelArg>
 fdc::gpu::getAttentionArgs(const AttentionProblem &problem, Buffer partials,
                            Value numSplits) {

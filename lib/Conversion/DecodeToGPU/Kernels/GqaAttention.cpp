@@ -431,13 +431,12 @@ public:
     sequence = e.blockId(Dimension::z);
     lane = e.laneId();
     subgroup = e.subgroupId();
-    slot = e.loadIndex(v[Slots], sequence);
-    Value lastPosition = e.loadIndex(v[Positions], sequence);
-    Value length = addI(b, lastPosition, e.index(1));
-    Value chunk = idx(b, v[Chunk]);
-    start = mulI(b, split, chunk);
-    Value splitEnd = addI(b, start, chunk);
-    end = arith::MinUIOp::create(b, splitEnd, length);
+    SplitPositions positions =
+        getSplitPositions(e, v, sequence, split, v[Chunk]);
+    slot = positions.slot;
+    Value length = positions.length;
+    start = positions.start;
+    end = positions.end;
     Value lastValid = arith::SubIOp::create(b, end, e.index(1));
     // Positions past the split read the last valid one (their weight is 0);
     // an empty split's (whose start may lie past the cache's capacity,

@@ -122,11 +122,10 @@ public:
     d0 = mulI(b, groupLane, e.index(vecLen));
     int64_t group = shape.queryHeads / shape.kvHeads;
     kvHead = arith::DivUIOp::create(b, h, e.index(group));
-    slot = e.loadIndex(v[Slots], i);
-    Value lastPosition = e.loadIndex(v[Positions], i);
-    Value length = addI(b, lastPosition, e.index(1));
-    start = mulI(b, s, idx(b, v[Chunk]));
-    end = arith::MinUIOp::create(b, addI(b, start, idx(b, v[Chunk])), length);
+    SplitPositions positions = getSplitPositions(e, v, i, s, v[Chunk]);
+    slot = positions.slot;
+    start = positions.start;
+    end = positions.end;
     // The loop runs over warp-uniform base positions (every lane of a warp
     // iterates equally often, as the shuffles inside need); lane group
     // `sub` takes base + sub and masks positions past the split.
