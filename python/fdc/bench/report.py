@@ -480,9 +480,11 @@ SECTIONS = (
     ("attention", "Decode attention, bf16 KV cache, D = 128", attention_md,
      "Bytes = K + V of S positions + q + out. fdc: each softmax scheme "
      "(gqa_attention on MMA units, MHA too: gqa_attention_partial, then "
-     "attention_reduce where a launch takes several splits; a launch of one "
-     "split writes the output itself, from gqa_attention_partial (online) "
-     "or gqa_attention_single_split (unified max)). Peer: the fastest of "
+     "attention_reduce where a launch takes several splits (on sm_90 since "
+     "2026-12-07, two splits add their rows in a cluster instead, "
+     "gqa_attention_cluster); a launch of one split writes the output "
+     "itself, from gqa_attention_partial (online) or "
+     "gqa_attention_single_split (unified max)). Peer: the fastest of "
      "torch SDPA's flash / efficient / cuDNN (/ math for caches ≤ 1 GiB) "
      "backends "
      "that runs. Caches rotated over > 3× L2; CUDA-graph replay."),
