@@ -69,6 +69,10 @@ struct TuneSignature {
   SmallVector<decode::KernelAttr> candidates;
   /// The largest workspace of a candidate, bytes per batch row.
   int64_t workspaceBytesPerRow = 0;
+  /// Whether the step's kernels of `op` let the next kernel launch early
+  /// (KernelContext::releasesDependents): the candidates are built alike,
+  /// so that fdc tune times them as the step runs them.
+  bool releasesDependents = false;
 };
 
 /// The workspace `kernel` of `op` takes, bytes per batch row.
@@ -139,9 +143,11 @@ private:
   /// Builds one kernel of `op` (a family's build under the kernel key).
   LogicalResult buildKernel(Operation &op, decode::KernelAttr kernel,
                             KernelContext &ctx);
-  /// Records the kernels of a decode.linear for the manifest.
+  /// Records the kernels of a decode.linear for the manifest (and, for a
+  /// tuning library, its signature's candidates; `releasesDependents` as
+  /// the step builds the op's kernels).
   void recordLinear(decode::LinearOp linear, Attribute kernels,
-                    Attribute written);
+                    Attribute written, bool releasesDependents);
   /// fdc_tune_launch(const FdcTuneArgs *): for the pair (signature,
   /// candidate) it is given, launches that candidate's kernels of the
   /// signature's first op on the buffers it is given.
@@ -354,7 +360,7 @@ LogicalResult GpuStepLowering::buildKernel(Operation &op,
 }
 
 void GpuStepLowering::recordLinear(decode::LinearOp linear, Attribute kernels,
-                                   Attribute written) {
+                                   Attribute written, bool releasesDependents) {
   std::string source = "heuristic";
   if (auto marked = linear->getAttrOfType<StringAttr>(kKernelSourceAttrName)) {
     source = marked.str();
@@ -394,7 +400,8 @@ void GpuStepLowering::recordLinear(decode::LinearOp linear, Attribute kernels,
   for (decode::KernelAttr candidate : candidates)
     workspaceBytes = std::max(
         workspaceBytes, getWorkspaceBytesPerRow(linear, candidate, primitives));
-  tuneSignatures.push_back({linear, std::move(candidates), workspaceBytes});
+  tuneSignatures.push_back(
+      {linear, std::move(candidates), workspaceBytes, releasesDependents});
 }
 
 LogicalResult GpuStepLowering::lowerOp(Operation &op, KernelContext &ctx) {
@@ -403,7 +410,7 @@ LogicalResult GpuStepLowering::lowerOp(Operation &op, KernelContext &ctx) {
   if (!kernels)
     return lowerStructuralOp(op);
   if (auto linear = dyn_cast<decode::LinearOp>(op)) {
-    recordLinear(linear, kernels, written);
+    recordLinear(linear, kernels, written, ctx.releasesDependents);
     if (linear.getResidualRank() && model.getTensorParallel() > 1)
       return lowerResidualOnOneRank(linear, kernels, ctx);
   }
@@ -505,10 +512,11 @@ LogicalResult GpuStepLowering::lowerTuneEntry(KernelContext &ctx) {
   ctx.numSlots = ctx.hostI64(1);
   ctx.maxContext = ctx.hostI64(1);
   // fdc tune launches a candidate again and again, each launch after the
-  // one before, as in a step where a linear follows (q, k and v; gate-up
-  // and down). (A linear the step follows with another op, such as
-  // o_proj, then runs without the signal there.)
-  ctx.releasesDependents = true;
+  // one before; a signature's candidates signal the next launch as the
+  // step's kernels of its first op do (TuneSignature::releasesDependents):
+  // where another linear follows (q, k; gate-up, which down follows), the
+  // next launch starts on its weights early; o_proj and down, which an
+  // rms_norm follows, let it launch as their blocks end.
   llvm::SaveAndRestore noScratch(inDispatch, true);
 
   Block *next = b.getInsertionBlock();
@@ -517,7 +525,8 @@ LogicalResult GpuStepLowering::lowerTuneEntry(KernelContext &ctx) {
   b.setInsertionPointToEnd(next);
   // The candidate `candidate` of signature `signature`, else nothing.
   HostBranches branches(b, exit);
-  for (auto [s, tuned] : llvm::enumerate(tuneSignatures)) {
+  for (size_t s = 0; s < tuneSignatures.size(); ++s) {
+    const TuneSignature &tuned = tuneSignatures[s];
     decode::LinearOp linear = tuned.op;
     auto place = [&](Value value, Value pointer) {
       if (value)
@@ -539,12 +548,14 @@ LogicalResult GpuStepLowering::lowerTuneEntry(KernelContext &ctx) {
             place(linear.getResult(), out);
             opWorkspace = workspacePointer;
             opWorkspaceBytesPerRow = tuned.workspaceBytesPerRow;
+            ctx.releasesDependents = tuned.releasesDependents;
             return buildKernel(*linear, kernel, ctx);
           })))
         return failure();
     }
   }
   branches.end();
+  ctx.releasesDependents = false;
   return success();
 }
 

@@ -65,3 +65,15 @@
 // RUN: fdc-opt %S/Inputs/head128-bf16.mlir --decode-assign-weight-layout --convert-decode-to-gpu=target=sm_90 | FileCheck %s --check-prefix=PLAIN
 // PLAIN-NOT: fdc.tune_signatures
 // PLAIN-NOT: fdc_tune_launch
+
+// A signature's candidates let the next launch start early (griddepcontrol
+// launch_dependents) only where the step's kernels of its first op do,
+// so that fdc tune times them as the step runs them: a lone linear, which
+// argmax follows, signals in neither (before, every candidate signalled).
+// RUN: sed '/%y = decode.linear/d; s/128x4000xbf16/128x520xbf16/g; s/linear %y, %head : tensor<?x4000xbf16>/linear %x, %head : tensor<?x520xbf16>/' %S/Inputs/one-linear-bf16.mlir \
+// RUN:   | fdc-opt --decode-assign-weight-layout --convert-decode-to-gpu="target=sm_90a tuning-candidates=1" \
+// RUN:   | FileCheck %s --check-prefix=ALONE --implicit-check-not=launch_dependents
+// ALONE:          fdc.tune_signatures = [{{{.*}}k = 520 : i64, n = 128 : i64
+// ALONE:          nvvm.griddepcontrol wait
+// ALONE-LABEL:    func.func @fdc_tune_launch(
+// ALONE-COUNT-40:   gpu.launch_func
