@@ -33,6 +33,8 @@ public:
   /// Prints the tool's help ("usage: PROGRAM ...") to `out`.
   using UsageFn = void (*)(FILE *out, const char *program);
   /// Takes an option's value or an argument; a failure is a usage error.
+  /// The CommandLine keeps its handlers: what they (or option(name,
+  /// value), flag and positional) refer to must outlive it.
   using Handler = std::function<Error(const std::string &)>;
 
   /// Where the tools' command lines differ (each keeps its own).

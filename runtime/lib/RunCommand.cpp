@@ -31,6 +31,9 @@ struct RunOptions {
   int64_t maxContext = 0;
   int64_t maxStepRows = 0;
   std::string dumpLogits;
+  /// Whether the command line gave --weights and --prompt-ids (both are
+  /// required; either may be empty).
+  bool haveWeights = false, havePrompt = false;
 };
 
 void printUsage(FILE *out, const char *program) {
@@ -91,8 +94,8 @@ Error parseIdList(const std::string &text, std::vector<int32_t> &out) {
 
 /// Reads the command line into `options`. Returns the exit code when the
 /// model is not to run (the help, a usage error).
+/// (The handlers `cl` keeps refer to `options` alone, which outlives it.)
 std::optional<int> parseArguments(CommandLine &cl, RunOptions &options) {
-  bool haveWeights = false, havePrompt = false;
   auto integerOption = [&cl](const char *name, int64_t min, int64_t max,
                              auto &out) {
     cl.option(name, [name, min, max, &out](const std::string &value) {
@@ -111,7 +114,7 @@ std::optional<int> parseArguments(CommandLine &cl, RunOptions &options) {
   };
   cl.option("--weights", [&](const std::string &value) {
     options.weights = value;
-    haveWeights = true;
+    options.haveWeights = true;
     return Error::success();
   });
   cl.option("--packed-weights", [&](const std::string &value) {
@@ -123,7 +126,7 @@ std::optional<int> parseArguments(CommandLine &cl, RunOptions &options) {
   cl.option("--prompt-ids", [&](const std::string &value) {
     if (Error err = parseIdList(value, options.promptIds))
       return err;
-    havePrompt = true;
+    options.havePrompt = true;
     return Error::success();
   });
   integerOption("--max-new-tokens", 0, INT32_MAX, options.maxNewTokens);
@@ -158,9 +161,9 @@ std::optional<int> parseArguments(CommandLine &cl, RunOptions &options) {
     return exitCode;
   if (options.library.empty())
     return cl.usageError("no model library given");
-  if (!haveWeights)
+  if (!options.haveWeights)
     return cl.usageError("--weights is required");
-  if (!havePrompt)
+  if (!options.havePrompt)
     return cl.usageError("--prompt-ids is required");
   return std::nullopt;
 }
@@ -244,8 +247,8 @@ int fdcRunMain(int argc, char **argv) {
   CommandLine::Syntax syntax;
   syntax.usageExitCode = 1;
   syntax.equalsValues = true;
+  RunOptions options; // before `cl`, whose handlers refer to it
   CommandLine cl(argc, argv, "fdc-run", printUsage, syntax);
-  RunOptions options;
   if (std::optional<int> exitCode = parseArguments(cl, options))
     return *exitCode;
   return run(options, cl);

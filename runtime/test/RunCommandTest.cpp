@@ -96,6 +96,13 @@ TEST(RunCommandTest, Errors) {
   EXPECT_NE(runCommand({FDC_TEST_MODEL_GOOD, "--bogus", "1"}), 0);
   EXPECT_NE(testing::internal::GetCapturedStderr().find("unknown option"),
             std::string::npos);
+  // An unknown option last on the line is unknown too (not one that lacks
+  // its value).
+  testing::internal::CaptureStderr();
+  EXPECT_EQ(runCommand({FDC_TEST_MODEL_GOOD, "--bogus"}), 1);
+  std::string lastUnknown = testing::internal::GetCapturedStderr();
+  EXPECT_NE(lastUnknown.find("unknown option '--bogus'"), std::string::npos);
+  EXPECT_EQ(lastUnknown.find("needs a value"), std::string::npos);
 }
 
 TEST(RunCommandTest, SamplingNumbers) {

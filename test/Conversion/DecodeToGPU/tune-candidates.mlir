@@ -77,3 +77,10 @@
 // ALONE:          nvvm.griddepcontrol wait
 // ALONE-LABEL:    func.func @fdc_tune_launch(
 // ALONE-COUNT-40:   gpu.launch_func
+// The 4000 x 520 linear, which the head (another linear) follows, signals
+// in its step kernels and in its candidates too: more kernels signal than
+// the step's few.
+// RUN: fdc-opt %S/Inputs/one-linear-bf16.mlir --decode-assign-weight-layout --convert-decode-to-gpu="target=sm_90a tuning-candidates=1" \
+// RUN:   | FileCheck %s --check-prefix=FOLLOWED
+// FOLLOWED:          fdc.tune_signatures = [{{{.*}}k = 520 : i64, n = 4000 : i64
+// FOLLOWED-COUNT-20: nvvm.griddepcontrol launch_dependents
