@@ -1758,7 +1758,8 @@ public:
     // whichever is more (2 waves 5.22 / 9.60 / 20.67 / 35.31 / 74.71 /
     // 140.91 us, 4 waves 5.23 / 10.28 / 21.64 / 35.82 / 63.84 / 139.35, 8
     // waves 122.37 at B = 256: 4 splits).
-    int64_t stages = 0, wavesPerUnit = 2, blocksPerUnit = 0, minSplits = 1;
+    int64_t subgroups = 4, stages = 0, wavesPerUnit = 2, blocksPerUnit = 0,
+            minSplits = 1;
     bool unified = cast<decode::AttentionOp>(op).getSoftmax().getScheme() ==
                    decode::SoftmaxScheme::unified_max;
     if (shape && shape->int4 && unified && shape->headsAsB &&
@@ -1777,12 +1778,12 @@ public:
     // (None where the block's own rows would not fit beside the rest.)
     int64_t clusterSplits =
         target.target().canCluster(kDefaultClusterSplits) && shape &&
-                shape->sharedBytes(4, stages, /*clustered=*/true) <=
+                shape->sharedBytes(subgroups, stages, /*clustered=*/true) <=
                     target.target().getSharedMemory()
             ? kDefaultClusterSplits
             : 0;
     return makeConfig(op->getContext(),
-                      {{"subgroups", 4},
+                      {{"subgroups", subgroups},
                        {"cluster_splits", clusterSplits},
                        {"max_splits", maxSplits},
                        {"waves_per_unit", wavesPerUnit},
