@@ -22,6 +22,12 @@ from .safetensors import bf16_bits_to_f32, f32_to_bf16_bits
 SCALE_DTYPES = ("f16", "bf16", "f32")
 # The Tiled-CSL layout this module packs (the manifest's "csl_version").
 TILED_CSL_VERSION = 3
+# The shared-memory banks version 3's word order spreads a store over: 32
+# banks of 4 bytes (two 2-byte elements a bank). Part of the format, as the
+# runtime's kTiledCSLOrderBanks and the compiler's TiledCSLType::kOrderBanks:
+# a GPU with other banks reads the same words, only with more conflicts.
+TILED_CSL_BANKS = 32
+_TILED_CSL_BANK_BITS = TILED_CSL_BANKS.bit_length() - 1
 SPARSE_DTYPES = ("f16", "bf16")
 _ITEMSIZE = {"f16": 2, "bf16": 2, "f32": 4}
 
@@ -223,13 +229,14 @@ def tiled_csl_capacity_bytes(n: int, k: int, tile=(128, 64)) -> int:
 def tiled_csl_bank(location, tk: int) -> np.ndarray:
     """The shared-memory bank of tile locations in the GPU kernels' dense
     tile (2-byte elements, rows of TK; when TK % 64 == 0 row r's 16-byte
-    chunks XOR r mod 8, the group MMA's 128-byte swizzle):
+    chunks XOR r mod 8, the group MMA's 128-byte swizzle) among
+    TILED_CSL_BANKS (32) banks of 4 bytes:
     ((loc ^ 8 * ((loc // TK) % 8)) >> 1) & 31."""
     loc = np.asarray(location)
     loc = loc if loc.dtype in (np.int32, np.int64) else loc.astype(np.int64)
     if tk % 64 == 0:
         loc = loc ^ (((loc // tk) & 7) << 3)
-    return (loc >> 1) & 31
+    return (loc >> 1) & (TILED_CSL_BANKS - 1)
 
 
 def _rank_in_bank(bank: np.ndarray) -> np.ndarray:
@@ -269,7 +276,7 @@ def tiled_csl_tile_order(locations, tk: int) -> np.ndarray:
     p = bank.size
     if p % 4:
         raise PackingError(f"a tile run of {p} words is not a multiple of 4")
-    by_key = np.argsort(_rank_in_bank(bank) * 32 + bank, kind="stable")
+    by_key = np.argsort(_rank_in_bank(bank) * TILED_CSL_BANKS + bank, kind="stable")
     perm = np.empty(p, dtype=np.int64)
     perm[_deal_slots(p, np.arange(p))] = by_key
     return perm
@@ -318,8 +325,8 @@ def _pack_tiles(bits: np.ndarray, tk: int) -> tuple[np.ndarray, np.ndarray]:
     # place: a word's rank is its index among its tile's words of its bank.
     bank = tiled_csl_bank(loc, tk).astype(np.int32)
     del loc
-    by_bank = _stable_argsort(tile_of * 32 + bank)
-    cell = (tile_of * 32 + bank)[by_bank]
+    by_bank = _stable_argsort(tile_of * TILED_CSL_BANKS + bank)
+    cell = (tile_of * TILED_CSL_BANKS + bank)[by_bank]
     cell_start = np.flatnonzero(np.r_[True, cell[1:] != cell[:-1]])
     cell_length = np.diff(np.r_[cell_start, cell.size])
     rank = np.empty(total, dtype=np.int32)
@@ -327,7 +334,8 @@ def _pack_tiles(bits: np.ndarray, tk: int) -> tuple[np.ndarray, np.ndarray]:
                      - np.repeat(cell_start, cell_length).astype(np.int32))
     del by_bank, cell, cell_start, cell_length
     # Within a tile rank * 32 + bank < 2^21; tiles take the bits above.
-    key = tile_of.astype(np.int64) << 21 | rank.astype(np.int64) << 5 | bank
+    key = (tile_of.astype(np.int64) << 21
+           | rank.astype(np.int64) << _TILED_CSL_BANK_BITS | bank)
     word = word[np.argsort(key, kind="stable")]
     del rank, bank, key
     # Word `index` of L goes to instruction 4q + j, lane l (slot 128q + 4l +

@@ -297,13 +297,19 @@ Error fdc::runtime::packInt4(const float *dense, int64_t n, int64_t k,
 }
 
 namespace {
-/// The shared-memory bank of a tile location in the Flash-LLM kernels'
-/// dense tile (flash_spmm and group_spmm on NVIDIA): 2-byte elements, rows
-/// of tileCols, and when a row holds a multiple of 64 elements, row r's
-/// 16-byte chunks XOR r mod 8 (the group MMA's 128-byte swizzle).
+static_assert((kTiledCSLOrderBanks & (kTiledCSLOrderBanks - 1)) == 0 &&
+                  kTiledCSLOrderBankBytes % 2 == 0,
+              "the order's banks are a power of two of whole elements");
+
+/// The shared-memory bank (of kTiledCSLOrderBanks) of a tile location in
+/// the Flash-LLM kernels' dense tile (flash_spmm and group_spmm on NVIDIA):
+/// 2-byte elements, rows of tileCols, and when a row holds a multiple of 64
+/// elements, row r's 16-byte chunks XOR r mod 8 (the group MMA's 128-byte
+/// swizzle).
 unsigned sharedBank(uint32_t location, int64_t tileCols) {
+  constexpr uint32_t kElementsPerBank = kTiledCSLOrderBankBytes / 2;
   uint32_t swizzle = tileCols % 64 == 0 ? (location / tileCols) % 8 * 8 : 0;
-  return ((location ^ swizzle) >> 1) & 31;
+  return (location ^ swizzle) / kElementsPerBank % kTiledCSLOrderBanks;
 }
 
 /// Orders a tile's padded words so that the words lanes store in one
@@ -315,11 +321,11 @@ unsigned sharedBank(uint32_t location, int64_t tileCols) {
 /// bank while every bank has words left.
 void orderForBanks(std::vector<uint32_t> &words, int64_t tileCols) {
   size_t count = words.size();
-  std::array<uint32_t, 32> seen{};
+  std::array<uint32_t, kTiledCSLOrderBanks> seen{};
   std::vector<uint32_t> key(count);
   for (size_t i = 0; i < count; ++i) {
     unsigned bank = sharedBank(words[i] >> 16, tileCols);
-    key[i] = seen[bank]++ * 32 + bank;
+    key[i] = seen[bank]++ * kTiledCSLOrderBanks + bank;
   }
   std::vector<uint32_t> byKey(count);
   std::iota(byKey.begin(), byKey.end(), 0u);

@@ -12,6 +12,7 @@
 
 #include "HostBranches.h"
 #include "KernelRegistry.h"
+#include "Kernels/TiledCSLWords.h"
 #include "LinearTuning.h"
 
 #include "fdc/Conversion/Passes.h"
@@ -273,6 +274,7 @@ LogicalResult GpuStepLowering::run() {
   // Every op's kernels; then the step's workspace, before any kernel, as
   // large as the largest op's.
   int64_t workspaceBytes = 0;
+  bool remarkedBanks = false;
   for (Operation &op : body.without_terminator()) {
     FailureOr<Attribute> opKernels = resolveKernels(&op, primitives);
     if (failed(opKernels))
@@ -280,6 +282,23 @@ LogicalResult GpuStepLowering::run() {
     resolvedKernels[&op] = *opKernels;
     workspaceBytes = std::max(
         workspaceBytes, getWorkspaceBytesPerRow(&op, *opKernels, primitives));
+    // The packed Tiled-CSL word order (a format constant) against the
+    // target's banks, said once: a mismatch costs speed, never
+    // correctness, so the kernels are built the same and it is no error.
+    if (*opKernels && isa<decode::SparseLinearOp>(op) && !remarkedBanks &&
+        !TiledCSLWords::keepsOrderBanks(primitives)) {
+      remarkedBanks = true;
+      op.emitRemark() << "Tiled-CSL words are packed in an order for "
+                      << decode::TiledCSLType::kOrderBanks
+                      << " shared-memory banks of "
+                      << decode::TiledCSLType::kOrderBankBytes
+                      << " bytes, the target has "
+                      << primitives.sharedMemoryBanks() << " of "
+                      << primitives.sharedMemoryBankBytes()
+                      << ": kernels that scatter them into shared memory "
+                         "(flash_spmm, group_spmm) may meet more bank "
+                         "conflicts (slower, not wrong)";
+    }
   }
   if (workspaceBytes > 0) {
     auto bytes = MemRefType::get({ShapedType::kDynamic}, b.getI8Type());

@@ -17,7 +17,7 @@ from __future__ import annotations
 from .. import packing
 
 VERSION = packing.TILED_CSL_VERSION
-BANKS = 32
+BANKS = packing.TILED_CSL_BANKS
 # Elements of the padded weight that pack_torch handles per step (bounds its
 # temporaries to a few GiB on the GPU).
 _TORCH_CHUNK_ELEMENTS = 1 << 25
@@ -127,7 +127,7 @@ def _runs_torch(per_tile, tk: int):
     rank[by_cell] = torch.arange(total, device=device) - first
     del by_cell, sorted_cell, first
     # Within a tile rank * 32 + bank < 2^21; tiles take the bits above.
-    key = (tile_of << 21) | (rank << 5) | (cell & (BANKS - 1))
+    key = (tile_of << 21) | (rank << (BANKS.bit_length() - 1)) | (cell & (BANKS - 1))
     word = word[torch.sort(key, stable=True).indices]
     del cell, rank, key
     # Word `index` of L goes to instruction 4q + j, lane l (slot 128q + 4l +

@@ -70,6 +70,18 @@
 // SM90-NOT: gpu.launch_func
 // SM90: gpu.launch_func @fdc_kernels::@{{sparse_linear_[0-9]+}}
 
+// The packed word order spreads a store instruction over 32 shared-memory
+// banks of 4 bytes (a format constant). A target with 64 such banks keeps
+// that spread; one with 16 does not, which the lowering says once, in a
+// remark: the kernels are the same, their stores only meet more conflicts.
+// RUN: sed -e '1s/^/module attributes {decode.gpu_target = #decode.gpu_target<vendor = nvidia, arch = "sm_90", subgroup = 32, units = 132, shared_memory = 232448, vector_bytes = 16, max_workgroup_size = 1024, mma = [#decode.mma<m = 16, n = 8, k = 16, a = f16, acc = f32>], shared_memory_banks = 16>} {\n/' -e '$a}' %S/Inputs/sparse-linear-f16.mlir \
+// RUN:   | fdc-opt --decode-assign-weight-layout --convert-decode-to-gpu -o /dev/null 2>&1 | FileCheck %s --check-prefix=BANKS16
+// BANKS16: remark: Tiled-CSL words are packed in an order for 32 shared-memory banks of 4 bytes, the target has 16 of 4: kernels that scatter them into shared memory (flash_spmm, group_spmm) may meet more bank conflicts (slower, not wrong)
+// BANKS16-NOT: remark
+// RUN: sed -e '1s/^/module attributes {decode.gpu_target = #decode.gpu_target<vendor = nvidia, arch = "sm_90", subgroup = 32, units = 132, shared_memory = 232448, vector_bytes = 16, max_workgroup_size = 1024, mma = [#decode.mma<m = 16, n = 8, k = 16, a = f16, acc = f32>], shared_memory_banks = 64>} {\n/' -e '$a}' %S/Inputs/sparse-linear-f16.mlir \
+// RUN:   | fdc-opt --decode-assign-weight-layout --convert-decode-to-gpu -o /dev/null 2>&1 | FileCheck %s --allow-empty --check-prefix=BANKS64
+// BANKS64-NOT: remark
+
 // Four splits (no cluster reduction past two): each block stores its sums in
 // the workspace, and linear_epilogue adds them. Once its MMAs are done a
 // block lets that kernel launch (griddepcontrol.launch_dependents after the

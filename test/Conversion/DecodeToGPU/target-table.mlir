@@ -42,7 +42,12 @@
 // GFX90A-NOT: griddepcontrol
 // GFX942: #decode.gpu_target<vendor = amd, arch = "gfx942", subgroup = 64, units = 304,
 // RDNA3 alone runs wave32; beside CDNA the library's kernels are wave64.
+// Every known target has 32 shared-memory banks of 4 bytes, the attribute's
+// default, which it does not print (AttrsTest.KnownTargetsHaveSharedMemoryBanks
+// reads them): RDNA3's 64 LDS banks per WGP are two sets of 32, one per pair
+// of SIMDs.
 // GFX1100: #decode.gpu_target<vendor = amd, arch = "gfx1100", subgroup = 32, units = 96,
+// GFX1100-NOT: shared_memory_bank
 // MIXED: #decode.gpu_target<vendor = amd, arch = "gfx1100", subgroup = 64, units = 96, shared_memory = 65536, vector_bytes = 16, max_workgroup_size = 1024, mma = []>
 // UNKNOWN: error: unknown GPU arch 'sm_75'; known archs: sm_80, sm_86, sm_89, sm_90, sm_90a, gfx90a, gfx942, gfx1100
 // VENDORS: error: GPU archs 'sm_90' and 'gfx942' are of different vendors: one library holds code for one vendor

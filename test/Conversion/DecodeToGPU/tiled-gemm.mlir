@@ -110,6 +110,39 @@
 // CLUSTER-NOT: gpu.launch_func
 // CLUSTER: gpu.launch_func @fdc_kernels::@{{linear_[0-9]+}}
 
+// A column of the cluster's sums takes 4 rows more than the 64-row tile's
+// where the target's shared-memory banks ask for it
+// (ClusterSplitSums::getColumnPad): on sm_90's 32 banks of 4 bytes an MMA
+// fragment's store (8 rows of 4 columns 2 apart) would meet each bank 4
+// times in columns of 64 f32s, and meets each once in columns of 68. On a
+// made-up sm_90 with 8 banks a store's 32 lanes meet 4 in a bank however
+// the columns fall, and they take 64.
+// RUN: fdc-opt %t.split.mlir --decode-assign-weight-layout --convert-decode-to-gpu=target=sm_90 | FileCheck %s --check-prefix=PAD32
+// RUN: sed -e '1s/^/module attributes {decode.gpu_target = #decode.gpu_target<vendor = nvidia, arch = "sm_90", subgroup = 32, units = 132, shared_memory = 232448, vector_bytes = 16, max_workgroup_size = 1024, mma = [#decode.mma<m = 16, n = 8, k = 16, a = bf16, acc = f32>], cluster_workgroups = 8, shared_memory_banks = 8>} {\n/' -e '$a}' %t.split.mlir \
+// RUN:   | fdc-opt --decode-assign-weight-layout --convert-decode-to-gpu | FileCheck %s --check-prefix=PAD8
+// PAD32: gpu.func @{{linear_[0-9]+}}({{[^)]*}}) kernel attributes {{{.*}}nvvm.cluster_dim = array<i32: 1, 1, 2>}
+// PAD32: gpu.barrier
+// PAD32: %[[STRIDE:.*]] = arith.constant 68 : index
+// PAD32-NEXT: arith.muli %{{[0-9]+}}, %[[STRIDE]] : index
+// PAD32-NEXT: arith.addi
+// PAD32-NEXT: arith.constant 4 : index
+// PAD32-NEXT: arith.muli
+// PAD32-NEXT: arith.index_cast
+// PAD32-NEXT: arith.addi
+// PAD32-NEXT: llvm.inttoptr
+// PAD32-NEXT: llvm.store {{.*}} : f32, !llvm.ptr<3>
+// PAD8: gpu.func @{{linear_[0-9]+}}({{[^)]*}}) kernel attributes {{{.*}}nvvm.cluster_dim = array<i32: 1, 1, 2>}
+// PAD8: gpu.barrier
+// PAD8: %[[STRIDE:.*]] = arith.constant 64 : index
+// PAD8-NEXT: arith.muli %{{[0-9]+}}, %[[STRIDE]] : index
+// PAD8-NEXT: arith.addi
+// PAD8-NEXT: arith.constant 4 : index
+// PAD8-NEXT: arith.muli
+// PAD8-NEXT: arith.index_cast
+// PAD8-NEXT: arith.addi
+// PAD8-NEXT: llvm.inttoptr
+// PAD8-NEXT: llvm.store {{.*}} : f32, !llvm.ptr<3>
+
 // The lowering gives the dynamic region external linkage (PTX .extern
 // .shared), and the launch passes its bytes to the runtime.
 // RUN: fdc-opt %t.split.mlir --decode-assign-weight-layout --convert-decode-to-gpu=target=sm_80 --fdc-lower-kernel-launches --fdc-nvvm-kernels | FileCheck %s --check-prefix=DYN

@@ -155,3 +155,29 @@ module attributes {decode.gpu_target = #decode.gpu_target<vendor = nvidia, arch 
 // expected-error @+1 {{#decode.gpu_target cluster_workgroups needs an NVIDIA arch of sm_90 or later and a size in [2, 16], got 4 on 'gfx942'}}
 module attributes {decode.gpu_target = #decode.gpu_target<vendor = amd, arch = "gfx942", subgroup = 64, units = 304, shared_memory = 65536, vector_bytes = 16, max_workgroup_size = 1024, mma = [], cluster_workgroups = 4>} {
 }
+
+// -----
+
+// shared_memory_banks and shared_memory_bank_bytes round-trip (absent: 32
+// banks of 4 bytes, every known target's; written so, they are not printed).
+// CHECK: #decode.gpu_target<vendor = amd, arch = "gfx1100", subgroup = 32, units = 96, shared_memory = 65536, vector_bytes = 16, max_workgroup_size = 1024, mma = [], shared_memory_banks = 64, shared_memory_bank_bytes = 8>
+module attributes {decode.gpu_target = #decode.gpu_target<vendor = amd, arch = "gfx1100", subgroup = 32, units = 96, shared_memory = 65536, vector_bytes = 16, max_workgroup_size = 1024, mma = [], shared_memory_banks = 64, shared_memory_bank_bytes = 8>} {
+}
+
+// -----
+
+// CHECK: #decode.gpu_target<vendor = nvidia, arch = "sm_90", subgroup = 32, units = 132, shared_memory = 232448, vector_bytes = 16, max_workgroup_size = 1024, mma = []>
+module attributes {decode.gpu_target = #decode.gpu_target<vendor = nvidia, arch = "sm_90", subgroup = 32, units = 132, shared_memory = 232448, vector_bytes = 16, max_workgroup_size = 1024, mma = [], shared_memory_banks = 32, shared_memory_bank_bytes = 4>} {
+}
+
+// -----
+
+// expected-error @+1 {{#decode.gpu_target shared_memory_banks must be a power of two in [4, 256], got 48}}
+module attributes {decode.gpu_target = #decode.gpu_target<vendor = nvidia, arch = "sm_90", subgroup = 32, units = 132, shared_memory = 232448, vector_bytes = 16, max_workgroup_size = 1024, mma = [], shared_memory_banks = 48>} {
+}
+
+// -----
+
+// expected-error @+1 {{#decode.gpu_target shared_memory_bank_bytes must be a power of two in [4, 16], got 2}}
+module attributes {decode.gpu_target = #decode.gpu_target<vendor = amd, arch = "gfx942", subgroup = 64, units = 304, shared_memory = 65536, vector_bytes = 16, max_workgroup_size = 1024, mma = [], shared_memory_bank_bytes = 2>} {
+}

@@ -11,18 +11,55 @@ using namespace fdc::gpu;
 using arith::CmpIPredicate;
 
 namespace {
-/// Rows of a column in one 16-byte vector of f32 sums.
-constexpr int64_t kChunkRows = 4;
+/// The lanes of an MMA fragment's accumulators that share a row (a quad:
+/// mma.sync's and wgmma's D fragments); each holds two adjacent columns,
+/// so the quad's lanes hold columns 2 apart.
+constexpr int64_t kQuadLanes = 4;
+constexpr int64_t kColumnsPerLane = 2;
+
+/// The most different addresses one shared-memory bank of `target` meets
+/// when the lanes of a subgroup store one f32 sum each of an MMA fragment
+/// (lane l: row l / 4, column 2 (l % 4) of the fragment) into columns of
+/// `stride` f32s: the store's passes through the banks.
+int64_t getStoreWays(int64_t stride, decode::GpuTargetAttr target) {
+  int64_t banks = target.getSharedMemoryBanks();
+  int64_t bankBytes = target.getSharedMemoryBankBytes();
+  // Per bank, the different bank words (bankBytes apart) its lanes reach.
+  SmallVector<SmallVector<int64_t>> reached(banks);
+  for (int64_t lane = 0; lane < target.getSubgroup(); ++lane) {
+    int64_t row = lane / kQuadLanes;
+    int64_t column = kColumnsPerLane * (lane % kQuadLanes);
+    int64_t word = (column * stride + row) * 4 / bankBytes;
+    SmallVector<int64_t> &words = reached[word % banks];
+    if (!llvm::is_contained(words, word))
+      words.push_back(word);
+  }
+  size_t ways = 0;
+  for (const SmallVector<int64_t> &words : reached)
+    ways = std::max(ways, words.size());
+  return static_cast<int64_t>(ways);
+}
+
 /// The most vectors a thread loads before it adds them (bounds the
 /// registers the loads in flight take; the accumulators are stored by then).
 constexpr int64_t kVectorsInFlight = 16;
 } // namespace
 
+int64_t ClusterSplitSums::getColumnPad(int64_t rows,
+                                       decode::GpuTargetAttr target) {
+  // A longer pad does no better for a 32-lane subgroup (the MMAs of the
+  // targets with clusters): of every pad up to the banks' span, none or one
+  // vector reaches the fewest passes for every row count, checked for 4 to
+  // 256 banks of 4 to 16 bytes (powers of two, as the verifier asks).
+  return getStoreWays(rows + kMaxColumnPad, target) < getStoreWays(rows, target)
+             ? kMaxColumnPad
+             : 0;
+}
+
 Value ClusterSplitSums::address(int64_t h, Value column, Value row) {
   ImplicitLocOpBuilder &b = e.builder();
   Value halfColumn = arith::AddIOp::create(b, column, e.index(h * columns));
-  Value scaled =
-      arith::MulIOp::create(b, halfColumn, e.index(getColumnStride(rows)));
+  Value scaled = arith::MulIOp::create(b, halfColumn, e.index(columnStride));
   Value element = arith::AddIOp::create(b, scaled, row);
   Value bytes = arith::MulIOp::create(b, element, e.index(4));
   Value offset = arith::IndexCastOp::create(b, b.getI64Type(), bytes);

@@ -8,8 +8,9 @@
 //   1. each workgroup stores its sums in its own shared memory (the stage
 //      buffers, free once its MMAs are done) as [half][column][row] f32, so
 //      that four consecutive rows of a column are one 16-byte vector; a
-//      column takes kColumnPad rows more than the tile's, so that the MMA
-//      fragments' columns 2 apart fall in different banks;
+//      column may take 4 rows more than the tile's (getColumnPad, from the
+//      target's shared-memory banks), so that the MMA fragments' columns 2
+//      apart fall in different banks;
 //   2. a cluster barrier;
 //   3. split s takes the 4-row chunks s * threads + t, (s + split_k) *
 //      threads + t, ... of the tile and, a few chunks at a time, first loads
@@ -43,12 +44,23 @@ public:
   /// against 33.6 us; llama3-8b down M = 2: 44.7 against 42.7): the
   /// workgroups of a cluster start and leave together.
   static constexpr int64_t kMaxSplits = 2;
-  /// The rows a column's sums take past the tile's: an MMA fragment's
-  /// lanes hold columns 2 apart, which with columns of a multiple of 32
-  /// f32s would share banks (4 ways for 64 rows: H100, o [4096, 4096] at M =
-  /// 128, every store of the sums 4 ways conflicted); 4 more rows keep the
-  /// 16-byte vectors aligned.
-  static constexpr int64_t kColumnPad = 4;
+  /// Rows of a column in one 16-byte vector of f32 sums.
+  static constexpr int64_t kChunkRows = 4;
+  /// The most rows a column's sums take past the tile's (getColumnPad):
+  /// one vector, which keeps the vectors aligned.
+  static constexpr int64_t kMaxColumnPad = kChunkRows;
+  /// The rows a column's sums take past the tile's `rows` on `target`: none
+  /// or kMaxColumnPad, whichever makes a store of an MMA fragment's sums
+  /// meet fewer different addresses in one of the target's shared-memory
+  /// banks (#decode.gpu_target's shared_memory_banks and
+  /// shared_memory_bank_bytes); none on a tie. A fragment's lanes hold
+  /// columns 2 apart, which with columns of a multiple of 16 f32s share
+  /// banks on 32 banks of 4 bytes (4 ways for 64 rows: H100, o [4096, 4096]
+  /// at M = 128, every store of the sums 4 ways conflicted), and 4 more rows
+  /// spread them over all 32 (every known target: 4, the tiles' rows being
+  /// multiples of 16). With other banks the pad may differ; a pad that does
+  /// not suit the target's banks costs speed, never correctness.
+  static int64_t getColumnPad(int64_t rows, decode::GpuTargetAttr target);
   /// Whether `splits` workgroups of a tile add their sums in a cluster on
   /// `target`.
   static bool reducesInCluster(int64_t splits, decode::GpuTargetAttr target) {
@@ -62,15 +74,21 @@ public:
                    int64_t columns, int64_t halves, int64_t splits,
                    int64_t threads)
       : e(e), base(base), rows(rows), columns(columns), halves(halves),
-        splits(splits), threads(threads) {
-    assert(rows % 4 == 0 && "a column's sums are loaded 4 rows at a time");
+        splits(splits), threads(threads),
+        columnStride(getColumnStride(rows, e.target().target())) {
+    assert(rows % kChunkRows == 0 &&
+           "a column's sums are loaded 4 rows at a time");
   }
 
-  /// The f32 sums a column of `rows` rows takes in shared memory.
-  static int64_t getColumnStride(int64_t rows) { return rows + kColumnPad; }
-  /// The bytes the sums take.
-  static int64_t getBytes(int64_t rows, int64_t columns, int64_t halves) {
-    return halves * getColumnStride(rows) * columns * 4;
+  /// The f32 sums a column of `rows` rows takes in shared memory on
+  /// `target`.
+  static int64_t getColumnStride(int64_t rows, decode::GpuTargetAttr target) {
+    return rows + getColumnPad(rows, target);
+  }
+  /// The bytes the sums take on `target`.
+  static int64_t getBytes(int64_t rows, int64_t columns, int64_t halves,
+                          decode::GpuTargetAttr target) {
+    return halves * getColumnStride(rows, target) * columns * 4;
   }
 
   /// Step 1 for one f32 sum: half `h`, tile column `column`, tile row `row`.
@@ -90,6 +108,8 @@ private:
   GpuEmitter &e;
   mlir::Value base;
   int64_t rows, columns, halves, splits, threads;
+  /// getColumnStride(rows) on the emitter's target.
+  int64_t columnStride;
 };
 
 } // namespace fdc::gpu

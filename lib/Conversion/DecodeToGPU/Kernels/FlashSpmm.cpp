@@ -15,7 +15,9 @@
 //   - expand: the block's threads store each word's value at its location
 //     in a zeroed dense tile in shared memory (the layout's AOT order keeps
 //     the 32 stores of a warp instruction in distinct banks where the banks
-//     allow);
+//     allow, on the 32 banks of 4 bytes it was made for, a format constant:
+//     TiledCSLWords::keepsOrderBanks; other banks cost speed, not
+//     correctness);
 //   - compute as dense: the tiled GEMM's MMAs multiply the dense tile by the
 //     batch rows, which cp.async (NVIDIA) copies into the same stage.
 //

@@ -91,10 +91,9 @@ public:
     GroupGemmConfig group = GroupGemmConfig::get(config);
     if (std::optional<GroupMmaLayout> layout =
             getLayout(linear, target, group.batch)) {
-      GroupGemmGeometry geometry(group, *layout, target.subgroupSize(),
-                                 linear.getInput().getType().getElementType(),
-                                 linear.getActivation() ==
-                                     decode::Activation::silu_gate_up);
+      GroupGemmGeometry geometry(
+          group, *layout, target, linear.getInput().getType().getElementType(),
+          linear.getActivation() == decode::Activation::silu_gate_up);
       if (geometry.reducesInCluster(group, target.target()))
         return 0;
     }
@@ -121,8 +120,7 @@ public:
       return failure();
     Type element = linear.getInput().getType().getElementType();
     bool gateUp = linear.getActivation() == decode::Activation::silu_gate_up;
-    GroupGemmGeometry geometry(group, *layout, target.subgroupSize(), element,
-                               gateUp);
+    GroupGemmGeometry geometry(group, *layout, target, element, gateUp);
     int64_t k = linear.getInput().getType().getDimSize(1);
     int64_t tiles = GroupGemmGeometry::getTiles(geometry.kTile, k);
     if ((group.splitK - 1) * GroupGemmGeometry::getTilesPerSplit(
@@ -163,8 +161,8 @@ public:
     GroupGemmConfig group = GroupGemmConfig::get(config);
     GroupMmaLayout layout = *getLayout(linear, ctx.primitives, group.batch);
     LinearProblem problem(linear, buffers);
-    GroupGemmGeometry geometry(group, layout, ctx.subgroupSize(),
-                               problem.element, problem.gateUp);
+    GroupGemmGeometry geometry(group, layout, ctx.primitives, problem.element,
+                               problem.gateUp);
 
     launchGroupGemmKernel(op, "linear", group, geometry, problem, buffers, ctx,
                           [&](GpuEmitter &e, ArrayRef<Value> v,

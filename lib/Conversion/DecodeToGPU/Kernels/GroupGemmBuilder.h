@@ -52,7 +52,7 @@ struct GroupGemmGeometry {
   static constexpr int64_t kOtherRegisters = 32;
 
   GroupGemmGeometry(const GroupGemmConfig &config, const GroupMmaLayout &layout,
-                    int64_t subgroupSize, Type element, bool gateUp) {
+                    const GpuPrimitives &target, Type element, bool gateUp) {
     elementBytes = element.getIntOrFloatBitWidth() / 8;
     rowBytes = layout.rowBytes();
     kTile = rowBytes / elementBytes;
@@ -61,15 +61,15 @@ struct GroupGemmGeometry {
     groupRows = config.rowTiles * layout.m();
     blockRows = config.groups * groupRows;
     weightRows = halves * blockRows;
-    groupThreads = layout.subgroups() * subgroupSize;
+    groupThreads = layout.subgroups() * target.subgroupSize();
     threads = config.groups * groupThreads;
     stageBytes = llvm::alignTo((weightRows + config.batch) * rowBytes,
                                layout.tileAlignment);
     // The base of shared memory is aligned up to a tile in the kernel.
     sharedBytes = config.stages * stageBytes + layout.tileAlignment;
     accumulators = halves * config.rowTiles * layout.accPerThread;
-    clusterSumBytes =
-        ClusterSplitSums::getBytes(blockRows, config.batch, halves);
+    clusterSumBytes = ClusterSplitSums::getBytes(blockRows, config.batch,
+                                                 halves, target.target());
   }
 
   static int64_t getTiles(int64_t kTile, int64_t k) {
@@ -102,11 +102,16 @@ struct GroupStageCopy {
   /// The source row (clamped in bounds where the blocks do not tile the
   /// rows exactly) and whether it is a real row.
   Value sourceRow, inBounds;
-  /// The element offset of the chunk in a stage: `destination` (a value
-  /// that copies share) + `destinationOffset` (a constant), and its k in a
-  /// tile.
+  /// The element offset of the chunk in a stage: its thread base +
+  /// `destinationOffset` (a constant), and its k in a tile. The thread base
+  /// is the stage's base + `destination`, or, where `baseCopy` is set, that
+  /// copy's (and `destination` is null).
   Value destination, k;
   int64_t destinationOffset = 0;
+  /// Null, or the copy (an index in the builder's copies) whose thread base
+  /// this one, of a later full round, shares: its region's first round, also
+  /// full, so issued before it and outside any branch.
+  std::optional<size_t> baseCopy;
   /// Null, or whether this thread has the copy (a partial last round).
   Value active;
   /// A copy of the weight (else of the batch).
@@ -249,9 +254,8 @@ protected:
       copy.sourceRow = sourceRow;
       copy.inBounds = inBounds;
       if (periodic && !copy.active && firstFull) {
-        const GroupStageCopy &base = copies[*firstFull];
-        copy.destination = base.destination;
-        copy.k = base.k;
+        copy.baseCopy = firstFull;
+        copy.k = copies[*firstFull].k;
         copy.destinationOffset =
             start / chunksPerRow * g.rowBytes / g.elementBytes;
         copies.push_back(copy);
@@ -314,9 +318,11 @@ protected:
         b, buffer, e.index(g.stageBytes / g.elementBytes));
     Value base = arith::AddIOp::create(b, padElements, stageOffset);
     bool kTail = problem.k % g.kTile != 0;
-    // The stage offsets copies share, each added to `base` once.
-    llvm::SmallDenseMap<Value, Value> threadBases;
-    for (const GroupStageCopy &copy : copies) {
+    // The copies' thread bases, by index in `copies`, each made once where
+    // its copy is issued; a copy with a baseCopy reads that one's.
+    SmallVector<Value> threadBases(copies.size());
+    for (size_t index = 0; index < copies.size(); ++index) {
+      const GroupStageCopy &copy = copies[index];
       if ((which == StageCopies::Weight && !copy.ofWeight) ||
           (which == StageCopies::Batch && copy.ofWeight))
         continue;
@@ -328,14 +334,14 @@ protected:
           k = e.select(inK, k, e.index(0));
           valid = arith::AndIOp::create(b, valid, inK);
         }
-        // Only full rounds share a destination (planRegion), so a base
-        // made inside a partial round's branch is never reused outside it.
-        Value &threadBase = threadBases[copy.destination];
-        if (!threadBase)
-          threadBase =
-              e.addressBase(arith::AddIOp::create(b, base, copy.destination));
-        assert((!copy.active || copy.destinationOffset == 0) &&
-               "a partial round's copy shares no base");
+        Value threadBase;
+        if (copy.baseCopy) {
+          threadBase = threadBases[*copy.baseCopy];
+        } else {
+          Value offset = arith::AddIOp::create(b, base, copy.destination);
+          threadBase = e.addressBase(offset);
+        }
+        threadBases[index] = threadBase;
         Value destination = threadBase;
         if (copy.destinationOffset != 0)
           destination = arith::AddIOp::create(b, threadBase,

@@ -21,7 +21,10 @@
 //     their scatter; words past what the registers hold are loaded while
 //     the tile is scattered;
 //   - expand: the block's threads store each word's value at its location
-//     in a zeroed stage, at the place the layout gives its (row, chunk);
+//     in a zeroed stage, at the place the layout gives its (row, chunk)
+//     (the packed order spreads a warp instruction's stores over the banks
+//     of its 128-byte swizzle where the target's banks are the order's:
+//     TiledCSLWords::keepsOrderBanks);
 //   - compute as dense: the group MMAs of the stage, whose batch rows the
 //     target's asynchronous copies brought in.
 //
@@ -319,9 +322,9 @@ public:
     bool gateUp = sparse.getActivation() == decode::Activation::silu_gate_up;
     if (std::optional<GroupMmaLayout> layout =
             getLayout(sparse, target, spmm.batch)) {
-      GroupGemmGeometry geometry(
-          spmm.getGroup(), *layout, target.subgroupSize(),
-          sparse.getInput().getType().getElementType(), gateUp);
+      GroupGemmGeometry geometry(spmm.getGroup(), *layout, target,
+                                 sparse.getInput().getType().getElementType(),
+                                 gateUp);
       if (geometry.reducesInCluster(spmm.getGroup(), target.target()))
         return 0;
     }
@@ -359,8 +362,7 @@ public:
     Type element = sparse.getInput().getType().getElementType();
     bool gateUp = sparse.getActivation() == decode::Activation::silu_gate_up;
     GroupGemmConfig group = spmm.getGroup();
-    GroupGemmGeometry geometry(group, *layout, target.subgroupSize(), element,
-                               gateUp);
+    GroupGemmGeometry geometry(group, *layout, target, element, gateUp);
     if (tileCols != geometry.kTile)
       return op->emitOpError()
              << "kernel 'group_spmm': the tile's " << tileCols
@@ -416,8 +418,8 @@ public:
     GroupMmaLayout layout = *getLayout(sparse, ctx.primitives, spmm.batch);
     decode::TiledCSLType type = sparse.getWeight().getType();
     LinearProblem problem(sparse, buffers);
-    GroupGemmGeometry geometry(group, layout, ctx.subgroupSize(),
-                               problem.element, problem.gateUp);
+    GroupGemmGeometry geometry(group, layout, ctx.primitives, problem.element,
+                               problem.gateUp);
 
     launchGroupGemmKernel(op, "sparse_linear", group, geometry, problem,
                           buffers, ctx,
@@ -443,7 +445,7 @@ FailureOr<decode::KernelAttr> fdc::gpu::getDefaultGroupSpmmKernel(
   DictionaryAttr defaults = family->getDefaultConfig(op, target);
   GroupSpmmConfig config{KernelConfig(defaults)};
   config.batch = batch;
-  GroupGemmGeometry geometry(config.getGroup(), *layout, target.subgroupSize(),
+  GroupGemmGeometry geometry(config.getGroup(), *layout, target,
                              op.getInput().getType().getElementType(),
                              op.getActivation() ==
                                  decode::Activation::silu_gate_up);

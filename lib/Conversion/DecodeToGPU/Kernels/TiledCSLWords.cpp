@@ -23,6 +23,12 @@ TiledCSLWords::TiledCSLWords(GpuEmitter &e, Value weight,
       VectorType::get({decode::TiledCSLType::kWordsPerVector}, b.getI32Type());
 }
 
+bool TiledCSLWords::keepsOrderBanks(const GpuPrimitives &target) {
+  return target.sharedMemoryBankBytes() ==
+             decode::TiledCSLType::kOrderBankBytes &&
+         target.sharedMemoryBanks() % decode::TiledCSLType::kOrderBanks == 0;
+}
+
 int64_t fdc::gpu::chooseSpmmSplitK(int64_t rows, int64_t tiles, int64_t slots) {
   constexpr int64_t kBlockOverheadTiles = 2;
   int64_t maxSplits = std::clamp<int64_t>(tiles / 8, 1, 16);

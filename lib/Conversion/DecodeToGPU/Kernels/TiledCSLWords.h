@@ -52,6 +52,18 @@ public:
   /// on the synchronous path; 6 costs occupancy).
   static int64_t getDefaultVectors(decode::TiledCSLType type, int64_t threads);
 
+  /// Whether the kernels' scatter of a tile's words into shared memory on
+  /// `target` keeps the spread over the banks that the packed word order
+  /// was made for: decode::TiledCSLType::kOrderBanks banks of
+  /// kOrderBankBytes bytes (a format constant; docs/model-library.md). It
+  /// does where the target's banks are as wide and a multiple of them in
+  /// number (words the order puts in different banks stay in different
+  /// banks): every known target. Where it does not, the scatter's stores
+  /// meet more bank conflicts, which costs speed, never correctness (every
+  /// word still lands at its location): the kernels are built the same, and
+  /// it is no error.
+  static bool keepsOrderBanks(const GpuPrimitives &target);
+
   /// `weight` is the i32 buffer of a `type` weight of `element` values,
   /// read by `threads` threads that hold `vectors` vectors of a tile's run
   /// in registers; a block reads `tileCount` k tiles of a tile row.

@@ -87,7 +87,8 @@ struct TiledGemmGeometry {
     sharedBytes = sharedElements * elementBytes;
     accumulators =
         halves * config.rowTiles * config.batchTiles * layout.accPerLane;
-    clusterSumBytes = ClusterSplitSums::getBytes(blockRows, blockBatch, halves);
+    clusterSumBytes = ClusterSplitSums::getBytes(blockRows, blockBatch, halves,
+                                                 target.target());
   }
 
   /// Whether the splits of K add their sums inside a cluster

@@ -127,6 +127,14 @@ public:
   int64_t units() const { return gpuTarget.getUnits(); }
   /// The widest global load or store, in bytes.
   int64_t vectorBytes() const { return gpuTarget.getVectorBytes(); }
+  /// The banks of shared memory one subgroup access meets, and the bytes of
+  /// each: byte a is in bank (a / sharedMemoryBankBytes()) mod
+  /// sharedMemoryBanks(); lanes reaching different addresses of one bank
+  /// are served one after another.
+  int64_t sharedMemoryBanks() const { return gpuTarget.getSharedMemoryBanks(); }
+  int64_t sharedMemoryBankBytes() const {
+    return gpuTarget.getSharedMemoryBankBytes();
+  }
 
   /// The f32 `value` of lane `lane ^ offset` (0 < offset < subgroupSize()):
   /// a butterfly exchange, every lane active.

@@ -38,6 +38,11 @@ struct KnownTarget {
   int64_t sharedMemory;
   int64_t vectorBytes;
   int64_t maxWorkgroupSize;
+  /// The banks of shared memory (LDS) one access of a subgroup meets, and
+  /// the bytes of each (#decode.gpu_target's shared_memory_banks and
+  /// shared_memory_bank_bytes).
+  int64_t sharedMemoryBanks;
+  int64_t sharedMemoryBankBytes;
   /// The instruction family of `mma`: shapes of different families are
   /// different instructions with different lane layouts, even when their
   /// sizes agree (MFMA and WMMA 16x16x16).
@@ -83,6 +88,9 @@ constexpr int64_t KiB = 1024;
   }
 
 const KnownTarget kKnownTargets[] = {
+    // Shared memory banks: every NVIDIA arch from sm_70 on has 32 banks of
+    // 4 bytes, successive 32-bit words in successive banks (CUDA C++
+    // Programming Guide, compute capabilities 7.x to 9.x).
     // A100 SXM: 108 SMs, 163 KiB of shared memory per block (opt-in).
     {"sm_80",
      GpuVendor::nvidia,
@@ -91,6 +99,8 @@ const KnownTarget kKnownTargets[] = {
      163 * KiB,
      16,
      1024,
+     /*sharedMemoryBanks=*/32,
+     /*sharedMemoryBankBytes=*/4,
      "mma.sync",
      NVIDIA_MMA},
     // A40 / RTX 3090 (GA102): 84 SMs, 99 KiB.
@@ -101,6 +111,8 @@ const KnownTarget kKnownTargets[] = {
      99 * KiB,
      16,
      1024,
+     /*sharedMemoryBanks=*/32,
+     /*sharedMemoryBankBytes=*/4,
      "mma.sync",
      NVIDIA_MMA},
     // L40S (AD102): 142 SMs, 99 KiB.
@@ -111,6 +123,8 @@ const KnownTarget kKnownTargets[] = {
      99 * KiB,
      16,
      1024,
+     /*sharedMemoryBanks=*/32,
+     /*sharedMemoryBankBytes=*/4,
      "mma.sync",
      NVIDIA_MMA},
     // H100 SXM: 132 SMs, 227 KiB.
@@ -121,6 +135,8 @@ const KnownTarget kKnownTargets[] = {
      227 * KiB,
      16,
      1024,
+     /*sharedMemoryBanks=*/32,
+     /*sharedMemoryBankBytes=*/4,
      "mma.sync",
      NVIDIA_MMA,
      {},
@@ -136,13 +152,17 @@ const KnownTarget kKnownTargets[] = {
      227 * KiB,
      16,
      1024,
+     /*sharedMemoryBanks=*/32,
+     /*sharedMemoryBankBytes=*/4,
      "mma.sync",
      NVIDIA_MMA,
      HOPPER_WGMMA,
      /*dependentLaunch=*/true,
      /*simdsPerUnit=*/4,
      /*clusterWorkgroups=*/8},
-    // MI250X (one GCD): 110 CUs, 64 KiB of LDS, wave64.
+    // MI250X (one GCD): 110 CUs, 64 KiB of LDS, wave64. CDNA's LDS is 32
+    // banks of 4 bytes (the CDNA ISA guides' LDS chapter: 64 KiB per CU in
+    // 32 banks of 512 DWORDs).
     {"gfx90a",
      GpuVendor::amd,
      {64},
@@ -150,9 +170,11 @@ const KnownTarget kKnownTargets[] = {
      64 * KiB,
      16,
      1024,
+     /*sharedMemoryBanks=*/32,
+     /*sharedMemoryBankBytes=*/4,
      "mfma",
      CDNA_MFMA},
-    // MI300X: 304 CUs, 64 KiB of LDS, wave64.
+    // MI300X: 304 CUs, 64 KiB of LDS (32 banks of 4 bytes), wave64.
     {"gfx942",
      GpuVendor::amd,
      {64},
@@ -160,9 +182,15 @@ const KnownTarget kKnownTargets[] = {
      64 * KiB,
      16,
      1024,
+     /*sharedMemoryBanks=*/32,
+     /*sharedMemoryBankBytes=*/4,
      "mfma",
      CDNA_MFMA},
-    // RX 7900 XTX: 96 CUs, 64 KiB of LDS, wave32 (wave64 also runs).
+    // RX 7900 XTX: 96 CUs, 64 KiB of LDS, wave32 (wave64 also runs). The
+    // RDNA3 ISA guide (section 12.1) has 128 KiB of LDS per WGP in 64 banks
+    // of DWORDs, in two sets of 32, each affiliated with one pair of its
+    // four SIMD32s: we take 32 banks of 4 bytes as what one wave's access
+    // meets (the doc's words; not measured on an RDNA3 part).
     {"gfx1100",
      GpuVendor::amd,
      {32, 64},
@@ -170,6 +198,8 @@ const KnownTarget kKnownTargets[] = {
      64 * KiB,
      16,
      1024,
+     /*sharedMemoryBanks=*/32,
+     /*sharedMemoryBankBytes=*/4,
      "wmma",
      RDNA3_WMMA,
      {},
@@ -279,7 +309,8 @@ fdc::decode::lookupGpuTarget(MLIRContext *context, StringRef arch,
       target->vectorBytes, target->maxWorkgroupSize,
       mmaShapes(context, *target), groupMmaShapes(context, *target),
       target->dependentLaunch ? BoolAttr::get(context, true) : BoolAttr(),
-      target->clusterWorkgroups);
+      target->clusterWorkgroups, target->sharedMemoryBanks,
+      target->sharedMemoryBankBytes);
 }
 
 FailureOr<GpuTargetAttr>
@@ -339,14 +370,16 @@ fdc::decode::getCommonGpuTarget(MLIRContext *context,
       ArrayAttr::get(context, mma),
       groupMma.empty() ? ArrayAttr() : ArrayAttr::get(context, groupMma),
       dependentLaunch ? BoolAttr::get(context, true) : BoolAttr(),
-      clusterWorkgroups);
+      clusterWorkgroups, first->getSharedMemoryBanks(),
+      first->getSharedMemoryBankBytes());
 }
 
 LogicalResult GpuTargetAttr::verify(
     function_ref<InFlightDiagnostic()> emitError, GpuVendor vendor,
     StringAttr arch, int64_t subgroup, int64_t units, int64_t sharedMemory,
     int64_t vectorBytes, int64_t maxWorkgroupSize, ArrayAttr mma,
-    ArrayAttr groupMma, BoolAttr dependentLaunch, int64_t clusterWorkgroups) {
+    ArrayAttr groupMma, BoolAttr dependentLaunch, int64_t clusterWorkgroups,
+    int64_t sharedMemoryBanks, int64_t sharedMemoryBankBytes) {
   if (!mma)
     return emitError() << "#decode.gpu_target needs an mma list (maybe [])";
   for (Attribute shape : mma)
@@ -417,6 +450,16 @@ LogicalResult GpuTargetAttr::verify(
     return emitError() << "#decode.gpu_target vector_bytes must be a power of "
                           "two in [4, 64], got "
                        << vectorBytes;
+  if (!llvm::isPowerOf2_64(sharedMemoryBanks) || sharedMemoryBanks < 4 ||
+      sharedMemoryBanks > 256)
+    return emitError() << "#decode.gpu_target shared_memory_banks must be a "
+                          "power of two in [4, 256], got "
+                       << sharedMemoryBanks;
+  if (!llvm::isPowerOf2_64(sharedMemoryBankBytes) ||
+      sharedMemoryBankBytes < 4 || sharedMemoryBankBytes > 16)
+    return emitError() << "#decode.gpu_target shared_memory_bank_bytes must "
+                          "be a power of two in [4, 16], got "
+                       << sharedMemoryBankBytes;
   if (maxWorkgroupSize < subgroup || maxWorkgroupSize % subgroup != 0 ||
       maxWorkgroupSize > 4096)
     return emitError() << "#decode.gpu_target max_workgroup_size must be a "

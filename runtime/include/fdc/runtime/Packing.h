@@ -44,6 +44,14 @@ uint64_t int4PackedBytes(int64_t n, int64_t k, int64_t groupSize,
 /// The Tiled-CSL layout version this runtime packs and reads (the manifest's
 /// "csl_version"; docs/model-library.md).
 constexpr int64_t kTiledCSLVersion = 3;
+/// The shared-memory banks that version 3's word order spreads each store
+/// instruction of the GPU kernels over: kTiledCSLOrderBanks banks of
+/// kTiledCSLOrderBankBytes bytes (docs/model-library.md). Part of the
+/// format (the compiler's decode::TiledCSLType::kOrderBanks, fdc.packing's
+/// TILED_CSL_BANKS), not of the GPU that reads it: a GPU with other banks
+/// reads the same words, only with more conflicted stores.
+constexpr int64_t kTiledCSLOrderBanks = 32;
+constexpr int64_t kTiledCSLOrderBankBytes = 4;
 
 /// Words of an [n, k] tiled_csl weight's header with tiles of tileRows x
 /// tileCols: its tiles + 1 TileOffsets padded to a multiple of 4 (16 bytes).

@@ -3,6 +3,7 @@
 #include "TestUtil.h"
 
 #include "fdc/Dialect/Decode/IR/Decode.h"
+#include "fdc/Dialect/Decode/IR/KnownTargets.h"
 
 #include "mlir/AsmParser/AsmParser.h"
 
@@ -113,6 +114,43 @@ TEST_F(AttrsTest, ActivationEnum) {
   Attribute attr = parseAttribute("#decode<activation silu_gate_up>", &ctx);
   ASSERT_TRUE(attr);
   EXPECT_EQ(print(attr), "#decode<activation silu_gate_up>");
+}
+
+TEST_F(AttrsTest, KnownTargetsHaveSharedMemoryBanks) {
+  // Every known target, NVIDIA and AMD, has 32 banks of 4 bytes (the
+  // attribute's defaults, so its printed form leaves them out).
+  for (StringRef arch : getKnownGpuArchs()) {
+    FailureOr<GpuTargetAttr> target =
+        lookupGpuTarget(&ctx, arch, [this] { return emitError(); });
+    ASSERT_TRUE(succeeded(target)) << arch.str();
+    EXPECT_EQ(target->getSharedMemoryBanks(), 32) << arch.str();
+    EXPECT_EQ(target->getSharedMemoryBankBytes(), 4) << arch.str();
+    EXPECT_EQ(print(Attribute(*target)).find("shared_memory_bank"),
+              std::string::npos)
+        << arch.str();
+  }
+  // A library for several archs has the first arch's banks.
+  std::string archs[] = {"gfx1100", "gfx90a"};
+  FailureOr<GpuTargetAttr> common =
+      getCommonGpuTarget(&ctx, archs, [this] { return emitError(); });
+  ASSERT_TRUE(succeeded(common));
+  EXPECT_EQ(common->getSharedMemoryBanks(), 32);
+  EXPECT_EQ(common->getSharedMemoryBankBytes(), 4);
+  EXPECT_TRUE(noDiagnostics());
+}
+
+TEST_F(AttrsTest, GpuTargetSharedMemoryBanksRoundTrip) {
+  StringRef text =
+      "#decode.gpu_target<vendor = amd, arch = \"gfx1100\", subgroup = 32, "
+      "units = 96, shared_memory = 65536, vector_bytes = 16, "
+      "max_workgroup_size = 1024, mma = [], shared_memory_banks = 64, "
+      "shared_memory_bank_bytes = 8>";
+  auto target = dyn_cast_or_null<GpuTargetAttr>(parseAttribute(text, &ctx));
+  ASSERT_TRUE(target);
+  EXPECT_EQ(target.getSharedMemoryBanks(), 64);
+  EXPECT_EQ(target.getSharedMemoryBankBytes(), 8);
+  EXPECT_EQ(print(Attribute(target)), text.str());
+  EXPECT_TRUE(noDiagnostics());
 }
 
 } // namespace

@@ -137,7 +137,20 @@ def Decode_GpuTargetAttr : AttrDef<Decode_Dialect, "GpuTarget"> {
     into a cluster, whose workgroups run at once and read each other's shared
     memory (NVIDIA sm_90+ thread block clusters; 8 is the portable size): a
     GEMM split in K then adds its splits' sums inside the cluster instead of
-    in a second kernel.
+    in a second kernel. `shared_memory_banks` (optional, 32 by default) and
+    `shared_memory_bank_bytes` (optional, 4 by default) describe the banks
+    of shared memory (LDS) that one access of a subgroup meets: the byte at
+    address a lies in bank (a / shared_memory_bank_bytes) mod
+    shared_memory_banks, and lanes that reach different addresses of one
+    bank are served one after another (a bank conflict). Generators lay out
+    shared memory for these banks (the padding of the split-K sums added in
+    a cluster; the Tiled-CSL word order's 32 banks of 4 bytes are a format
+    constant the lowering compares with them); a layout made for other banks
+    is as correct, only slower. Every known target has 32 banks of 4 bytes:
+    NVIDIA sm_70 and later, CDNA (64 KiB of LDS in 32 banks) and RDNA3, whose
+    128 KiB of LDS per WGP is 64 banks in two sets of 32, each affiliated
+    with a pair of its SIMDs (RDNA3 ISA guide, 12.1): one wave's access is
+    taken to meet one set.
 
     ```mlir
     #decode.gpu_target<vendor = nvidia, arch = "sm_90", subgroup = 32,
@@ -157,7 +170,9 @@ def Decode_GpuTargetAttr : AttrDef<Decode_Dialect, "GpuTarget"> {
     "::mlir::ArrayAttr":$mma,
     OptionalParameter<"::mlir::ArrayAttr">:$group_mma,
     OptionalParameter<"::mlir::BoolAttr">:$dependent_launch,
-    DefaultValuedParameter<"int64_t", "0">:$cluster_workgroups);
+    DefaultValuedParameter<"int64_t", "0">:$cluster_workgroups,
+    DefaultValuedParameter<"int64_t", "32">:$shared_memory_banks,
+    DefaultValuedParameter<"int64_t", "4">:$shared_memory_bank_bytes);
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
   let extraClassDeclaration = [{

@@ -75,11 +75,14 @@ def Decode_TiledCSLType : Decode_Type<"TiledCSL", "tiled_csl"> {
   let summary = "unstructured-sparse weight in Tiled-CSL format";
   let description = [{
     A 2-D weight [N, K] pruned to unstructured sparsity and stored in
-    Flash-LLM's Tiled-CSL format (version 2, docs/model-library.md): the
+    Flash-LLM's Tiled-CSL format (version 3, docs/model-library.md): the
     matrix is cut into `tile`s (default 128x64; the last tile row and column
     may be partial), and each tile keeps a run of 32-bit words (16-bit value |
     16-bit location within the tile) padded to four words, after a
-    `TileOffsets` header padded to 16 bytes.
+    `TileOffsets` header padded to 16 bytes. A run's words are in an order
+    that spreads the GPU kernels' shared-memory stores of them over 32 banks
+    of 4 bytes (part of the format; a GPU with other banks reads the same
+    words with more bank conflicts).
 
     Example: `!decode.tiled_csl<4096x4096xf16, tile = 128x64>`
   }];
@@ -94,6 +97,13 @@ def Decode_TiledCSLType : Decode_Type<"TiledCSL", "tiled_csl"> {
     /// Words per 16-byte vector: the header and every tile's run are padded
     /// to a multiple of it.
     static constexpr int64_t kWordsPerVector = 4;
+    /// The shared-memory banks the packed word order spreads each store
+    /// instruction of the Flash-LLM kernels' scatter over: kOrderBanks banks
+    /// of kOrderBankBytes bytes (the runtime packer's kTiledCSLOrderBanks).
+    /// A format constant, fixed by the version, not a fact of the GPU that
+    /// reads the weight.
+    static constexpr int64_t kOrderBanks = 32;
+    static constexpr int64_t kOrderBankBytes = 4;
     /// Tile rows (ceil(N / TN)) and tiles per tile row (ceil(K / TK)).
     int64_t getTileRows() const {
       return (getShape()[0] + getTile()[0] - 1) / getTile()[0];

@@ -44,7 +44,8 @@ lookupGpuTarget(mlir::MLIRContext *context, llvm::StringRef arch,
 
 /// One description for kernels that must run on every arch of `archs` (one
 /// library, one code object per arch): the first arch's unit count sizes the
-/// grids; shared memory, vector width and the MMA shapes are what every arch
+/// grids and its shared-memory banks lay out shared memory (both tune speed
+/// alone); shared memory, vector width and the MMA shapes are what every arch
 /// has; the subgroup size is the first arch's preferred one if all archs
 /// support it, else one they all support (gfx1100 beside CDNA runs wave64).
 /// Fails naming the archs if they mix vendors or share no subgroup size.
