@@ -68,9 +68,19 @@ def _rows(results: dict, family: str):
 
 
 def ceilings_md(rows) -> str:
-    return _table(["measurement", "GB/s", "µs"],
-                  [[r["case"]["what"], _num(r["gbps"], 0), _num(r["us"])]
-                   for r in rows])
+    """The ceilings; where a sized read had contenders (fdc.bench.reads),
+    torch.sum's own time too."""
+    sums = any("torch_sum_us" in r for r in rows)
+    body = []
+    for r in rows:
+        line = [r["case"]["what"], _num(r["gbps"], 0), _num(r["us"])]
+        if sums:
+            line.append(_num(r["torch_sum_us"]) if "torch_sum_us" in r else "–")
+        body.append(line)
+    header = ["measurement", "GB/s", "µs"]
+    if sums:
+        header.append("torch.sum alone µs")
+    return _table(header, body)
 
 
 def linear_md(rows) -> str:
@@ -471,9 +481,12 @@ SECTIONS = (
     ("ceilings", "HBM ceilings", ceilings_md,
      "Large tensors (4 GiB), timed between CUDA events: the ceiling every "
      "% HBM figure divides by. Then, where the run has them, the same read "
-     "of 64 and 128 MiB, timed as the kernels are (CUDA-graph replay, "
-     "20 calls per replay, inputs rotated over > 3× L2): what a read of a "
-     "mid-size KV cache reaches, launch and tail included."),
+     "of a B = 1 or mid-size KV cache's bytes, timed as the kernels are "
+     "(CUDA-graph replay, 20 calls per replay, inputs rotated over > 3× "
+     "L2): what a plain read of that size reaches, launch and tail "
+     "included; since 2026-12-07 the fastest of torch.sum and a few Triton "
+     "read kernels (fdc.bench.reads; torch.sum alone read 64 MiB at 74 % "
+     "of the ceiling where Triton's read it at 94 %)."),
     ("linear", "Linear (flat GEMM / GEMV), bf16, y = x·Wᵀ", linear_md,
      "Bytes = W + x + y. Peer: torch.matmul (cuBLAS). Weights rotated over "
      "> 3× L2; CUDA-graph replay, 20 calls per replay."),
@@ -494,7 +507,8 @@ SECTIONS = (
      "for the scores, bf16 for P V), their replays interleaved; GB/s, % "
      "HBM and the speedup are the faster one's. The peer reads a bf16 "
      "cache of the same shape. GB/s of each one's own bytes. Same-size "
-     "read: torch.sum over the row's INT4 bytes, timed as the kernels are "
+     "read: the fastest plain read of the row's INT4 bytes (torch.sum, or "
+     "since 2026-12-07 a Triton read kernel), timed as the kernels are "
      "(graph replay, inputs rotated over > 3× L2): what a plain read of "
      "that size reaches, launch and tail included."),
     ("sparse", "Unstructured-sparse linear, fp16", sparse_md,

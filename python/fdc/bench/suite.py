@@ -30,6 +30,7 @@ import torch
 
 from . import models, report, tiled_csl
 from . import serving as serving_bench
+from .reads import plain_read
 from ..testing import attention_models
 from .launcher import CudaLauncher, LibraryError, ModelLibrary, step_args
 from .timing import (CALLS, event_time_us, graph_time_us, graph_times_us,
@@ -44,8 +45,8 @@ ATTENTION_BATCHES = (1, 8, 32, 64, 128)
 ATTENTION_CONTEXTS = (1024, 2048, 4096, 8192, 16384, 32768)
 INT4_BATCHES = (1, 8, 32, 64, 128, 256)
 # Sizes of the ceilings family's graph-replayed reads: the attention
-# table's 64 MiB and 128 MiB caches.
-SIZED_READ_MIB = (64, 128)
+# table's 16 and 32 MiB caches (B = 1) and its 64 and 128 MiB ones.
+SIZED_READ_MIB = (16, 32, 64, 128)
 SPARSITIES = (0.7, 0.8, 0.9)
 SPARSE_BATCHES = (8, 16, 32)
 SPARSE_SEED = 13  # the pruned weights are the same in every run
@@ -250,30 +251,24 @@ def ceilings(bench: Bench) -> list[dict]:
                  "us": copy["us"], "gbps": 2 * half.numel() * 4 / copy["us"] / 1e3,
                  "spread": copy["spread"]})
     del x, half, dst
-    # The same read at the sizes of the attention table's mid-size caches,
-    # timed as the kernels are (graph replay, inputs rotated over > 3x L2):
-    # what a read of that size reaches, launch and tail included.
+    # The same read at the sizes of the attention table's B = 1 and
+    # mid-size caches, timed as the kernels are (graph replay, inputs
+    # rotated over > 3x L2): what a read of that size reaches, launch and
+    # tail included; the fastest of torch.sum and Triton's (fdc.bench.reads).
     for mib in SIZED_READ_MIB:
         sized = sized_read(bench, mib << 20)
-        rows.append({"case": {"what": f"streaming read (torch.sum) of {mib} "
-                                      "MiB, graph replay", "bytes": mib << 20},
+        rows.append({"case": {"what": f"streaming read of {mib} MiB, graph "
+                                      f"replay ({sized['by']})",
+                              "bytes": mib << 20},
                      **sized})
     return rows
 
 
 def sized_read(bench: Bench, nbytes: int) -> dict:
-    """A streaming read (torch.sum) of `nbytes` timed as the kernels are:
-    graph replay over a rotation of inputs spanning > 3x L2, so it is what
-    a read of that size reaches, launch and tail included. {us, gbps,
-    spread}."""
-    sets = [bench.randn(max(nbytes // 4, 1), torch.float32)
-            for _ in range(rotation(nbytes, bench.l2))]
-    out = torch.empty((), dtype=torch.float32, device="cuda")
-    sized = graph_time_us(
-        lambda i: torch.sum(sets[i % len(sets)], dim=0, out=out))
-    del sets
-    return {"us": sized["us"], "gbps": nbytes / sized["us"] / 1e3,
-            "spread": sized["spread"]}
+    """The fastest plain read of `nbytes` timed as the kernels are
+    (fdc.bench.reads.plain_read): {us, gbps, spread, by, torch_sum_us}."""
+    return plain_read(lambda n: bench.randn(n, torch.float32), nbytes,
+                      bench.l2)
 
 
 def linear(bench: Bench) -> list[dict]:
