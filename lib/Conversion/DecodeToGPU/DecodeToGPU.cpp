@@ -100,6 +100,24 @@ static int64_t getWorkspaceBytesPerRow(Operation *op, Attribute kernels,
   return bytes;
 }
 
+/// Whether one of `kernels` (a #decode.kernel or the kernels of a
+/// #decode.dispatch; none for null) scatters Tiled-CSL words into shared
+/// memory: flash_spmm or group_spmm, not sparse_row_scan.
+static bool scattersTiledCSLWords(Attribute kernels) {
+  if (!kernels)
+    return false;
+  SmallVector<decode::KernelAttr> list;
+  if (auto kernel = dyn_cast<decode::KernelAttr>(kernels))
+    list.push_back(kernel);
+  else
+    llvm::append_range(
+        list, cast<decode::KernelDispatchAttr>(kernels).getKernelList());
+  return llvm::any_of(list, [](decode::KernelAttr kernel) {
+    StringRef family = kernel.getFamily().getValue();
+    return family == "flash_spmm" || family == "group_spmm";
+  });
+}
+
 class GpuStepLowering : public StepBuffers {
 public:
   GpuStepLowering(decode::ModelOp model, ImplicitLocOpBuilder &b,
@@ -285,7 +303,7 @@ LogicalResult GpuStepLowering::run() {
     // The packed Tiled-CSL word order (a format constant) against the
     // target's banks, said once: a mismatch costs speed, never
     // correctness, so the kernels are built the same and it is no error.
-    if (*opKernels && isa<decode::SparseLinearOp>(op) && !remarkedBanks &&
+    if (!remarkedBanks && scattersTiledCSLWords(*opKernels) &&
         !TiledCSLWords::keepsOrderBanks(primitives)) {
       remarkedBanks = true;
       op.emitRemark() << "Tiled-CSL words are packed in an order for "

@@ -485,8 +485,8 @@ SECTIONS = (
      "(CUDA-graph replay, 20 calls per replay, inputs rotated over > 3× "
      "L2): what a plain read of that size reaches, launch and tail "
      "included; since 2026-12-07 the fastest of torch.sum and a few Triton "
-     "read kernels (fdc.bench.reads; torch.sum alone read 64 MiB at 74 % "
-     "of the ceiling where Triton's read it at 94 %)."),
+     "read kernels (fdc.bench.reads; on an H100 on 2026-12-07 torch.sum "
+     "alone read 64 MiB at 74 % of the ceiling, Triton's at 94 %)."),
     ("linear", "Linear (flat GEMM / GEMV), bf16, y = x·Wᵀ", linear_md,
      "Bytes = W + x + y. Peer: torch.matmul (cuBLAS). Weights rotated over "
      "> 3× L2; CUDA-graph replay, 20 calls per replay."),

@@ -81,6 +81,13 @@
 // RUN: sed -e '1s/^/module attributes {decode.gpu_target = #decode.gpu_target<vendor = nvidia, arch = "sm_90", subgroup = 32, units = 132, shared_memory = 232448, vector_bytes = 16, max_workgroup_size = 1024, mma = [#decode.mma<m = 16, n = 8, k = 16, a = f16, acc = f32>], shared_memory_banks = 64>} {\n/' -e '$a}' %S/Inputs/sparse-linear-f16.mlir \
 // RUN:   | fdc-opt --decode-assign-weight-layout --convert-decode-to-gpu -o /dev/null 2>&1 | FileCheck %s --allow-empty --check-prefix=BANKS64
 // BANKS64-NOT: remark
+// Without an MMA the sparse linears run sparse_row_scan, which scatters
+// nothing: no remark on 16 banks either.
+// RUN: sed -e '1s/^/module attributes {decode.gpu_target = #decode.gpu_target<vendor = nvidia, arch = "sm_90", subgroup = 32, units = 132, shared_memory = 232448, vector_bytes = 16, max_workgroup_size = 1024, mma = [], shared_memory_banks = 16>} {\n/' -e '$a}' %S/Inputs/sparse-linear-f16.mlir \
+// RUN:   | fdc-opt --decode-assign-weight-layout --convert-decode-to-gpu 2>&1 | FileCheck %s --check-prefix=SCAN16
+// SCAN16-NOT: remark
+// SCAN16: gpu.launch_func @fdc_kernels::@{{sparse_linear_[0-9]+}}
+// SCAN16-NOT: remark
 
 // Four splits (no cluster reduction past two): each block stores its sums in
 // the workspace, and linear_epilogue adds them. Once its MMAs are done a

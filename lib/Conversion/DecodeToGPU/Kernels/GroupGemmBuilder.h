@@ -110,7 +110,8 @@ struct GroupStageCopy {
   int64_t destinationOffset = 0;
   /// Null, or the copy (an index in the builder's copies) whose thread base
   /// this one, of a later full round, shares: its region's first round, also
-  /// full, so issued before it and outside any branch.
+  /// full, so issued before it, in the same block (outside any partial
+  /// round's branch).
   std::optional<size_t> baseCopy;
   /// Null, or whether this thread has the copy (a partial last round).
   Value active;
@@ -336,6 +337,8 @@ protected:
         }
         Value threadBase;
         if (copy.baseCopy) {
+          assert(!copy.active && threadBases[*copy.baseCopy] &&
+                 "a base copy is issued before the copies that share it");
           threadBase = threadBases[*copy.baseCopy];
         } else {
           Value offset = arith::AddIOp::create(b, base, copy.destination);

@@ -129,7 +129,8 @@ TEST_F(AttrsTest, KnownTargetsHaveSharedMemoryBanks) {
               std::string::npos)
         << arch.str();
   }
-  // A library for several archs has the first arch's banks.
+  // A library for several archs (which takes the first arch's banks) has
+  // the known targets' 32 x 4.
   std::string archs[] = {"gfx1100", "gfx90a"};
   FailureOr<GpuTargetAttr> common =
       getCommonGpuTarget(&ctx, archs, [this] { return emitError(); });
