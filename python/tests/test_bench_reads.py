@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from fdc.bench import reads, report
+from fdc.bench import reads, report, timing
 
 
 def test_fastest_read_names_its_contender_and_keeps_torch_sum():
@@ -37,3 +37,18 @@ def test_ceilings_table_shows_torch_sum_alone_where_measured():
     assert lines[3].endswith("| 29.6 |")
     # Without sized reads (older runs), no such column.
     assert "torch.sum alone" not in report.ceilings_md(rows[:1])
+
+
+def test_small_inputs_rotate_over_three_l2_with_a_call_per_set():
+    l2 = 50 << 20
+    # bf16 MQA, B = 1, S = 1024: a 0.5 MB cache takes 300 sets, one call
+    # each, where the rotation used to stop at 20 (10 MB, inside L2).
+    sets = timing.rotation(512 * 1024, l2)
+    assert sets * 512 * 1024 >= 3 * l2 and sets == 300
+    assert timing.calls_for(sets) == 300
+    # Large inputs: a few sets, still 20 calls a replay.
+    assert timing.rotation(64 << 20, l2) == 3
+    assert timing.calls_for(3) == timing.CALLS == 20
+    # One set that spans 3x L2 by itself.
+    assert timing.rotation(1 << 30, l2) == 1
+    assert timing.rotation(1, l2) == timing.MAX_SETS

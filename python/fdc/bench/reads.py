@@ -1,6 +1,6 @@
 """What a plain read of N bytes reaches when timed as the kernels are (CUDA
-graph replay, 20 calls a replay on a rotation of inputs spanning > 3x L2
-where 20 sets do): the reference the suite gives a mid-size kernel's
+graph replay, inputs rotated over > 3x L2, a call per set and at least 20
+a replay: fdc.bench.timing): the reference the suite gives a mid-size kernel's
 bandwidth, launch, first loads and tail included.
 
 torch.sum alone understates it: on the H100 (2026-12-07) its read of 64 MiB
@@ -99,12 +99,13 @@ def plain_read(randn: Callable[[int], object], nbytes: int,
     """The fastest plain read of `nbytes` (f32 CUDA tensors from
     randn(numel), as many as timing.rotation gives), timed as the kernels
     are, the contenders' replays interleaved (fastest's result)."""
-    from .timing import graph_times_us, rotation
+    from .timing import calls_for, graph_times_us, rotation
 
     numel = max(nbytes // 4, 1)
     nbytes = numel * 4
     sets = [randn(numel) for _ in range(rotation(nbytes, l2_bytes))]
     reads = contenders(sets)
-    times = dict(zip(reads, graph_times_us(list(reads.values()))))
+    times = dict(zip(reads, graph_times_us(list(reads.values()),
+                                           calls=calls_for(len(sets)))))
     del sets
     return fastest(times, nbytes)

@@ -33,8 +33,8 @@ from . import serving as serving_bench
 from .reads import plain_read
 from ..testing import attention_models
 from .launcher import CudaLauncher, LibraryError, ModelLibrary, step_args
-from .timing import (CALLS, event_time_us, graph_time_us, graph_times_us,
-                     rotation, wall_time_s)
+from .timing import (CALLS, calls_for, event_time_us, graph_time_us,
+                     graph_times_us, rotation, wall_time_s)
 
 # serving runs before step, whose torch.compile leaves compiled state in
 # the process (serving's own transformers runs are eager).
@@ -380,7 +380,7 @@ def time_sdpa(q, caches, backend, gqa: bool):
         with sdpa_kernel(backend):
             F.scaled_dot_product_attention(q, cache[:, 0, 0], cache[:, 0, 1],
                                            enable_gqa=gqa)
-    return graph_time_us(enqueue)
+    return graph_time_us(enqueue, calls=calls_for(len(caches)))
 
 
 def attention_cases(bench: Bench, heads, batches, contexts, cap_bytes, kv_row):
@@ -449,7 +449,7 @@ def run_attention_case(bench: Bench, libraries: dict, hq: int, hkv: int,
         kept.append((launcher, arena, buffers))
         enqueues.append(step_enqueue(
             launcher, args, kernels_named(library, *ATTENTION_KERNELS)))
-    timed = graph_times_us(enqueues)
+    timed = graph_times_us(enqueues, calls=calls_for(len(caches)))
     for scheme, times in zip(libraries, timed):
         entry["fdc"][scheme] = {**bench.hbm(nbytes, times["us"]),
                                 "spread": times["spread"]}

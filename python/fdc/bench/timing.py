@@ -12,15 +12,26 @@ import statistics
 import time
 from typing import Callable
 
-import torch
-
 CALLS = 20
+# The most input sets a rotation takes: 300 sets of the smallest attention
+# cache (bf16 MQA, B = 1, S = 1024: 0.5 MB) span 3x a 50 MiB L2.
+MAX_SETS = 512
 
 
-def rotation(bytes_per_set: int, l2_bytes: int, cap: int = CALLS) -> int:
+def rotation(bytes_per_set: int, l2_bytes: int, cap: int = MAX_SETS) -> int:
     """How many input sets to rotate over so that they span 3x L2 (one set
     that large already streams from HBM on every call)."""
     return max(1, min(cap, math.ceil(3 * l2_bytes / max(bytes_per_set, 1))))
+
+
+def calls_for(sets: int) -> int:
+    """Calls per graph for a rotation of `sets` input sets: CALLS, or one
+    per set where there are more, so that a replay reads every set (a
+    replay of CALLS calls over sets spanning less than 3x L2 would find
+    them in L2). Until 2026-12-07 the rotation stopped at CALLS sets, so
+    inputs under 3x L2 / CALLS (7.5 MiB on the H100) were partly read from
+    L2."""
+    return max(CALLS, sets)
 
 
 def graph_time_us(enqueue: Callable[[int], None], calls: int = CALLS,
@@ -41,6 +52,8 @@ def graph_times_us(enqueues: list[Callable[[int], None]], calls: int = CALLS,
     their replays interleaved (A B C A B C ...), so that a change of clocks
     or temperature during the measurement weighs on each alike instead of
     on whichever is timed last."""
+    import torch
+
     graphs = []
     for enqueue in enqueues:
         for i in range(min(calls, 3)):  # loads modules, sets up handles
@@ -82,6 +95,8 @@ def graph_times_us(enqueues: list[Callable[[int], None]], calls: int = CALLS,
 def event_time_us(run: Callable[[], None], repeats: int = 10) -> dict:
     """Median µs of run() timed eagerly between events (large operations
     whose launch cost is negligible)."""
+    import torch
+
     run()
     torch.cuda.synchronize()
     times = []
@@ -99,6 +114,8 @@ def event_time_us(run: Callable[[], None], repeats: int = 10) -> dict:
 
 def wall_time_s(run: Callable[[], None], repeats: int = 3) -> float:
     """Median host wall time of run() (whole generate calls)."""
+    import torch
+
     times = []
     for _ in range(repeats):
         torch.cuda.synchronize()
