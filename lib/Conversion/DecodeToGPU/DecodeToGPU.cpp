@@ -76,45 +76,43 @@ struct TuneSignature {
   bool releasesDependents = false;
 };
 
+/// The registered family of `kernel`.
+static const KernelFamily *getFamily(decode::KernelAttr kernel) {
+  return KernelRegistry::get().lookup(kernel.getFamily().getValue());
+}
+
 /// The workspace `kernel` of `op` takes, bytes per batch row.
 static int64_t getWorkspaceBytesPerRow(Operation *op, decode::KernelAttr kernel,
                                        const GpuPrimitives &target) {
-  const KernelFamily *family =
-      KernelRegistry::get().lookup(kernel.getFamily().getValue());
-  return family->getWorkspaceBytesPerRow(op, KernelConfig(kernel.getConfig()),
-                                         target);
+  return getFamily(kernel)->getWorkspaceBytesPerRow(
+      op, KernelConfig(kernel.getConfig()), target);
 }
 
-/// The largest workspace of `op`'s kernels (a #decode.kernel or the
-/// kernels of a #decode.dispatch; none for null), bytes per batch row.
+/// An op's resolved kernels as a list: a #decode.kernel, the kernels of a
+/// #decode.dispatch, or none for null.
+static SmallVector<decode::KernelAttr> getKernelList(Attribute kernels) {
+  if (!kernels)
+    return {};
+  if (auto kernel = dyn_cast<decode::KernelAttr>(kernels))
+    return {kernel};
+  return cast<decode::KernelDispatchAttr>(kernels).getKernelList();
+}
+
+/// The largest workspace of `op`'s kernels (getKernelList), bytes per batch
+/// row.
 static int64_t getWorkspaceBytesPerRow(Operation *op, Attribute kernels,
                                        const GpuPrimitives &target) {
-  if (!kernels)
-    return 0;
-  if (auto kernel = dyn_cast<decode::KernelAttr>(kernels))
-    return getWorkspaceBytesPerRow(op, kernel, target);
   int64_t bytes = 0;
-  for (decode::KernelAttr kernel :
-       cast<decode::KernelDispatchAttr>(kernels).getKernelList())
+  for (decode::KernelAttr kernel : getKernelList(kernels))
     bytes = std::max(bytes, getWorkspaceBytesPerRow(op, kernel, target));
   return bytes;
 }
 
-/// Whether one of `kernels` (a #decode.kernel or the kernels of a
-/// #decode.dispatch; none for null) scatters Tiled-CSL words into shared
-/// memory: flash_spmm or group_spmm, not sparse_row_scan.
+/// Whether one of `kernels` (getKernelList) scatters Tiled-CSL words into
+/// shared memory (KernelFamily::scattersTiledCSLWords).
 static bool scattersTiledCSLWords(Attribute kernels) {
-  if (!kernels)
-    return false;
-  SmallVector<decode::KernelAttr> list;
-  if (auto kernel = dyn_cast<decode::KernelAttr>(kernels))
-    list.push_back(kernel);
-  else
-    llvm::append_range(
-        list, cast<decode::KernelDispatchAttr>(kernels).getKernelList());
-  return llvm::any_of(list, [](decode::KernelAttr kernel) {
-    StringRef family = kernel.getFamily().getValue();
-    return family == "flash_spmm" || family == "group_spmm";
+  return llvm::any_of(getKernelList(kernels), [](decode::KernelAttr kernel) {
+    return getFamily(kernel)->scattersTiledCSLWords();
   });
 }
 
@@ -378,8 +376,7 @@ static std::string getKernelKey(Operation &op, decode::KernelAttr kernel) {
 LogicalResult GpuStepLowering::buildKernel(Operation &op,
                                            decode::KernelAttr kernel,
                                            KernelContext &ctx) {
-  const KernelFamily *family =
-      KernelRegistry::get().lookup(kernel.getFamily().getValue());
+  const KernelFamily *family = getFamily(kernel);
   // What the kernels depend on besides the op's types and attributes: the
   // flag, where the family reads it, and whether a linear's weight is the
   // model's (the group GEMM reads it before its wait).

@@ -86,6 +86,10 @@ public:
   /// KernelContext::releasesDependents (they signal the next kernel where
   /// it is set); the lowering keys kernels by the flag only then.
   virtual bool readsReleasesDependents() const { return false; }
+  /// Whether the kernels scatter a Tiled-CSL weight's packed words into
+  /// shared memory, where the words' order (made for
+  /// decode::TiledCSLType::kOrderBanks banks) meets the target's banks.
+  virtual bool scattersTiledCSLWords() const { return false; }
   /// Builds and launches the kernels of `op`.
   virtual mlir::LogicalResult build(mlir::Operation *op,
                                     const KernelConfig &config,

@@ -273,6 +273,7 @@ private:
 class FlashSpmmFamily : public KernelFamily {
 public:
   StringRef getName() const override { return "flash_spmm"; }
+  bool scattersTiledCSLWords() const override { return true; }
   bool canLower(Operation *op) const override {
     return isa<decode::SparseLinearOp>(op);
   }

@@ -287,6 +287,7 @@ private:
 class GroupSpmmFamily : public KernelFamily {
 public:
   StringRef getName() const override { return "group_spmm"; }
+  bool scattersTiledCSLWords() const override { return true; }
   bool canLower(Operation *op) const override {
     return isa<decode::SparseLinearOp>(op);
   }
