@@ -27,7 +27,7 @@ TILED_CSL_VERSION = 3
 # runtime's kTiledCSLOrderBanks and the compiler's TiledCSLType::kOrderBanks:
 # a GPU with other banks reads the same words, only with more conflicts.
 TILED_CSL_BANKS = 32
-_TILED_CSL_BANK_BITS = TILED_CSL_BANKS.bit_length() - 1
+TILED_CSL_BANK_BITS = TILED_CSL_BANKS.bit_length() - 1  # log2 of the banks
 SPARSE_DTYPES = ("f16", "bf16")
 _ITEMSIZE = {"f16": 2, "bf16": 2, "f32": 4}
 
@@ -335,7 +335,7 @@ def _pack_tiles(bits: np.ndarray, tk: int) -> tuple[np.ndarray, np.ndarray]:
     del by_bank, cell, cell_start, cell_length
     # Within a tile rank * 32 + bank < 2^21; tiles take the bits above.
     key = (tile_of.astype(np.int64) << 21
-           | rank.astype(np.int64) << _TILED_CSL_BANK_BITS | bank)
+           | rank.astype(np.int64) << TILED_CSL_BANK_BITS | bank)
     word = word[np.argsort(key, kind="stable")]
     del rank, bank, key
     # Word `index` of L goes to instruction 4q + j, lane l (slot 128q + 4l +

@@ -127,7 +127,8 @@ def _runs_torch(per_tile, tk: int):
     rank[by_cell] = torch.arange(total, device=device) - first
     del by_cell, sorted_cell, first
     # Within a tile rank * 32 + bank < 2^21; tiles take the bits above.
-    key = (tile_of << 21) | (rank << (BANKS.bit_length() - 1)) | (cell & (BANKS - 1))
+    key = (tile_of << 21) | (rank << packing.TILED_CSL_BANK_BITS) | \
+        (cell & (BANKS - 1))
     word = word[torch.sort(key, stable=True).indices]
     del cell, rank, key
     # Word `index` of L goes to instruction 4q + j, lane l (slot 128q + 4l +
