@@ -330,6 +330,23 @@
 // STAGED:         %[[CAP:.*]] = arith.minsi %c64_i64, %{{.*}} : i64
 // STAGED:         arith.minsi %[[FEWEST]], %[[CAP]] : i64
 
+// A bf16 cache's rows through two stages on sm_90 (pinned): rows of 256
+// bytes would put the 16-byte pieces that a warp's lanes read of eight
+// rows on the same banks, so each row's pieces are XOR-ed with the row mod
+// 8, in the copies and in the steps' reads alike.
+// RUN: sed 's/256/128/g; s/4096/2048/g; s/kv_heads = 1/kv_heads = 2/g; s/softmax = #decode.softmax<online>/softmax = #decode.softmax<online>, decode.kernel = #decode.kernel<"gqa_attention", {prefetch = 0, stages = 2}>/' %s \
+// RUN:   | fdc-opt --decode-assign-weight-layout --convert-decode-to-gpu=target=sm_90 | FileCheck %s --check-prefix=SWIZZLE
+// SWIZZLE-LABEL: gpu.func @{{gqa_attention_partial_[0-9]+}}(
+// SWIZZLE:         %[[STAGES:.*]] = memref.view {{.*}} to memref<256x128xbf16, #gpu.address_space<workgroup>>
+// SWIZZLE:         %[[SWIZZLED:.*]] = arith.xori %[[PIECE:.*]], %[[ROWBITS:.*]] : index
+// SWIZZLE-NEXT:    %c8{{.*}} = arith.constant 8 : index
+// SWIZZLE-NEXT:    %[[START:.*]] = arith.muli %[[SWIZZLED]], %c8{{.*}} : index
+// SWIZZLE-NEXT:    %[[COLUMN:.*]] = arith.addi %[[START]], %{{.*}} : index
+// SWIZZLE:         nvgpu.device_async_copy {{.*}}, %[[STAGES]][%{{.*}}, %[[COLUMN]]], 8
+// SWIZZLE:         scf.for
+// SWIZZLE:           arith.xori
+// SWIZZLE:           vector.load %[[STAGES]][%{{.*}}, %{{.*}}] {alignment = 16 : i64} : memref<256x128xbf16, #gpu.address_space<workgroup>>, vector<8xbf16>
+
 // Stages on gfx942 (a bf16 cache, pinned; 2 subgroups, whose two stages of
 // 16 rows of 256 bytes fit its 64 KiB of LDS): the target has no
 // asynchronous copy, so GpuPrimitives::copyToShared loads and stores, 8

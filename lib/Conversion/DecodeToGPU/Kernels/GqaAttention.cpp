@@ -42,7 +42,9 @@
 // - Or, with `stages`, a step's rows (K and V of its positions, contiguous
 //   in the cache) are copied to one of the subgroup's shared-memory stages
 //   by asynchronous 16-byte copies, stages - 1 steps ahead, each position
-//   clamped; the step reads them there, in one loop.
+//   clamped (a bf16 or f16 row's 16-byte pieces XOR-ed with the row mod 8,
+//   so that a warp's reads of one piece of eight rows spread over the
+//   banks); the step reads them there, in one loop.
 //
 // Q and K have the cache's type, so S is exact up to f32 accumulation. With
 // f32_operands, P is carried as a pair hi + lo of that type (two MMAs),
@@ -218,6 +220,16 @@ struct GqaAttentionShape {
   bool allowsStages(int64_t pieceBytes, int64_t lanes) const {
     return rowBytes() % pieceBytes == 0 &&
            (stageBytes() / pieceBytes) % lanes == 0;
+  }
+  /// The rows over which a stage's `pieceBytes` pieces are XOR-swizzled
+  /// (GqaAttentionBuilder::swizzledStageElement): the largest power of two
+  /// that divides a row's pieces, at most 8 (so a swizzled piece stays in
+  /// its row); 1, none, for INT4 rows.
+  int64_t stageSwizzle(int64_t pieceBytes) const {
+    if (int4)
+      return 1;
+    int64_t pieces = rowBytes() / pieceBytes;
+    return std::min<int64_t>(8, pieces & -pieces);
   }
   /// Bytes of shared memory: the f32s (sharedFloats), then, with stages,
   /// every subgroup's stages from a 16-byte boundary.
@@ -855,7 +867,8 @@ private:
                                 kvHead, position,   firstElement};
       Value row = stageRow(stage, kv, offset);
       Value valid = arith::ConstantIntOp::create(b, b.getI1Type(), 1);
-      target.copyToShared(b, stageRows, ValueRange{row, firstElement},
+      Value stageElement = swizzledStageElement(row, firstElement);
+      target.copyToShared(b, stageRows, ValueRange{row, stageElement},
                           args[Cache], source, valid);
     }
   }
@@ -871,7 +884,10 @@ private:
     SmallVector<Value> pieces;
     for (int64_t p = 0; p < count / pieceLanes; ++p) {
       SmallVector<Value> indices(row);
-      indices.push_back(addI(b, dim, e.index(p * pieceLanes)));
+      Value element = addI(b, dim, e.index(p * pieceLanes));
+      if (rows == stageRows)
+        element = swizzledStageElement(row.front(), element);
+      indices.push_back(element);
       pieces.push_back(vector::LoadOp::create(b, pieceType, rows, indices,
                                               /*nontemporal=*/false,
                                               llvm::MaybeAlign(bytes)));
@@ -887,6 +903,28 @@ private:
       loadInt4Run(e, rows, *shape.int4, row, dim, count).appendValues(loads);
     else
       loads.push_back(loadCacheRun(rows, row, dim, count));
+  }
+
+  /// Where element `element` of stage row `row` lies: a bf16 or f16 row's
+  /// vector pieces (the target's vectorBytes) XOR-ed with the row mod the
+  /// swizzle width (GqaAttentionShape::stageSwizzle), so that the lanes
+  /// that read one piece of consecutive rows (a 16-byte run of eight
+  /// positions) hit different banks, where rows of 2^k bytes would put
+  /// them all on the same ones. INT4 rows (their words and (scale, min)
+  /// pairs read apart) are not swizzled.
+  Value swizzledStageElement(Value row, Value element) {
+    int64_t width = shape.stageSwizzle(target.vectorBytes());
+    if (width <= 1)
+      return element;
+    Type rowElement = cast<MemRefType>(stageRows.getType()).getElementType();
+    int64_t pieceElements =
+        target.vectorBytes() * 8 / rowElement.getIntOrFloatBitWidth();
+    Value piece = arith::DivUIOp::create(b, element, e.index(pieceElements));
+    Value within = arith::RemUIOp::create(b, element, e.index(pieceElements));
+    Value rowBits = arith::RemUIOp::create(b, row, e.index(width));
+    Value swizzled = arith::XOrIOp::create(b, piece, rowBits);
+    Value start = mulI(b, swizzled, e.index(pieceElements));
+    return addI(b, start, within);
   }
 
   /// The values loadRun appends for `count` dims.
