@@ -366,6 +366,21 @@
 // STAGED942:           vector.load {{.*}} : memref<128x128xbf16, #gpu.address_space<workgroup>>, vector<8xbf16>
 // STAGED942:           amdgpu.mfma 16x16x16
 
+// The same swizzle on gfx942 (its LDS has 32 banks of 4 bytes too), in
+// the stores of copyToShared's fallback.
+// RUN: sed 's/256/128/g; s/4096/2048/g; s/kv_heads = 1/kv_heads = 2/g; s/softmax = #decode.softmax<online>/softmax = #decode.softmax<online>, decode.kernel = #decode.kernel<"gqa_attention", {prefetch = 0, stages = 2, subgroups = 2}>/' %s \
+// RUN:   | fdc-opt --decode-assign-weight-layout --convert-decode-to-gpu=target=gfx942 | FileCheck %s --check-prefix=SWIZZLE942
+// SWIZZLE942-LABEL: gpu.func @{{gqa_attention_partial_[0-9]+}}(
+// SWIZZLE942:         %[[STAGES:.*]] = memref.view {{.*}} to memref<128x128xbf16, #gpu.address_space<workgroup>>
+// SWIZZLE942:         %[[SWIZZLED:.*]] = arith.xori %{{.*}}, %{{.*}} : index
+// SWIZZLE942-NEXT:    %c8{{.*}} = arith.constant 8 : index
+// SWIZZLE942-NEXT:    %[[START:.*]] = arith.muli %[[SWIZZLED]], %c8{{.*}} : index
+// SWIZZLE942-NEXT:    %[[COLUMN:.*]] = arith.addi %[[START]], %{{.*}} : index
+// SWIZZLE942:         vector.store %{{.*}}, %[[STAGES]][%{{.*}}, %[[COLUMN]]]
+// SWIZZLE942:         scf.for
+// SWIZZLE942:           arith.xori
+// SWIZZLE942:           vector.load %[[STAGES]][%{{.*}}, %{{.*}}] {alignment = 16 : i64} : memref<128x128xbf16, #gpu.address_space<workgroup>>, vector<8xbf16>
+
 // Stages refused: one stage, or with prefetch.
 // RUN: sed 's/256/128/g; s/4096/2048/g; s/softmax = #decode.softmax<online>/softmax = #decode.softmax<online>, decode.kernel = #decode.kernel<"gqa_attention", {stages = 1, prefetch = 0}>/' %s \
 // RUN:   | not fdc-opt --decode-select-kernels=target=sm_90 2>&1 | FileCheck %s --check-prefix=ONESTAGE

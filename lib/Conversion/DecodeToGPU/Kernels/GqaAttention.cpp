@@ -42,8 +42,9 @@
 // - Or, with `stages`, a step's rows (K and V of its positions, contiguous
 //   in the cache) are copied to one of the subgroup's shared-memory stages
 //   by asynchronous 16-byte copies, stages - 1 steps ahead, each position
-//   clamped (a bf16 or f16 row's 16-byte pieces XOR-ed with the row mod 8,
-//   so that a warp's reads of one piece of eight rows spread over the
+//   clamped (a bf16 or f16 row's 16-byte pieces XOR-ed with the row mod the
+//   pieces that span the target's banks, 8 on every known target, so that
+//   a subgroup's reads of one piece of that many rows spread over the
 //   banks); the step reads them there, in one loop.
 //
 // Q and K have the cache's type, so S is exact up to f32 accumulation. With
@@ -222,14 +223,17 @@ struct GqaAttentionShape {
            (stageBytes() / pieceBytes) % lanes == 0;
   }
   /// The rows over which a stage's `pieceBytes` pieces are XOR-swizzled
-  /// (GqaAttentionBuilder::swizzledStageElement): the largest power of two
-  /// that divides a row's pieces, at most 8 (so a swizzled piece stays in
-  /// its row); 1, none, for INT4 rows.
-  int64_t stageSwizzle(int64_t pieceBytes) const {
+  /// (GqaAttentionBuilder::swizzledStageElement): the pieces that span the
+  /// target's banks once (`bankRowBytes`: 8 of 16 bytes in 32 banks of 4),
+  /// within the largest power of two that divides a row's pieces (so a
+  /// swizzled piece stays in its row); 1, none, for INT4 rows.
+  int64_t stageSwizzle(int64_t pieceBytes, int64_t bankRowBytes) const {
     if (int4)
       return 1;
     int64_t pieces = rowBytes() / pieceBytes;
-    return std::min<int64_t>(8, pieces & -pieces);
+    int64_t bankPieces = std::max<int64_t>(1, bankRowBytes / pieceBytes);
+    return std::min<int64_t>(llvm::bit_floor<uint64_t>(bankPieces),
+                             pieces & -pieces);
   }
   /// Bytes of shared memory: the f32s (sharedFloats), then, with stages,
   /// every subgroup's stages from a 16-byte boundary.
@@ -907,13 +911,15 @@ private:
 
   /// Where element `element` of stage row `row` lies: a bf16 or f16 row's
   /// vector pieces (the target's vectorBytes) XOR-ed with the row mod the
-  /// swizzle width (GqaAttentionShape::stageSwizzle), so that the lanes
-  /// that read one piece of consecutive rows (a 16-byte run of eight
-  /// positions) hit different banks, where rows of 2^k bytes would put
-  /// them all on the same ones. INT4 rows (their words and (scale, min)
+  /// swizzle width (GqaAttentionShape::stageSwizzle, from the target's
+  /// banks), so that the lanes that read the same piece of consecutive rows
+  /// hit different banks, where rows of 2^k bytes would put them all on the
+  /// same ones. INT4 rows (their words and (scale, min)
   /// pairs read apart) are not swizzled.
   Value swizzledStageElement(Value row, Value element) {
-    int64_t width = shape.stageSwizzle(target.vectorBytes());
+    int64_t bankRowBytes =
+        target.sharedMemoryBanks() * target.sharedMemoryBankBytes();
+    int64_t width = shape.stageSwizzle(target.vectorBytes(), bankRowBytes);
     if (width <= 1)
       return element;
     Type rowElement = cast<MemRefType>(stageRows.getType()).getElementType();
