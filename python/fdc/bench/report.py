@@ -482,14 +482,15 @@ SECTIONS = (
      "Large tensors (4 GiB), timed between CUDA events: the ceiling every "
      "% HBM figure divides by. Then, where the run has them, the same read "
      "of a B = 1 or mid-size KV cache's bytes, timed as the kernels are "
-     "(CUDA-graph replay, 20 calls per replay, inputs rotated over > 3× "
-     "L2): what a plain read of that size reaches, launch and tail "
+     "(CUDA-graph replay, inputs rotated over > 3× L2, a call per input "
+     "set and at least 20 per replay): what a plain read of that size reaches, launch and tail "
      "included; since 2026-12-07 the fastest of torch.sum and a few Triton "
      "read kernels (fdc.bench.reads; on an H100 on 2026-12-07 torch.sum "
      "alone read 64 MiB at 74 % of the ceiling, Triton's at 94 %)."),
     ("linear", "Linear (flat GEMM / GEMV), bf16, y = x·Wᵀ", linear_md,
      "Bytes = W + x + y. Peer: torch.matmul (cuBLAS). Weights rotated over "
-     "> 3× L2; CUDA-graph replay, 20 calls per replay."),
+     "> 3× L2; CUDA-graph replay, a call per weight copy and at least 20 "
+     "per replay."),
     ("attention", "Decode attention, bf16 KV cache, D = 128", attention_md,
      "Bytes = K + V of S positions + q + out. fdc: each softmax scheme "
      "(gqa_attention on MMA units, MHA too: gqa_attention_partial, then "
