@@ -232,20 +232,13 @@ private:
     for (int64_t j = 0; j < 4; ++j) {
       TiledCSLWord word = words->unpack(vector, j);
       Value element = word.location;
-      if (g.rowMod8 || g.swizzleChunks > 0) {
+      RowXorSwizzle swizzle = g.rowSwizzle();
+      if (!swizzle.isIdentity()) {
         Value row =
             arith::DivUIOp::create(b, word.location, e.i32(config.kTile));
         // The chunk XOR of rowSwizzleOf, in elements.
-        Value mask;
-        if (g.rowMod8) {
-          Value rowMod8 = arith::AndIOp::create(b, row, e.i32(7));
-          mask = arith::MulIOp::create(b, rowMod8, e.i32(g.pieceLanes));
-        } else {
-          Value odd = arith::AndIOp::create(b, row, e.i32(1));
-          mask = arith::MulIOp::create(b, odd,
-                                       e.i32(g.swizzleChunks * g.pieceLanes));
-        }
-        element = arith::XOrIOp::create(b, word.location, mask);
+        Value mask = swizzle.rowMask(b, row, g.pieceLanes);
+        element = RowXorSwizzle::apply(b, word.location, mask);
       }
       Value offset = arith::IndexCastUIOp::create(b, b.getIndexType(), element);
       Value position = arith::AddIOp::create(b, halfBase, offset);

@@ -70,6 +70,7 @@
 #include "../HostBranches.h"
 #include "Attention.h"
 #include "Int4Vectors.h"
+#include "RowXorSwizzle.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "llvm/Support/MathExtras.h"
@@ -927,8 +928,9 @@ private:
         target.vectorBytes() * 8 / rowElement.getIntOrFloatBitWidth();
     Value piece = arith::DivUIOp::create(b, element, e.index(pieceElements));
     Value within = arith::RemUIOp::create(b, element, e.index(pieceElements));
-    Value rowBits = arith::RemUIOp::create(b, row, e.index(width));
-    Value swizzled = arith::XOrIOp::create(b, piece, rowBits);
+    RowXorSwizzle swizzle = RowXorSwizzle::rowMod(width);
+    Value mask = swizzle.rowMask(b, row);
+    Value swizzled = RowXorSwizzle::apply(b, piece, mask);
     Value start = mulI(b, swizzled, e.index(pieceElements));
     return addI(b, start, within);
   }

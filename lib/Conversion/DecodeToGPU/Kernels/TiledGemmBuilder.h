@@ -15,6 +15,7 @@
 #include "../KernelRegistry.h"
 #include "ClusterSplitSums.h"
 #include "LinearArgs.h"
+#include "RowXorSwizzle.h"
 
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
@@ -113,6 +114,16 @@ struct TiledGemmGeometry {
   int64_t accumulators, clusterSumBytes;
   /// Whether rows XOR their chunks with row mod 8 (StageSwizzle::RowMod8).
   bool rowMod8;
+
+  /// The XOR of a stage row's chunks: row mod 8 (RowMod8), swizzleChunks on
+  /// odd rows (OddRows where a step's chunks allow), or none.
+  RowXorSwizzle rowSwizzle() const {
+    if (rowMod8)
+      return RowXorSwizzle::rowMod(8);
+    if (swizzleChunks > 0)
+      return RowXorSwizzle::oddRows(swizzleChunks);
+    return RowXorSwizzle();
+  }
 };
 
 /// One thread's share of a stage's copies: the source row (clamped in
@@ -202,19 +213,15 @@ protected:
   /// the chunk XOR the row's swizzle (rowSwizzleOf).
   Value chunkOffset(Value rowOffset, Value rowSwizzle, Value chunk) {
     if (rowSwizzle)
-      chunk = arith::XOrIOp::create(b, chunk, rowSwizzle);
+      chunk = RowXorSwizzle::apply(b, chunk, rowSwizzle);
     Value elements = arith::MulIOp::create(b, chunk, e.index(g.pieceLanes));
     return arith::AddIOp::create(b, rowOffset, elements);
   }
-  /// The XOR of stage row `row`'s chunks (null without swizzling): row mod
-  /// 8, or swizzleChunks on odd rows.
+  /// The XOR of stage row `row`'s chunks (null without swizzling):
+  /// TiledGemmGeometry::rowSwizzle's mask.
   Value rowSwizzleOf(Value row) {
-    if (g.rowMod8)
-      return arith::AndIOp::create(b, row, e.index(7));
-    if (g.swizzleChunks == 0)
-      return Value();
-    Value odd = arith::AndIOp::create(b, row, e.index(1));
-    return arith::MulIOp::create(b, odd, e.index(g.swizzleChunks));
+    RowXorSwizzle swizzle = g.rowSwizzle();
+    return swizzle.isIdentity() ? Value() : swizzle.rowMask(b, row);
   }
 
   /// The thread's copies of `rows` stage rows from `first` on; `source`
