@@ -96,8 +96,9 @@ CLUSTERS = ("gqa_attention_cluster_0,gqa_attention_cluster_1,"
 
 
 VARIANTS = [
-    # Defaults: gqa_attention on bf16 caches (MHA too), split_kv_attention
-    # on f32.
+    # Defaults: gqa_attention on bf16 caches (MHA too; on sm_90 the rows
+    # through two shared-memory stages, swizzled), split_kv_attention on
+    # f32.
     AttentionVariant("attention-gqa8-online-bf16", 32, 4, 128, "bf16", "online"),
     AttentionVariant("attention-gqa8-unified-bf16", 32, 4, 128, "bf16",
                      "unified"),
@@ -106,10 +107,15 @@ VARIANTS = [
     # recomputes).
     AttentionVariant("attention-gqa8-fallback-bf16", 16, 2, 128, "bf16",
                      "fallback", cases=FALLBACK_CASES),
-    # A bf16 cache's rows through three shared-memory stages (pinned).
+    # A bf16 cache's rows through three shared-memory stages, and loaded a
+    # step ahead in registers (the default before 2026-12-07; AMD's), both
+    # pinned.
     AttentionVariant("attention-pinned-staged-gqa8-bf16", 32, 4, 128, "bf16",
                      "online", _kernel("gqa_attention",
                                        "prefetch = 0, stages = 3")),
+    AttentionVariant("attention-pinned-registers-gqa8-bf16", 32, 4, 128,
+                     "bf16", "online",
+                     _kernel("gqa_attention", "prefetch = 1, stages = 0")),
     AttentionVariant("attention-gqa4-online-bf16-d64", 16, 4, 64, "bf16",
                      "online"),
     AttentionVariant("attention-gqa8-online-f16", 32, 4, 128, "f16", "online"),

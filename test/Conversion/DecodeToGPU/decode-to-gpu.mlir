@@ -72,18 +72,27 @@
 
 // RoPE, the cache append, then split-KV attention on MMA units (2 query
 // heads per KV head): the partial kernel takes the split count and split
-// length; each subgroup loads K and V 16 bytes per lane a step ahead,
-// computes K Qᵀ with mma.sync (the group's heads as B columns: 8 MMAs for
-// 16 positions of 128 dims), applies the softmax to its scores in shared
-// memory between subgroup barriers, and accumulates Vᵀ Pᵀ with mma.sync
-// (8 tiles of 16 dims, P as hi + lo). The reduction combines the splits.
+// length; each subgroup copies the K and V rows of the step ahead into
+// one of its two shared-memory stages (cp.async, 16 bytes per lane, each
+// row's 16-byte pieces XOR-swizzled with the row), waits for its own
+// stage's, reads its runs there, computes K Qᵀ with mma.sync (the group's
+// heads as B columns: 8 MMAs for 16 positions of 128 dims), applies the
+// softmax to its scores in shared memory between subgroup barriers, and
+// accumulates Vᵀ Pᵀ with mma.sync (8 tiles of 16 dims, P as hi + lo). The
+// reduction combines the splits.
 // CHECK: gpu.func @rope_{{[0-9]+}}(
 // CHECK:   math.cos
 // CHECK:   math.sin
 // CHECK: gpu.func @kv_append_{{[0-9]+}}(
-// CHECK: gpu.func @[[PARTIAL:gqa_attention_partial_[0-9]+]]({{.*}}, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64) workgroup(%{{.*}} : memref<1344xf32, #gpu.address_space<workgroup>> {llvm.align = 16 : i64}) kernel
+// CHECK: gpu.func @[[PARTIAL:gqa_attention_partial_[0-9]+]]({{.*}}, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64) kernel
+// CHECK:   gpu.dynamic_shared_memory
+// CHECK:   %[[STAGES:.*]] = memref.view {{.*}} to memref<256x128xbf16, #gpu.address_space<workgroup>>
 // CHECK:   scf.for
-// CHECK:     vector.load %{{.*}} {alignment = 16 : i64} : memref<?x2x2x2x?x128xbf16>, vector<8xbf16>
+// CHECK:     arith.xori
+// CHECK:     nvgpu.device_async_copy {{.*}}, %[[STAGES]][{{.*}}], 8, {{.*}} {bypassL1}
+// CHECK:     nvvm.cp.async.wait.group 1
+// CHECK:     nvvm.bar.warp.sync
+// CHECK:     vector.load %[[STAGES]][{{.*}}] {alignment = 16 : i64} : memref<256x128xbf16, #gpu.address_space<workgroup>>, vector<8xbf16>
 // CHECK-COUNT-8: nvvm.mma.sync
 // CHECK:     nvvm.bar.warp.sync
 // CHECK:     arith.maximumf

@@ -29,7 +29,7 @@
 // max, divides and writes the output; no partial row leaves the block. A
 // relaxed cluster barrier keeps the blocks until every load is done.
 // gfx942 has no clusters: its kernels are the partial and the reduce.
-// RUN: sed 's/256/128/g; s/4096/2048/g; s/softmax = #decode.softmax<online>/softmax = #decode.softmax<online>, decode.kernel = #decode.kernel<"gqa_attention", {cluster_splits = 8}>/' %s \
+// RUN: sed 's/256/128/g; s/4096/2048/g; s/softmax = #decode.softmax<online>/softmax = #decode.softmax<online>, decode.kernel = #decode.kernel<"gqa_attention", {cluster_splits = 8, prefetch = 1, stages = 0}>/' %s \
 // RUN:   | fdc-opt --decode-assign-weight-layout --convert-decode-to-gpu=target=sm_90 | FileCheck %s --check-prefix=CLUSTER
 // RUN: sed 's/256/128/g; s/4096/2048/g' %s | fdc-opt --decode-assign-weight-layout --convert-decode-to-gpu=target=sm_90 | FileCheck %s --check-prefix=CLUSTER2
 // RUN: sed 's/256/128/g; s/4096/2048/g' %s | fdc-opt --decode-assign-weight-layout --convert-decode-to-gpu=target=gfx942 | FileCheck %s --check-prefix=NOCLUSTER
@@ -126,7 +126,7 @@
 // On sm_90 splits are added in a cluster first (as above; pinned to 8):
 // the flags' max, the sums and accumulators added (no exponential), and a
 // thread whose row is flagged recomputes its element from the cache.
-// RUN: sed 's/256/128/g; s/4096/2048/g; s/softmax = #decode.softmax<online>/softmax = #decode.softmax<unified_max, phi = 0.0, lo = -20.0, hi = 20.0>, decode.kernel = #decode.kernel<"gqa_attention", {cluster_splits = 8}>/' %s \
+// RUN: sed 's/256/128/g; s/4096/2048/g; s/softmax = #decode.softmax<online>/softmax = #decode.softmax<unified_max, phi = 0.0, lo = -20.0, hi = 20.0>, decode.kernel = #decode.kernel<"gqa_attention", {cluster_splits = 8, prefetch = 1, stages = 0}>/' %s \
 // RUN:   | fdc-opt --decode-assign-weight-layout --convert-decode-to-gpu=target=sm_90 | FileCheck %s --check-prefix=UNIFIEDCLUSTER
 // UNIFIEDCLUSTER-LABEL: gpu.func @{{gqa_attention_cluster_[0-9]+}}(
 // UNIFIEDCLUSTER-SAME:    nvvm.cluster_dim = array<i32: 8, 1, 1>
@@ -197,7 +197,9 @@
 // INT4:           scf.yield
 // INT4:         gpu.barrier
 
-// The steps: a first loop over those whose loads (a step ahead) lie inside
+// The steps, with the loads a step ahead in registers (pinned: on sm_90 a
+// bf16 cache's default streams them through shared-memory stages,
+// decode-to-gpu.mlir): a first loop over those whose loads lie inside
 // the split reads their rows unclamped, then a second takes the rest, each
 // position clamped to the last readable one. The softmax's head rows (16:
 // the group as A rows of mma.sync) are shared by two lanes each, which
@@ -205,7 +207,7 @@
 // ex2.approx.ftz. Pinned, blocks_per_unit asks the target's compiler to
 // fit that many blocks on a unit: nvvm.minctasm on sm_90, and on gfx942
 // rocdl.waves_per_eu (3 blocks of 4 wave64s over a CU's 4 SIMDs: 3).
-// RUN: sed 's/256/128/g; s/4096/2048/g; s/softmax = #decode.softmax<online>/softmax = #decode.softmax<online>, decode.kernel = #decode.kernel<"gqa_attention", {blocks_per_unit = 3}>/' %s \
+// RUN: sed 's/256/128/g; s/4096/2048/g; s/softmax = #decode.softmax<online>/softmax = #decode.softmax<online>, decode.kernel = #decode.kernel<"gqa_attention", {blocks_per_unit = 3, prefetch = 1, stages = 0}>/' %s \
 // RUN:   | fdc-opt --decode-assign-weight-layout --convert-decode-to-gpu=target=sm_90 | FileCheck %s --check-prefix=STEPS
 // STEPS-LABEL: gpu.func @{{gqa_attention_partial_[0-9]+}}(
 // STEPS-SAME:    nvvm.minctasm = 3 : i32

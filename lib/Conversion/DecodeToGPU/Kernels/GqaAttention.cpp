@@ -1816,6 +1816,23 @@ public:
       stages = 2;
       blocksPerUnit = 4;
       minSplits = 4;
+    } else if (shape && !shape->int4 && target.copiesAsynchronously() &&
+               shape->allowsStages(target.vectorBytes(),
+                                   target.subgroupSize()) &&
+               shape->sharedBytes(subgroups, 2, /*clustered=*/false) <=
+                   target.target().getSharedMemory()) {
+      // A bf16 or f16 cache's steps stream through two shared-memory
+      // stages per subgroup (asynchronous copies a step ahead, swizzled:
+      // swizzledStageElement) instead of loads a step ahead in registers,
+      // where the target's copies are asynchronous (on AMD they go through
+      // registers, and the loads a step ahead stay). H100, one process,
+      // replays interleaved, 2026-12-07: faster on all 18 rows measured,
+      // online / unified max, us: 32/32 B = 1 S = 2048 15.88 / 15.59 ->
+      // 15.40 / 15.13, 32/8 B = 1 S = 8192 16.87 / 16.40 -> 16.84 / 15.91,
+      // MQA B = 1 S = 32768 12.39 / 11.15 -> 11.42 / 10.47, MQA B = 32 S =
+      // 4096 28.85 / 27.95 -> 28.46 / 27.69 (docs/perf.md).
+      prefetch = false;
+      stages = 2;
     }
     // Two splits of a (KV head, sequence) add their partial rows in a
     // cluster of their two blocks where the target has clusters, instead of

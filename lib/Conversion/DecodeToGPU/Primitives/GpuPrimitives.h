@@ -254,6 +254,10 @@ public:
                             mlir::ValueRange dstIndices, mlir::Value src,
                             mlir::ValueRange srcIndices,
                             mlir::Value valid) const;
+  /// Whether copyToShared's copies are asynchronous (in flight without
+  /// holding registers until waitCopies), so that shared-memory stages can
+  /// keep more bytes in flight than loads into registers. False by default.
+  virtual bool copiesAsynchronously() const { return false; }
   /// Closes the group of copies issued since the last commit.
   virtual void commitCopies(mlir::ImplicitLocOpBuilder &b) const {}
   /// Waits until at most `pending` committed groups are still in flight.

@@ -372,6 +372,8 @@ public:
         b, nvgpu::DeviceAsyncTokenType::get(b.getContext()), dst, dstIndices,
         src, srcIndices, b.getIndexAttr(lanes), srcElements, bypassL1);
   }
+  /// cp.async.
+  bool copiesAsynchronously() const override { return true; }
   void commitCopies(ImplicitLocOpBuilder &b) const override {
     NVVM::CpAsyncCommitGroupOp::create(b);
   }
