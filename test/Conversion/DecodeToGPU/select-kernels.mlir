@@ -68,9 +68,12 @@
 // 16 k values, so Q and the K and V runs exceed the default's register
 // budget) and for f16 with unified max (weights leave f16's range) the
 // per-query-head kernel; pinned where it cannot run, an error names the op.
+// A bf16 cache's steps: through two shared-memory stages on sm_90 (SM90,
+// cp.async), loaded a step ahead in registers on AMD (GFX90A), where a copy
+// to shared memory passes through registers.
 // RUN: fdc-opt %S/Inputs/head128-bf16.mlir --decode-select-kernels=target=gfx1100 | FileCheck %s --check-prefix=RDNA
 // RDNA: decode.attention {{.*}}decode.kernel = #decode.kernel<"split_kv_attention"
-// GFX90A: decode.attention {{.*}}decode.kernel = #decode.kernel<"gqa_attention", {blocks_per_unit = 0 : i64, cluster_splits = 0 : i64, f32_operands = 1 : i64,
+// GFX90A: decode.attention {{.*}}decode.kernel = #decode.kernel<"gqa_attention", {blocks_per_unit = 0 : i64, cluster_splits = 0 : i64, f32_operands = 1 : i64, {{.*}} prefetch = 1 : i64, {{.*}} stages = 0 : i64,
 // RUN: sed 's/softmax = #decode.softmax<online>/softmax = #decode.softmax<unified_max, phi = 0.0, lo = -20.0, hi = 20.0>, decode.kernel = #decode.kernel<"gqa_attention", {}>/; s/bf16/f16/g' %S/Inputs/head128-bf16.mlir \
 // RUN:   | not fdc-opt --decode-select-kernels=target=sm_90 2>&1 | FileCheck %s --check-prefix=GQAF16
 // GQAF16: error: 'decode.attention' op kernel family 'gqa_attention' needs an MMA of sm_90 on the cache's 'f16' (f16: online softmax only) with at least the group's 2 query heads as rows (heads_as_b = 0), and head_dim 128 a multiple of its k runs and columns
