@@ -229,10 +229,10 @@ private:
   /// `halfBase`: location r * TK + c goes to row r's chunk c / pieceLanes,
   /// XOR the row's swizzle, as the MMAs read it.
   void scatter(Value vector, Value halfBase) {
+    RowXorSwizzle swizzle = g.rowSwizzle();
     for (int64_t j = 0; j < 4; ++j) {
       TiledCSLWord word = words->unpack(vector, j);
       Value element = word.location;
-      RowXorSwizzle swizzle = g.rowSwizzle();
       if (!swizzle.isIdentity()) {
         Value row =
             arith::DivUIOp::create(b, word.location, e.i32(config.kTile));

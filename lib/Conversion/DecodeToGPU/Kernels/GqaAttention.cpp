@@ -223,18 +223,19 @@ struct GqaAttentionShape {
     return rowBytes() % pieceBytes == 0 &&
            (stageBytes() / pieceBytes) % lanes == 0;
   }
-  /// The rows over which a stage's `pieceBytes` pieces are XOR-swizzled
-  /// (GqaAttentionBuilder::swizzledStageElement): the pieces that span the
-  /// target's banks once (`bankRowBytes`: 8 of 16 bytes in 32 banks of 4),
-  /// within the largest power of two that divides a row's pieces (so a
-  /// swizzled piece stays in its row); 1, none, for INT4 rows.
-  int64_t stageSwizzle(int64_t pieceBytes, int64_t bankRowBytes) const {
+  /// How a stage's `pieceBytes` pieces are XOR-swizzled
+  /// (GqaAttentionBuilder::swizzledStageElement): with the row mod the
+  /// pieces that span the target's banks once (`bankRowBytes`: 8 of 16
+  /// bytes in 32 banks of 4), within the largest power of two that divides
+  /// a row's pieces (so a swizzled piece stays in its row); none for INT4
+  /// rows.
+  RowXorSwizzle stageSwizzle(int64_t pieceBytes, int64_t bankRowBytes) const {
     if (int4)
-      return 1;
+      return RowXorSwizzle();
     int64_t pieces = rowBytes() / pieceBytes;
     int64_t bankPieces = std::max<int64_t>(1, bankRowBytes / pieceBytes);
-    return std::min<int64_t>(llvm::bit_floor<uint64_t>(bankPieces),
-                             pieces & -pieces);
+    return RowXorSwizzle::rowMod(std::min<int64_t>(
+        llvm::bit_floor<uint64_t>(bankPieces), pieces & -pieces));
   }
   /// Bytes of shared memory: the f32s (sharedFloats), then, with stages,
   /// every subgroup's stages from a 16-byte boundary.
@@ -912,7 +913,7 @@ private:
 
   /// Where element `element` of stage row `row` lies: a bf16 or f16 row's
   /// vector pieces (the target's vectorBytes) XOR-ed with the row mod the
-  /// swizzle width (GqaAttentionShape::stageSwizzle, from the target's
+  /// swizzle's period (GqaAttentionShape::stageSwizzle, from the target's
   /// banks), so that the lanes that read the same piece of consecutive rows
   /// hit different banks, where rows of 2^k bytes would put them all on the
   /// same ones. INT4 rows (their words and (scale, min)
@@ -920,15 +921,15 @@ private:
   Value swizzledStageElement(Value row, Value element) {
     int64_t bankRowBytes =
         target.sharedMemoryBanks() * target.sharedMemoryBankBytes();
-    int64_t width = shape.stageSwizzle(target.vectorBytes(), bankRowBytes);
-    if (width <= 1)
+    RowXorSwizzle swizzle =
+        shape.stageSwizzle(target.vectorBytes(), bankRowBytes);
+    if (swizzle.isIdentity())
       return element;
     Type rowElement = cast<MemRefType>(stageRows.getType()).getElementType();
     int64_t pieceElements =
         target.vectorBytes() * 8 / rowElement.getIntOrFloatBitWidth();
     Value piece = arith::DivUIOp::create(b, element, e.index(pieceElements));
     Value within = arith::RemUIOp::create(b, element, e.index(pieceElements));
-    RowXorSwizzle swizzle = RowXorSwizzle::rowMod(width);
     Value mask = swizzle.rowMask(b, row);
     Value swizzled = RowXorSwizzle::apply(b, piece, mask);
     Value start = mulI(b, swizzled, e.index(pieceElements));
@@ -1826,11 +1827,14 @@ public:
       // swizzledStageElement) instead of loads a step ahead in registers,
       // where the target's copies are asynchronous (on AMD they go through
       // registers, and the loads a step ahead stay). H100, one process,
-      // replays interleaved, 2026-12-07: faster on all 18 rows measured,
-      // online / unified max, us: 32/32 B = 1 S = 2048 15.88 / 15.59 ->
-      // 15.40 / 15.13, 32/8 B = 1 S = 8192 16.87 / 16.40 -> 16.84 / 15.91,
-      // MQA B = 1 S = 32768 12.39 / 11.15 -> 11.42 / 10.47, MQA B = 32 S =
-      // 4096 28.85 / 27.95 -> 28.46 / 27.69 (docs/perf.md).
+      // replays interleaved, 2026-12-07 11:00: faster on all 18 rows
+      // measured, online / unified max, us: 32/32 B = 1 S = 2048 15.88 /
+      // 15.59 -> 15.40 / 15.13, 32/8 B = 1 S = 8192 16.87 / 16.40 -> 16.84
+      // / 15.91, MQA B = 1 S = 32768 12.39 / 11.15 -> 11.42 / 10.47, MQA B
+      // = 32 S = 4096 28.85 / 27.95 -> 28.46 / 27.69; again at 14:30,
+      // faster on 16 of 18 by 0.3-8.0 %, 0.2 and 0.3 % slower on two (32/8
+      // B = 1 S = 8192 and 16384, online); three stages, three waves and
+      // three blocks a unit no faster (docs/perf.md).
       prefetch = false;
       stages = 2;
     }
