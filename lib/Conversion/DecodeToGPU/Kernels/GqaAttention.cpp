@@ -301,10 +301,11 @@ constexpr int64_t kRegisterBudget = 224;
 /// 18.4 against 15.6 us; INT4 MQA, B = 32: 26.5 against 21.2; bf16 MQA, B
 /// = 32, S = 32768: 223 against 182), as split-K GEMMs' clusters of 4 did
 /// (ClusterSplitSums::kMaxSplits): 2026-12-07, docs/perf.md. Not the combine
-/// but the placement: a cluster's blocks share a GPC, and ncu found the 32
-/// clusters of 8 of those cases leaving some SMs without a block while
-/// others ran three (or, two blocks a unit, a second wave), where the
-/// partial kernel's 256 blocks gave every SM one or two.
+/// but the placement: a cluster's blocks share a GPC, and ncu (bf16 MHA at
+/// B = 1, S = 2048; INT4 and bf16 MQA at B = 32, S = 8192: 32 clusters of 8
+/// each) found some SMs without a block while others ran three (or, two
+/// blocks a unit, a second wave), where the partial kernel's 256 blocks
+/// gave every SM one or two.
 constexpr int64_t kDefaultClusterSplits = 2;
 
 std::optional<GqaAttentionShape>
