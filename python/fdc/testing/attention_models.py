@@ -116,6 +116,11 @@ VARIANTS = [
     AttentionVariant("attention-pinned-registers-gqa8-bf16", 32, 4, 128,
                      "bf16", "online",
                      _kernel("gqa_attention", "prefetch = 1, stages = 0")),
+    # The stages read by each lane's own 16-byte runs instead of ldmatrix
+    # (the default on sm_90 before 2026-12-08; targets without fragment
+    # loads), pinned.
+    AttentionVariant("attention-pinned-runs-gqa8-bf16", 32, 4, 128, "bf16",
+                     "unified", _kernel("gqa_attention", "fragment_loads = 0")),
     AttentionVariant("attention-gqa4-online-bf16-d64", 16, 4, 64, "bf16",
                      "online"),
     AttentionVariant("attention-gqa8-online-f16", 32, 4, 128, "f16", "online"),

@@ -75,7 +75,8 @@
 // length; each subgroup copies the K and V rows of the step ahead into
 // one of its two shared-memory stages (cp.async, 16 bytes per lane, each
 // row's 16-byte pieces XOR-swizzled with the row), waits for its own
-// stage's, reads its runs there, computes K Qᵀ with mma.sync (the group's
+// stage's, reads its 16 x 16 tiles of K and V there with ldmatrix (V's
+// transposed), computes K Qᵀ with mma.sync (the group's
 // heads as B columns: 8 MMAs for 16 positions of 128 dims), applies the
 // softmax to its scores in shared memory between subgroup barriers, and
 // accumulates Vᵀ Pᵀ with mma.sync (8 tiles of 16 dims, P as hi + lo). The
@@ -92,7 +93,8 @@
 // CHECK:     nvgpu.device_async_copy {{.*}}, %[[STAGES]][{{.*}}], 8, {{.*}} {bypassL1}
 // CHECK:     nvvm.cp.async.wait.group 1
 // CHECK:     nvvm.bar.warp.sync
-// CHECK:     vector.load %[[STAGES]][{{.*}}] {alignment = 16 : i64} : memref<256x128xbf16, #gpu.address_space<workgroup>>, vector<8xbf16>
+// CHECK-COUNT-8: nvgpu.ldmatrix %[[STAGES]][{{.*}}] {numTiles = 4 : i32, transpose = false} : memref<256x128xbf16, #gpu.address_space<workgroup>> -> vector<4x2xbf16>
+// CHECK-COUNT-8: nvgpu.ldmatrix %[[STAGES]][{{.*}}] {numTiles = 4 : i32, transpose = true} : memref<256x128xbf16, #gpu.address_space<workgroup>> -> vector<4x2xbf16>
 // CHECK-COUNT-8: nvvm.mma.sync
 // CHECK:     nvvm.bar.warp.sync
 // CHECK:     arith.maximumf

@@ -240,7 +240,9 @@
 // columns; the 8 lanes of a column (lane % 4 on sm_90) agree on the step's
 // max with butterflies over lanes 4, 8 and 16 apart; the 4 weights go to
 // the subgroup's rows of shared memory, and after a warp barrier each lane
-// loads its P slots (4 consecutive positions of its head). On gfx942
+// loads its P slots (positions 2c, 2c + 1, 2c + 8 and 2c + 9 of its head,
+// in two pairs: the order in which ldmatrix deals V's positions to the
+// slots of lane 4g + c, the default's fragment loads). On gfx942
 // (MFMA 16x16x16, one column a lane) the lanes 16 and 32 apart share a
 // column; on gfx1100 (wave32 WMMA) the lanes 16 apart.
 // RUN: sed 's/256/128/g; s/4096/2048/g; s/kv_heads = 1/kv_heads = 2/g; s/softmax = #decode.softmax<online>/softmax = #decode.softmax<online>, decode.kernel = #decode.kernel<"gqa_attention", {heads_as_b = 1, register_softmax = 1}>/' %s \
@@ -257,7 +259,7 @@
 // LANES:           gpu.shuffle  xor %{{.*}}, %c16_i32
 // LANES-COUNT-4:   memref.store {{.*}} : memref<4160xf32, #gpu.address_space<workgroup>>
 // LANES:           nvvm.bar.warp.sync
-// LANES:           vector.load {{.*}} : memref<4160xf32, #gpu.address_space<workgroup>>, vector<4xf32>
+// LANES-COUNT-2:   vector.load {{.*}} : memref<4160xf32, #gpu.address_space<workgroup>>, vector<2xf32>
 // LANES:           nvvm.mma.sync
 // LANES:           nvvm.bar.warp.sync
 // LANES-NEXT:      scf.yield
@@ -335,7 +337,12 @@
 // A bf16 cache's rows through two stages on sm_90 (pinned): rows of 256
 // bytes would put the 16-byte pieces that a warp's lanes read of eight
 // rows on the same banks, so each row's pieces are XOR-ed with the row mod
-// 8, in the copies and in the steps' reads alike.
+// 8, in the copies and in the steps' reads alike. The steps read each
+// 16 x 16 tile of K (8 per step: 128 dims) and of V (8 output tiles,
+// transposed) with one ldmatrix (fragment_loads, the default where stages
+// are), each lane naming one 16-byte piece; the query was loaded in the
+// slot order ldmatrix deals k in (dims 2c, 2c + 1, 2c + 8, 2c + 9 of each
+// 16 for lane 4g + c: pairs of bf16).
 // RUN: sed 's/256/128/g; s/4096/2048/g; s/kv_heads = 1/kv_heads = 2/g; s/softmax = #decode.softmax<online>/softmax = #decode.softmax<online>, decode.kernel = #decode.kernel<"gqa_attention", {prefetch = 0, stages = 2}>/' %s \
 // RUN:   | fdc-opt --decode-assign-weight-layout --convert-decode-to-gpu=target=sm_90 | FileCheck %s --check-prefix=SWIZZLE
 // SWIZZLE-LABEL: gpu.func @{{gqa_attention_partial_[0-9]+}}(
@@ -345,9 +352,25 @@
 // SWIZZLE-NEXT:    %[[START:.*]] = arith.muli %[[SWIZZLED]], %c8{{.*}} : index
 // SWIZZLE-NEXT:    %[[COLUMN:.*]] = arith.addi %[[START]], %{{.*}} : index
 // SWIZZLE:         nvgpu.device_async_copy {{.*}}, %[[STAGES]][%{{.*}}, %[[COLUMN]]], 8
+// SWIZZLE-COUNT-8:   vector.load %{{.*}} {alignment = 4 : i64} : memref<?x16x128xbf16>, vector<2xbf16>
 // SWIZZLE:         scf.for
 // SWIZZLE:           arith.xori
-// SWIZZLE:           vector.load %[[STAGES]][%{{.*}}, %{{.*}}] {alignment = 16 : i64} : memref<256x128xbf16, #gpu.address_space<workgroup>>, vector<8xbf16>
+// SWIZZLE-COUNT-8:   nvgpu.ldmatrix %[[STAGES]][%{{.*}}, %{{.*}}] {numTiles = 4 : i32, transpose = false}
+// SWIZZLE-COUNT-8:   nvgpu.ldmatrix %[[STAGES]][%{{.*}}, %{{.*}}] {numTiles = 4 : i32, transpose = true}
+// SWIZZLE-NOT:       vector.load %[[STAGES]]
+// SWIZZLE:           nvvm.mma.sync
+// Without fragment loads (pinned fragment_loads = 0) each lane reads its
+// own 16-byte runs of the rows, as on targets without ldmatrix.
+// RUN: sed 's/256/128/g; s/4096/2048/g; s/kv_heads = 1/kv_heads = 2/g; s/softmax = #decode.softmax<online>/softmax = #decode.softmax<online>, decode.kernel = #decode.kernel<"gqa_attention", {fragment_loads = 0}>/' %s \
+// RUN:   | fdc-opt --decode-assign-weight-layout --convert-decode-to-gpu=target=sm_90 | FileCheck %s --check-prefix=RUNS
+// RUNS-LABEL: gpu.func @{{gqa_attention_partial_[0-9]+}}(
+// RUNS:         %[[STAGES:.*]] = memref.view {{.*}} to memref<256x128xbf16, #gpu.address_space<workgroup>>
+// RUNS:         vector.load %{{.*}} {alignment = 16 : i64} : memref<?x16x128xbf16>, vector<8xbf16>
+// RUNS:         scf.for
+// RUNS:           arith.xori
+// RUNS:           vector.load %[[STAGES]][%{{.*}}, %{{.*}}] {alignment = 16 : i64} : memref<256x128xbf16, #gpu.address_space<workgroup>>, vector<8xbf16>
+// RUNS-NOT:       nvgpu.ldmatrix
+// RUNS:           nvvm.mma.sync
 
 // Stages on gfx942 (a bf16 cache, pinned; 2 subgroups, whose two stages of
 // 16 rows of 256 bytes fit its 64 KiB of LDS): the target has no

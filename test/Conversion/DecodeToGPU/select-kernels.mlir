@@ -13,7 +13,7 @@
 // SM90: decode.linear {{.*}}{decode.kernel = #decode.dispatch<max_batch = [8, 16, 32, 64], kernels = [#decode.kernel<"flat_gemm", {batch_tiles = 1 : i64, k_unroll = 8 : i64, row_tiles = 1 : i64, subgroups = 32 : i64}>, #decode.kernel<"flat_gemm", {batch_tiles = 2 : i64, k_unroll = 2 : i64, row_tiles = 1 : i64, subgroups = 16 : i64}>, #decode.kernel<"flat_gemm", {batch_tiles = 4 : i64, k_unroll = 2 : i64, row_tiles = 2 : i64, subgroups = 16 : i64}>, #decode.kernel<"tiled_gemm", {batch_tiles = 2 : i64, k_tile = 128 : i64, row_tiles = 1 : i64, split_k = 1 : i64, stages = 3 : i64, warps_m = 2 : i64, warps_n = 2 : i64}>, #decode.kernel<"tiled_gemm", {batch_tiles = 4 : i64, k_tile = 64 : i64, row_tiles = 4 : i64, split_k = 4 : i64, stages = 4 : i64, warps_m = 2 : i64, warps_n = 2 : i64}>]>}
 // SM90: decode.rope {{.*}}decode.kernel = #decode.kernel<"rope", {threads = 256 : i64}>
 // SM90: decode.kv_append {{.*}}{decode.kernel = #decode.kernel<"kv_append", {}>
-// SM90: decode.attention {{.*}}decode.kernel = #decode.kernel<"gqa_attention", {blocks_per_unit = 0 : i64, cluster_splits = 2 : i64, f32_operands = 1 : i64, heads_as_b = 1 : i64, max_splits = 128 : i64, min_split_length = 64 : i64, min_splits = 1 : i64, prefetch = 0 : i64, register_softmax = 0 : i64, softmax_lanes = 64 : i64, stages = 2 : i64, subgroups = 4 : i64, waves_per_unit = 2 : i64}>
+// SM90: decode.attention {{.*}}decode.kernel = #decode.kernel<"gqa_attention", {blocks_per_unit = 0 : i64, cluster_splits = 2 : i64, f32_operands = 1 : i64, fragment_loads = 1 : i64, heads_as_b = 1 : i64, max_splits = 128 : i64, min_split_length = 64 : i64, min_splits = 1 : i64, prefetch = 0 : i64, register_softmax = 0 : i64, softmax_lanes = 64 : i64, stages = 2 : i64, subgroups = 4 : i64, waves_per_unit = 2 : i64}>
 // SM90: decode.sample {{.*}}{decode.kernel = #decode.kernel<"sample", {threads = 1024 : i64}>}
 // GFX90A: decode.linear {{.*}}{decode.kernel = #decode.dispatch<max_batch = [16, 32, 64], kernels = [#decode.kernel<"flat_gemm", {batch_tiles = 1 : i64, k_unroll = 8 : i64, row_tiles = 1 : i64, subgroups = 16 : i64}>, #decode.kernel<"flat_gemm", {batch_tiles = 2 : i64,
 
@@ -115,7 +115,7 @@
 // shared memory (register_softmax = 1 is a pinned alternative on NVIDIA).
 // RUN: sed 's/head_dim = 128, bf16>/head_dim = 128, !decode.int4<groups = 4>>/g' %S/Inputs/head128-bf16.mlir > %t.int4.mlir
 // RUN: fdc-opt %t.int4.mlir --decode-select-kernels=target=sm_90 | FileCheck %s --check-prefix=INT4
-// INT4: decode.attention {{.*}}decode.kernel = #decode.kernel<"gqa_attention", {blocks_per_unit = 0 : i64, cluster_splits = {{[02]}} : i64, f32_operands = 0 : i64, heads_as_b = 1 : i64, max_splits = 64 : i64, min_split_length = 64 : i64, min_splits = 1 : i64, prefetch = 1 : i64, register_softmax = 0 : i64, softmax_lanes = 1 : i64,
+// INT4: decode.attention {{.*}}decode.kernel = #decode.kernel<"gqa_attention", {blocks_per_unit = 0 : i64, cluster_splits = {{[02]}} : i64, f32_operands = 0 : i64, fragment_loads = 0 : i64, heads_as_b = 1 : i64, max_splits = 64 : i64, min_split_length = 64 : i64, min_splits = 1 : i64, prefetch = 1 : i64, register_softmax = 0 : i64, softmax_lanes = 1 : i64,
 // RUN: fdc-opt %t.int4.mlir --decode-select-kernels=target=gfx942 | FileCheck %s --check-prefix=INT4
 // RUN: sed 's/bf16/f32/g' %t.int4.mlir | fdc-opt --decode-select-kernels=target=sm_90 | FileCheck %s --check-prefix=INT4F32
 // INT4F32: decode.attention {{.*}}decode.kernel = #decode.kernel<"split_kv_attention"
@@ -126,7 +126,7 @@
 // of 16 bytes evenly) without stages.
 // RUN: sed 's/softmax = #decode.softmax<online>/softmax = #decode.softmax<unified_max, phi = 0.0, lo = -20.0, hi = 20.0>/' %t.int4.mlir > %t.int4-unified.mlir
 // RUN: fdc-opt %t.int4-unified.mlir --decode-select-kernels=target=sm_90 | FileCheck %s --check-prefix=INT4UNIFIED
-// INT4UNIFIED: decode.attention {{.*}}decode.kernel = #decode.kernel<"gqa_attention", {blocks_per_unit = 4 : i64, cluster_splits = 2 : i64, f32_operands = 0 : i64, heads_as_b = 1 : i64, max_splits = 64 : i64, min_split_length = 64 : i64, min_splits = 4 : i64, prefetch = 0 : i64, register_softmax = 1 : i64, softmax_lanes = 1 : i64, stages = 2 : i64, subgroups = 4 : i64, waves_per_unit = 2 : i64}>
+// INT4UNIFIED: decode.attention {{.*}}decode.kernel = #decode.kernel<"gqa_attention", {blocks_per_unit = 4 : i64, cluster_splits = 2 : i64, f32_operands = 0 : i64, fragment_loads = 0 : i64, heads_as_b = 1 : i64, max_splits = 64 : i64, min_split_length = 64 : i64, min_splits = 4 : i64, prefetch = 0 : i64, register_softmax = 1 : i64, softmax_lanes = 1 : i64, stages = 2 : i64, subgroups = 4 : i64, waves_per_unit = 2 : i64}>
 // RUN: fdc-opt %t.int4-unified.mlir --decode-select-kernels=target=gfx942 | FileCheck %s --check-prefix=INT4UNIFIED942
 // INT4UNIFIED942: decode.attention {{.*}}decode.kernel = #decode.kernel<"gqa_attention", {{{.*}} prefetch = 1 : i64, register_softmax = 0 : i64, softmax_lanes = 1 : i64, stages = 0 : i64,
 

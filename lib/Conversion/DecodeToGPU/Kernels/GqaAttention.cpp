@@ -45,7 +45,14 @@
 //   clamped (a bf16 or f16 row's 16-byte pieces XOR-ed with the row mod the
 //   pieces that span the target's banks, 8 on every known target, so that
 //   a subgroup's reads of one piece of that many rows spread over the
-//   banks); the step reads them there, in one loop.
+//   banks); the step reads them there, in one loop. With
+//   `fragment_loads` (bf16 or f16, the heads as B columns, where the target
+//   loads MMA operands as fragments: NVIDIA's ldmatrix), the subgroup
+//   reads each 16 x 16 tile of K, and of V transposed, as the A operand in
+//   one instruction; a lane's k slots then hold the k indices the loads
+//   deal (GpuPrimitives::getMmaSlotK), so Q's slots are loaded in that
+//   order, P's are the positions of V's slots, and output tile t holds
+//   head dims t * m + r.
 //
 // Q and K have the cache's type, so S is exact up to f32 accumulation. With
 // f32_operands, P is carried as a pair hi + lo of that type (two MMAs),
@@ -119,6 +126,11 @@ struct GqaAttentionConfig {
   /// blocks (a power of two the target can cluster), or 0: never, the
   /// splits go through the scratch to attention_reduce.
   int64_t clusterSplits;
+  /// With stages: the steps read K and V as the MMA's A operand by fragment
+  /// loads (GpuPrimitives::loadsAFragments), V transposed (1, where the
+  /// shape and target allow it: allowsFragmentLoads), or each lane its own
+  /// runs (0).
+  bool fragmentLoads;
 
   explicit GqaAttentionConfig(const KernelConfig &config)
       : subgroups(config.get("subgroups")),
@@ -131,7 +143,8 @@ struct GqaAttentionConfig {
         headsAsB(config.get("heads_as_b") != 0),
         registerSoftmax(config.get("register_softmax") != 0),
         blocksPerUnit(config.get("blocks_per_unit")),
-        clusterSplits(config.get("cluster_splits")) {}
+        clusterSplits(config.get("cluster_splits")),
+        fragmentLoads(config.get("fragment_loads") != 0) {}
 };
 
 /// The sizes that follow from the MMA layout and the head dim.
@@ -208,6 +221,20 @@ struct GqaAttentionShape {
   }
   int64_t subgroupFloats() const {
     return layout.m() * scoreStride + layout.m();
+  }
+
+  /// Whether the steps may read their K and V tiles from the stages by
+  /// fragment loads: bf16 or f16 rows with the heads as B columns (K and V
+  /// the A operand), where a lane's piece of a tile lies inside one of the
+  /// stages' vector pieces (which the swizzle moves whole).
+  bool allowsFragmentLoads(const GpuPrimitives &target) const {
+    if (int4 || !headsAsB || !target.loadsAFragments(layout))
+      return false;
+    int64_t pieceBytes = target.aFragmentPieceElements(layout) *
+                         operand.getIntOrFloatBitWidth() / 8;
+    return target.vectorBytes() % pieceBytes == 0 &&
+           headDim % layout.k() == 0 && headDim % layout.m() == 0 &&
+           layout.m() == stepPositions;
   }
 
   /// Bytes of a cache row (K or V of one position).
@@ -578,7 +605,9 @@ private:
     target.waitCopies(b, stages - 1);
     target.subgroupBarrier(b);
     SmallVector<Value> loads =
-        loadStep(base, /*clamp=*/false, {stageRows, stage});
+        config.fragmentLoads
+            ? loadStepFragments(stage)
+            : loadStep(base, /*clamp=*/false, {stageRows, stage});
     SmallVector<Value> result = step(base, loads, carried.drop_back());
     result.push_back(nextStage);
     return result;
@@ -652,9 +681,14 @@ private:
     else
       laneHeads = aRows;
     // The step offset of the position in each of the lane's k slots: any
-    // order (MmaLayout), so consecutive ones; with the softmax in registers,
-    // the column of the score accumulator that becomes the slot of P.
+    // order (MmaLayout), so consecutive ones; with fragment loads, the
+    // order they deal V's positions in; with the softmax in registers, the
+    // column of the score accumulator that becomes the slot of P.
     for (int64_t s = 0; s < layout.kPerLane; ++s) {
+      if (config.fragmentLoads) {
+        slotOffsets.push_back(target.getMmaSlotK(b, layout, lane, s));
+        continue;
+      }
       if (weightsInShared()) {
         Value slotBase = mulI(b, kGroup, e.index(layout.kPerLane));
         slotOffsets.push_back(addI(b, slotBase, e.index(s)));
@@ -664,6 +698,12 @@ private:
           shape.accumulatorAsA->at(layout, /*r=*/0, s);
       Value tileBase = e.index(slot.tile * layout.n());
       slotOffsets.push_back(addI(b, tileBase, accOthers[slot.accumulator]));
+    }
+    if (config.fragmentLoads) {
+      keyPiece =
+          target.getAFragmentPiece(b, layout, lane, /*transposed=*/false);
+      valuePiece =
+          target.getAFragmentPiece(b, layout, lane, /*transposed=*/true);
     }
     if (!weightsInShared()) {
       rowOfAccumulator.assign(layout.accPerLane, 0);
@@ -720,11 +760,43 @@ private:
   /// Q as MMA operands: per k run and MMA, per head the lane holds (its A
   /// rows, or with headsAsB its B column); heads past the group are zeros. A
   /// lane loads its run of each row at once; with an INT4 cache the run is
-  /// permuted to the keys' decoded order. A query of another type than the
-  /// operands' is scaled by a power of two, 2^-k, that keeps the largest |q| of
-  /// the group within f16's range (k = 0 but for huge queries), and scoreScale
-  /// undoes it.
+  /// permuted to the keys' decoded order; with fragment loads each MMA's
+  /// slots are loaded in the order the keys' fragments deal them
+  /// (loadQueryInSlotOrder). A query of another type than the operands' is
+  /// scaled by a power of two, 2^-k, that keeps the largest |q| of the group
+  /// within f16's range (k = 0 but for huge queries), and scoreScale undoes
+  /// it.
   void loadQuery() {
+    SmallVector<SmallVector<Value>> queryRuns; // [k run][A row]
+    int64_t slicesPerRun = shape.mmasPerRun;
+    if (config.fragmentLoads) {
+      queryRuns = loadQueryInSlotOrder();
+      slicesPerRun = 1;
+    } else {
+      queryRuns = loadQueryRuns();
+    }
+    scoreScale = e.f32(problem.scale);
+    if (problem.query.type.getElementType() != keyElement)
+      rescaleQuery(queryRuns);
+    for (SmallVector<Value> &rows : queryRuns) {
+      for (Value &run : rows) {
+        auto runType = cast<VectorType>(run.getType());
+        auto operandRunType = VectorType::get(runType.getShape(), keyElement);
+        if (runType != operandRunType)
+          run = arith::TruncFOp::create(b, operandRunType, run);
+      }
+      for (int64_t s = 0; s < slicesPerRun; ++s) {
+        SmallVector<Value> slices;
+        for (Value run : rows)
+          slices.push_back(e.mmaSlice(run, layout, s));
+        query.push_back(std::move(slices));
+      }
+    }
+  }
+
+  /// The query's k runs as the query's type: per k run, per head the lane
+  /// holds, its laneRun dims from runStart.
+  SmallVector<SmallVector<Value>> loadQueryRuns() {
     Type queryType = problem.query.type.getElementType();
     auto runType = VectorType::get({shape.laneRun}, queryType);
     // A run starts at a multiple of laneRun elements of a head row, and the
@@ -756,28 +828,48 @@ private:
       }
       queryRuns.push_back(std::move(rows));
     }
-    scoreScale = e.f32(problem.scale);
-    if (queryType != keyElement)
-      rescaleQuery(queryRuns);
-    auto operandRunType = VectorType::get({shape.laneRun}, keyElement);
-    for (SmallVector<Value> &rows : queryRuns) {
-      for (Value &run : rows)
-        if (run.getType() != operandRunType)
-          run = arith::TruncFOp::create(b, operandRunType, run);
-      for (int64_t s = 0; s < shape.mmasPerRun; ++s) {
-        SmallVector<Value> slices;
-        for (Value run : rows)
-          slices.push_back(e.mmaSlice(run, layout, s));
-        query.push_back(std::move(slices));
+    return queryRuns;
+  }
+
+  /// With fragment loads: per MMA of S (k head dims), per head the lane
+  /// holds, the dims of its k slots in slot order (slotOffsets, the k index
+  /// of each slot; runs of aFragmentSlotRun consecutive dims load at once).
+  SmallVector<SmallVector<Value>> loadQueryInSlotOrder() {
+    Type queryType = problem.query.type.getElementType();
+    int64_t slotRun = target.aFragmentSlotRun(layout);
+    auto pieceType = VectorType::get({slotRun}, queryType);
+    int64_t elementBytes = queryType.getIntOrFloatBitWidth() / 8;
+    uint64_t alignment = std::min<uint64_t>(
+        target.vectorBytes(),
+        llvm::MinAlign(slotRun * elementBytes, shape.headDim * elementBytes));
+    Value zero =
+        arith::ConstantOp::create(b, pieceType, b.getZeroAttr(pieceType));
+    SmallVector<SmallVector<Value>> queryRuns; // [MMA][A row]
+    for (int64_t mma = 0; mma < shape.headDim / layout.k(); ++mma) {
+      SmallVector<Value> rows;
+      for (Value row : laneHeads) {
+        auto [head, valid] = queryHead(row);
+        SmallVector<Value> pieces;
+        for (int64_t s = 0; s < layout.kPerLane; s += slotRun) {
+          Value d = addI(b, slotOffsets[s], e.index(mma * layout.k()));
+          Value q = vector::LoadOp::create(
+              b, pieceType, args[Query], ValueRange{sequence, head, d},
+              /*nontemporal=*/false, llvm::MaybeAlign(alignment));
+          pieces.push_back(e.select(valid, q, zero));
+        }
+        rows.push_back(e.concatVectors(pieces));
       }
+      queryRuns.push_back(std::move(rows));
     }
+    return queryRuns;
   }
 
   /// Scales the query runs (widened to f32) by 2^-k, k = max(0, e - 14) for
   /// the largest |q| of the group in [2^e, 2^(e+1)), and sets scoreScale
   /// to scale * 2^k. Every subgroup holds the whole group's query.
   void rescaleQuery(SmallVector<SmallVector<Value>> &queryRuns) {
-    auto wideType = VectorType::get({shape.laneRun}, b.getF32Type());
+    auto runType = cast<VectorType>(queryRuns.front().front().getType());
+    auto wideType = VectorType::get(runType.getShape(), b.getF32Type());
     Value largest = e.f32(0);
     for (SmallVector<Value> &rows : queryRuns)
       for (Value &run : rows) {
@@ -973,6 +1065,29 @@ private:
     return loads;
   }
 
+  /// With fragment loads: the step's K and V from its stage as the MMA's A
+  /// operand (loadAFragment's A rows), per MMA of S the step's positions by
+  /// its k head dims, then per output tile V's positions transposed, its m
+  /// head dims by the positions (whose k slots then hold the positions
+  /// slotOffsets names).
+  SmallVector<Value> loadStepFragments(Value stage) {
+    SmallVector<Value> loads;
+    auto loadTile = [&](int64_t kv, std::pair<Value, Value> piece,
+                        int64_t firstDim, bool transposed) {
+      Value row = stageRow(stage, e.index(kv), piece.first);
+      Value dim = addI(b, piece.second, e.index(firstDim));
+      Value element = swizzledStageElement(row, dim);
+      llvm::append_range(loads, target.loadAFragment(b, layout, stageRows,
+                                                     ValueRange{row, element},
+                                                     transposed));
+    };
+    for (int64_t mma = 0; mma < shape.headDim / layout.k(); ++mma)
+      loadTile(/*kv=*/0, keyPiece, mma * layout.k(), /*transposed=*/false);
+    for (int64_t t = 0; t < shape.outputTiles; ++t)
+      loadTile(/*kv=*/1, valuePiece, t * layout.m(), /*transposed=*/true);
+    return loads;
+  }
+
   /// The offsets in a step of the positions a lane loads keys for: one
   /// per score tile at its B column, or with headsAsB its A rows.
   SmallVector<Value> keyOffsets() {
@@ -1005,29 +1120,12 @@ private:
   /// tiles, then the head row's (max or flag, sum).
   SmallVector<Value> step(Value base, ArrayRef<Value> loads,
                           ValueRange carried) {
+    StepOperands operands =
+        config.fragmentLoads ? takeFragments(loads) : takeRuns(loads);
     int64_t runs = shape.headDim / shape.runDims;
-    ArrayRef<Value> rest = loads;
-    auto nextRun = [&](int64_t count, Type type) {
-      int64_t n = runValues(count);
-      Value run = operandRun(rest.take_front(n), type);
-      rest = rest.drop_front(n);
-      return run;
-    };
-    SmallVector<SmallVector<Value>> keys; // [key position][k run]
-    for (int64_t i = 0; i < shape.laneKeys(); ++i) {
-      SmallVector<Value> positionKeys;
-      for (int64_t run = 0; run < runs; ++run)
-        positionKeys.push_back(nextRun(shape.laneRun, keyElement));
-      keys.push_back(std::move(positionKeys));
-    }
-    // [k slot][V run]: this lane's dims of a position.
-    SmallVector<SmallVector<Value>> values;
-    for (int64_t s = 0; s < layout.kPerLane; ++s) {
-      SmallVector<Value> runsOfSlot;
-      for (int64_t i = 0; i < shape.laneValueRuns(); ++i)
-        runsOfSlot.push_back(nextRun(shape.valueRun, element));
-      values.push_back(std::move(runsOfSlot));
-    }
+    int64_t mmasPerRun = config.fragmentLoads ? 1 : shape.mmasPerRun;
+    if (config.fragmentLoads)
+      runs = shape.headDim / layout.k();
 
     // S = Q Kᵀ: the accumulators of each score tile.
     SmallVector<Value> scoreTiles;
@@ -1039,19 +1137,15 @@ private:
       Value chains[2] = {zero, zero};
       int64_t slices = 0;
       for (int64_t run = 0; run < runs; ++run)
-        for (int64_t s = 0; s < shape.mmasPerRun; ++s, ++slices) {
-          ArrayRef<Value> q = query[run * shape.mmasPerRun + s];
+        for (int64_t s = 0; s < mmasPerRun; ++s, ++slices) {
+          ArrayRef<Value> q = query[run * mmasPerRun + s];
           Value &chain = chains[slices % 2];
-          if (shape.headsAsB) {
+          SmallVector<Value> keys = keyOperand(operands, t, run, s);
+          if (shape.headsAsB)
             // A: the keys of the lane's A rows (positions); B: Q.
-            SmallVector<Value> keyRows;
-            for (ArrayRef<Value> positionKeys : keys)
-              keyRows.push_back(slice(positionKeys[run], s));
-            chain = target.mma(b, shape.keyLayout, keyRows, q.front(), chain);
-          } else {
-            chain = target.mma(b, shape.keyLayout, q, slice(keys[t][run], s),
-                               chain);
-          }
+            chain = target.mma(b, shape.keyLayout, keys, q.front(), chain);
+          else
+            chain = target.mma(b, shape.keyLayout, q, keys.front(), chain);
         }
       scoreTiles.push_back(slices > 1
                                ? arith::AddFOp::create(b, chains[0], chains[1])
@@ -1074,20 +1168,8 @@ private:
                                     weightsLo);
 
     // O += P V.
-    auto valueType = VectorType::get({layout.kPerLane}, element);
     for (int64_t t = 0; t < shape.outputTiles; ++t) {
-      // Dim t of each V run, over the lane's k slots: B (heads as A rows)
-      // or the A rows (heads as B).
-      int64_t slotIndex =
-          shape.int4 ? int4DecodedIndex(t, shape.valueRun / 8) : t;
-      SmallVector<Value> valueSlots;
-      for (int64_t i = 0; i < shape.laneValueRuns(); ++i) {
-        SmallVector<Value> slotValues;
-        for (ArrayRef<Value> runsOfSlot : values)
-          slotValues.push_back(e.extract(runsOfSlot[i], slotIndex));
-        valueSlots.push_back(
-            vector::FromElementsOp::create(b, valueType, slotValues));
-      }
+      SmallVector<Value> valueSlots = valueOperand(operands, t);
       auto update = [&](ArrayRef<Value> weights, Value tile) {
         if (shape.headsAsB)
           return target.mma(b, layout, valueSlots, weights.front(), tile);
@@ -1101,6 +1183,92 @@ private:
       target.subgroupBarrier(b); // the scores are rewritten by the next step
     acc.append(newRowState);
     return acc;
+  }
+
+  /// A step's cache loads as the MMAs take them: per key position and k
+  /// run a lane's key run, per k slot its V runs (loadStep); or, with
+  /// fragment loads, per MMA of S and per output tile the A rows of K and
+  /// of V (loadStepFragments).
+  struct StepOperands {
+    SmallVector<SmallVector<Value>> keyRuns;    // [key position][k run]
+    SmallVector<SmallVector<Value>> valueRuns;  // [k slot][V run]
+    SmallVector<SmallVector<Value>> keyTiles;   // [MMA of S][A row]
+    SmallVector<SmallVector<Value>> valueTiles; // [output tile][A row]
+  };
+
+  /// loadStep's loads as StepOperands (INT4 runs dequantised).
+  StepOperands takeRuns(ArrayRef<Value> loads) {
+    StepOperands operands;
+    int64_t runs = shape.headDim / shape.runDims;
+    ArrayRef<Value> rest = loads;
+    auto nextRun = [&](int64_t count, Type type) {
+      int64_t n = runValues(count);
+      Value run = operandRun(rest.take_front(n), type);
+      rest = rest.drop_front(n);
+      return run;
+    };
+    for (int64_t i = 0; i < shape.laneKeys(); ++i) {
+      SmallVector<Value> positionKeys;
+      for (int64_t run = 0; run < runs; ++run)
+        positionKeys.push_back(nextRun(shape.laneRun, keyElement));
+      operands.keyRuns.push_back(std::move(positionKeys));
+    }
+    for (int64_t s = 0; s < layout.kPerLane; ++s) {
+      SmallVector<Value> runsOfSlot;
+      for (int64_t i = 0; i < shape.laneValueRuns(); ++i)
+        runsOfSlot.push_back(nextRun(shape.valueRun, element));
+      operands.valueRuns.push_back(std::move(runsOfSlot));
+    }
+    return operands;
+  }
+
+  /// loadStepFragments' loads as StepOperands.
+  StepOperands takeFragments(ArrayRef<Value> loads) {
+    StepOperands operands;
+    ArrayRef<Value> rest = loads;
+    auto nextTile = [&] {
+      SmallVector<Value> rows(rest.take_front(layout.aRowsPerLane));
+      rest = rest.drop_front(layout.aRowsPerLane);
+      return rows;
+    };
+    for (int64_t mma = 0; mma < shape.headDim / layout.k(); ++mma)
+      operands.keyTiles.push_back(nextTile());
+    for (int64_t t = 0; t < shape.outputTiles; ++t)
+      operands.valueTiles.push_back(nextTile());
+    return operands;
+  }
+
+  /// The keys' operand of MMA `s` of k run `run` of score tile `t`: the
+  /// lane's A rows (heads as B columns), else its B column.
+  SmallVector<Value> keyOperand(const StepOperands &operands, int64_t t,
+                                int64_t run, int64_t s) {
+    if (config.fragmentLoads)
+      return operands.keyTiles[run];
+    if (!shape.headsAsB)
+      return {slice(operands.keyRuns[t][run], s)};
+    SmallVector<Value> keyRows;
+    for (ArrayRef<Value> positionKeys : operands.keyRuns)
+      keyRows.push_back(slice(positionKeys[run], s));
+    return keyRows;
+  }
+
+  /// The values' operand of output tile `t`: dim t of each V run, over the
+  /// lane's k slots: the A rows (heads as B) or B (heads as A rows).
+  SmallVector<Value> valueOperand(const StepOperands &operands, int64_t t) {
+    if (config.fragmentLoads)
+      return operands.valueTiles[t];
+    auto valueType = VectorType::get({layout.kPerLane}, element);
+    int64_t slotIndex =
+        shape.int4 ? int4DecodedIndex(t, shape.valueRun / 8) : t;
+    SmallVector<Value> valueSlots;
+    for (int64_t i = 0; i < shape.laneValueRuns(); ++i) {
+      SmallVector<Value> slotValues;
+      for (ArrayRef<Value> runsOfSlot : operands.valueRuns)
+        slotValues.push_back(e.extract(runsOfSlot[i], slotIndex));
+      valueSlots.push_back(
+          vector::FromElementsOp::create(b, valueType, slotValues));
+    }
+    return valueSlots;
   }
 
   /// The score of position offset `offset` in the step from `base` (a dot
@@ -1155,14 +1323,21 @@ private:
   /// memory, as the MMA's operand type (hi, and lo with f32 operands).
   void loadWeights(SmallVectorImpl<Value> &weightsHi,
                    SmallVectorImpl<Value> &weightsLo) {
-    auto weightType = VectorType::get({layout.kPerLane}, b.getF32Type());
-    int64_t weightAlignment =
-        std::min(target.vectorBytes(), layout.kPerLane * 4);
+    // The slots' positions in runs of consecutive ones: all of them, or,
+    // with fragment loads, runs of aFragmentSlotRun.
+    int64_t slotRun = config.fragmentLoads ? target.aFragmentSlotRun(layout)
+                                           : layout.kPerLane;
+    auto weightType = VectorType::get({slotRun}, b.getF32Type());
+    int64_t weightAlignment = std::min(target.vectorBytes(), slotRun * 4);
     for (Value row : laneHeads) {
-      Value at = scoreIndex(row, slotOffsets.front());
-      Value weights = vector::LoadOp::create(
-          b, weightType, shared, ValueRange{at}, /*nontemporal=*/false,
-          llvm::MaybeAlign(weightAlignment));
+      SmallVector<Value> runs;
+      for (int64_t s = 0; s < layout.kPerLane; s += slotRun) {
+        Value at = scoreIndex(row, slotOffsets[s]);
+        runs.push_back(vector::LoadOp::create(
+            b, weightType, shared, ValueRange{at}, /*nontemporal=*/false,
+            llvm::MaybeAlign(weightAlignment)));
+      }
+      Value weights = e.concatVectors(runs);
       auto [hi, lo] = splitOperand(weights);
       weightsHi.push_back(hi);
       weightsLo.push_back(lo);
@@ -1450,17 +1625,21 @@ private:
   void writeSubgroupResult(ArrayRef<Value> state) {
     int64_t rowFloats = problem.partialRowFloats();
     Value subgroupRows = mulI(b, subgroup, e.index(shape.group));
+    // Accumulator row (column with the heads as A rows) r of output tile t
+    // is head dim r * valueRun + t; with fragment loads, t * m + r.
+    int64_t dimsPerOther = config.fragmentLoads ? 1 : shape.valueRun;
+    int64_t dimsPerTile = config.fragmentLoads ? layout.m() : 1;
     for (int64_t j = 0; j < layout.accPerLane; ++j) {
       Value isHead =
           e.cmpi(CmpIPredicate::ult, accHeads[j], e.index(shape.group));
       e.ifThenElse(isHead, [&] {
         Value headRow = addI(b, subgroupRows, accHeads[j]);
         Value rowBase = mulI(b, headRow, e.index(rowFloats));
-        Value dimBase = mulI(b, accOthers[j], e.index(shape.valueRun));
+        Value dimBase = mulI(b, accOthers[j], e.index(dimsPerOther));
         Value at = addI(b, rowBase, dimBase);
         for (int64_t t = 0; t < shape.outputTiles; ++t) {
           Value element = e.extract(state[t], j);
-          Value dim = addI(b, at, e.index(t));
+          Value dim = addI(b, at, e.index(t * dimsPerTile));
           memref::StoreOp::create(b, element, shared, ValueRange{dim});
         }
       });
@@ -1718,6 +1897,9 @@ private:
   SmallVector<Value> laneHeads;
   /// The step offset of the position in each k slot of P and V.
   SmallVector<Value> slotOffsets;
+  /// With fragment loads: the (row, first column) of the pieces of a K tile
+  /// and of a (transposed) V tile the lane names.
+  std::pair<Value, Value> keyPiece, valuePiece;
   /// With the softmax in registers: the A row of each accumulator.
   SmallVector<int64_t> rowOfAccumulator;
   /// Per accumulator: its head, and its position offset (scores) or V run
@@ -1843,6 +2025,11 @@ public:
       prefetch = false;
       stages = 2;
     }
+    // With stages, K and V reach the MMAs by fragment loads where the
+    // target has them (NVIDIA's ldmatrix: one instruction per 16 x 16 tile
+    // of the step, where each lane's runs took 16-byte loads and the
+    // register moves that put V's dims in k slots).
+    bool fragmentLoads = stages > 0 && shape->allowsFragmentLoads(target);
     // Two splits of a (KV head, sequence) add their partial rows in a
     // cluster of their two blocks where the target has clusters, instead of
     // attention_reduce, whose launch after the partial kernel took 1.5-2.6
@@ -1867,7 +2054,8 @@ public:
                        {"heads_as_b", shape && shape->headsAsB},
                        {"register_softmax", registerSoftmax},
                        {"softmax_lanes", softmaxLanes},
-                       {"blocks_per_unit", blocksPerUnit}});
+                       {"blocks_per_unit", blocksPerUnit},
+                       {"fragment_loads", fragmentLoads}});
   }
   LogicalResult verifyConfig(Operation *op, const KernelConfig &config,
                              const GpuPrimitives &target) const override {
@@ -1883,7 +2071,8 @@ public:
         failed(checkRange(op, config, "heads_as_b", 0, 1)) ||
         failed(checkRange(op, config, "register_softmax", 0, 1)) ||
         failed(checkRange(op, config, "softmax_lanes", 1, 64)) ||
-        failed(checkRange(op, config, "blocks_per_unit", 0, 64)))
+        failed(checkRange(op, config, "blocks_per_unit", 0, 64)) ||
+        failed(checkRange(op, config, "fragment_loads", 0, 1)))
       return failure();
     // The most splits in a cluster: the target's cluster_workgroups.
     int64_t clusterSplits = config.get("cluster_splits");
@@ -1957,6 +2146,8 @@ public:
         *GqaAttentionShape::get(attention, ctx.primitives, config.headsAsB);
     config.registerSoftmax =
         config.registerSoftmax && shape.allowsRegisterSoftmax();
+    config.fragmentLoads = config.fragmentLoads && config.stages > 0 &&
+                           shape.allowsFragmentLoads(ctx.primitives);
     AttentionProblem problem = AttentionProblem::get(attention, buffers);
     Builder builder(op->getContext());
     auto [perSequence, fixed] =

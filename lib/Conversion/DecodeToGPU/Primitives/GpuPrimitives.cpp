@@ -189,6 +189,32 @@ Value GpuPrimitives::mma(ImplicitLocOpBuilder &, const MmaLayout &,
   noMma();
 }
 
+[[noreturn]] static void noFragmentLoads() {
+  llvm::report_fatal_error("fragment loads used on a target without them "
+                           "(check loadsAFragments first)");
+}
+
+int64_t GpuPrimitives::aFragmentPieceElements(const MmaLayout &) const {
+  noFragmentLoads();
+}
+int64_t GpuPrimitives::aFragmentSlotRun(const MmaLayout &) const {
+  noFragmentLoads();
+}
+Value GpuPrimitives::getMmaSlotK(ImplicitLocOpBuilder &, const MmaLayout &,
+                                 Value, int64_t) const {
+  noFragmentLoads();
+}
+std::pair<Value, Value> GpuPrimitives::getAFragmentPiece(ImplicitLocOpBuilder &,
+                                                         const MmaLayout &,
+                                                         Value, bool) const {
+  noFragmentLoads();
+}
+SmallVector<Value> GpuPrimitives::loadAFragment(ImplicitLocOpBuilder &,
+                                                const MmaLayout &, Value,
+                                                ValueRange, bool) const {
+  noFragmentLoads();
+}
+
 Value fdc::gpu::combine(ImplicitLocOpBuilder &b, ReduceKind kind, Value x,
                         Value y) {
   if (kind == ReduceKind::Max)

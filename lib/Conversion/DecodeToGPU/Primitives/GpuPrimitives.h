@@ -285,6 +285,37 @@ public:
   virtual std::pair<mlir::Value, mlir::Value>
   getMmaAccumulator(mlir::ImplicitLocOpBuilder &b, const MmaLayout &layout,
                     mlir::Value lane, mlir::Value j) const;
+  /// Fragment loads, where loadsAFragments(layout): the lanes of a subgroup
+  /// load the A operand of one m x k tile from shared memory together, each
+  /// lane naming one piece of the tile (aFragmentPieceElements() consecutive
+  /// elements of a row as the tile lies in memory, getAFragmentPiece), which
+  /// the target's instruction deals out to the lanes as the MMA takes them.
+  /// A lane's k slots then hold the k indices getMmaSlotK names: B must be
+  /// loaded in that order (MmaLayout lets any order that A and B share).
+  virtual bool loadsAFragments(const MmaLayout &layout) const { return false; }
+  /// The elements of the piece each lane names.
+  virtual int64_t aFragmentPieceElements(const MmaLayout &layout) const;
+  /// The length of the runs of consecutive k indices of a lane's slots.
+  virtual int64_t aFragmentSlotRun(const MmaLayout &layout) const;
+  /// The k index (< k) of k slot `s` of lane `lane` (an index) under
+  /// fragment loads. The slots come in runs of aFragmentSlotRun()
+  /// consecutive k indices.
+  virtual mlir::Value getMmaSlotK(mlir::ImplicitLocOpBuilder &b,
+                                  const MmaLayout &layout, mlir::Value lane,
+                                  int64_t s) const;
+  /// The piece of the tile lane `lane` names: the (row, first column) of the
+  /// tile as it lies in memory, an A row and first k; or, `transposed` (the
+  /// tile stored k-major, k x m), a k row and first A row.
+  virtual std::pair<mlir::Value, mlir::Value>
+  getAFragmentPiece(mlir::ImplicitLocOpBuilder &b, const MmaLayout &layout,
+                    mlir::Value lane, bool transposed) const;
+  /// The lane's A rows of the tile (aRowsPerLane vectors of kPerLane
+  /// elements, mma's `aRows`), the lane's piece at `indices` of the
+  /// shared-memory `memref` (its first element, aligned to the piece).
+  virtual llvm::SmallVector<mlir::Value>
+  loadAFragment(mlir::ImplicitLocOpBuilder &b, const MmaLayout &layout,
+                mlir::Value memref, mlir::ValueRange indices,
+                bool transposed) const;
   /// Where the accumulators of `layout` are the A operand of a next MMA of
   /// the same layout, if they are (see AccumulatorOperandMap).
   virtual std::optional<AccumulatorOperandMap>

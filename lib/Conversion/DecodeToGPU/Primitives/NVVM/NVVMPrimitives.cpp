@@ -114,6 +114,61 @@ public:
     return columns;
   }
 
+  /// ldmatrix .x4 (nvgpu.ldmatrix): four 8 x 8 matrices of 16-bit
+  /// elements, lanes 8i to 8i + 7 naming the eight 16-byte rows of matrix
+  /// i, which lane 4g + c receives as elements (g, 2c) and (g, 2c + 1) in
+  /// its register i (with .trans, of the transposed matrix). Matrix i is
+  /// the A register i of mma.sync: A rows 8 (i % 2) up, k 8 (i / 2) up.
+  bool loadsAFragments(const MmaLayout &layout) const override {
+    return layout.m() == 16 && layout.k() == 16 && layout.kPerLane == 4 &&
+           layout.shape.getA().getIntOrFloatBitWidth() == 16;
+  }
+  int64_t aFragmentPieceElements(const MmaLayout &) const override { return 8; }
+  int64_t aFragmentSlotRun(const MmaLayout &) const override { return 2; }
+  /// Register i / 2 holds k = 2c + 8 (i / 2) + {0, 1}: slot s is
+  /// k = 2c + s % 2 + 8 (s / 2).
+  Value getMmaSlotK(ImplicitLocOpBuilder &b, const MmaLayout &, Value lane,
+                    int64_t s) const override {
+    Value c = arith::RemUIOp::create(b, lane, index(b, 4));
+    Value pair = arith::MulIOp::create(b, c, index(b, 2));
+    return arith::AddIOp::create(b, pair, index(b, s % 2 + 8 * (s / 2)));
+  }
+  /// Lane 8i + r names row r of matrix i: A row 8 (i % 2) + r from k
+  /// 8 (i / 2), or, transposed, k row 8 (i / 2) + r from A row 8 (i % 2).
+  std::pair<Value, Value> getAFragmentPiece(ImplicitLocOpBuilder &b,
+                                            const MmaLayout &, Value lane,
+                                            bool transposed) const override {
+    Value matrix = arith::DivUIOp::create(b, lane, index(b, 8));
+    Value r = arith::RemUIOp::create(b, lane, index(b, 8));
+    Value rowHalf = arith::RemUIOp::create(b, matrix, index(b, 2));
+    Value rowOffset = arith::MulIOp::create(b, rowHalf, index(b, 8));
+    Value kHalf = arith::DivUIOp::create(b, matrix, index(b, 2));
+    Value kOffset = arith::MulIOp::create(b, kHalf, index(b, 8));
+    if (transposed)
+      return {arith::AddIOp::create(b, r, kOffset), rowOffset};
+    return {arith::AddIOp::create(b, r, rowOffset), kOffset};
+  }
+  /// A row g takes registers 0 and 2, row g + 8 registers 1 and 3.
+  SmallVector<Value> loadAFragment(ImplicitLocOpBuilder &b,
+                                   const MmaLayout &layout, Value memref,
+                                   ValueRange indices,
+                                   bool transposed) const override {
+    Type element = cast<MemRefType>(memref.getType()).getElementType();
+    auto type = VectorType::get({4, 2}, element);
+    Value matrices = nvgpu::LdMatrixOp::create(b, type, memref, indices,
+                                               transposed, /*numTiles=*/4);
+    auto rowType = VectorType::get({layout.kPerLane}, element);
+    SmallVector<Value> rows;
+    for (int64_t r = 0; r < 2; ++r) {
+      Value low = vector::ExtractOp::create(b, matrices, ArrayRef<int64_t>{r});
+      Value high =
+          vector::ExtractOp::create(b, matrices, ArrayRef<int64_t>{r + 2});
+      rows.push_back(vector::ShuffleOp::create(b, rowType, low, high,
+                                               ArrayRef<int64_t>{0, 1, 2, 3}));
+    }
+    return rows;
+  }
+
   /// Slots (s0, s1, s2, s3) of a lane are k = (2c, 2c + 1, 2c + 8, 2c + 9):
   /// A's registers are {row g: s0 s1}, {row g + 8: s0 s1}, {row g: s2 s3},
   /// {row g + 8: s2 s3}; B's are {s0 s1}, {s2 s3}.
