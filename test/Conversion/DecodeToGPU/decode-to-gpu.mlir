@@ -74,7 +74,8 @@
 // heads per KV head): the partial kernel takes the split count and split
 // length; each subgroup copies the K and V rows of the step ahead into
 // one of its two shared-memory stages (cp.async, 16 bytes per lane, each
-// row's 16-byte pieces XOR-swizzled with the row), waits for its own
+// row's 16-byte pieces XOR-swizzled with the row; the lanes' places in the
+// flat stages planned before the loop), waits for its own
 // stage's, reads its 16 x 16 tiles of K and V there with ldmatrix (V's
 // transposed), computes K Qᵀ with mma.sync (the group's
 // heads as B columns: 8 MMAs for 16 positions of 128 dims), applies the
@@ -88,9 +89,9 @@
 // CHECK: gpu.func @[[PARTIAL:gqa_attention_partial_[0-9]+]]({{.*}}, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64) kernel
 // CHECK:   gpu.dynamic_shared_memory
 // CHECK:   %[[STAGES:.*]] = memref.view {{.*}} to memref<256x128xbf16, #gpu.address_space<workgroup>>
+// CHECK:   %[[FLAT:.*]] = memref.reinterpret_cast %[[STAGES]] to offset: [0], sizes: [32768], strides: [1]
 // CHECK:   scf.for
-// CHECK:     arith.xori
-// CHECK:     nvgpu.device_async_copy {{.*}}, %[[STAGES]][{{.*}}], 8, {{.*}} {bypassL1}
+// CHECK:     nvgpu.device_async_copy {{.*}}, %[[FLAT]][{{.*}}], 8, {{.*}} {bypassL1}
 // CHECK:     nvvm.cp.async.wait.group 1
 // CHECK:     nvvm.bar.warp.sync
 // CHECK-COUNT-8: nvgpu.ldmatrix %[[STAGES]][{{.*}}] {numTiles = 4 : i32, transpose = false} : memref<256x128xbf16, #gpu.address_space<workgroup>> -> vector<4x2xbf16>

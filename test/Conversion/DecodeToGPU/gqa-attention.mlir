@@ -292,7 +292,13 @@
 // [K, V] x 16 positions of 80 bytes). Before the loop each lane copies its
 // 5 pieces of 16 bytes of the first step's rows (if it starts inside the
 // split); each step copies the next one's to the other stage, waits for its
-// own, and reads its rows from shared memory. The keys are dequantised to
+// own, and reads its rows from shared memory. The copies address the cache
+// and the stages as flat memrefs: where all 16 positions of a step are
+// readable, lane l's piece j is piece l + 32 j of the step's K rows, then
+// V rows (j = 2: K in lanes 0-15, V in 16-31, a select in the step), a
+// constant from the step's first row; else the pieces of positions past
+// the last readable one are zeros (cp.async of 0 source bytes; their
+// weights are 0). The keys are dequantised to
 // f16 (0x64006400, as under the online scheme) for f16 score MMAs, the
 // values to bf16 (mask and bias to 128 + q, 0x43004300) for bf16 MMAs with
 // P; every lane turns its own scores into weights (no max to agree on, no
@@ -302,13 +308,21 @@
 // STAGED-LABEL: gpu.func @{{gqa_attention_partial_[0-9]+}}(
 // STAGED:         memref.view {{.*}} : memref<37120xi8, #gpu.address_space<workgroup>> to memref<4160xf32, #gpu.address_space<workgroup>>
 // STAGED:         memref.view {{.*}} : memref<37120xi8, #gpu.address_space<workgroup>> to memref<256x80xi8, #gpu.address_space<workgroup>>
+// STAGED:         memref.reinterpret_cast %{{.*}} to offset: [0], sizes: [%{{.*}}], strides: [1] : memref<?x1x2x2x?x80xi8> to memref<?xi8>
+// STAGED:         memref.reinterpret_cast %{{.*}} to offset: [0], sizes: [20480], strides: [1] : memref<256x80xi8, #gpu.address_space<workgroup>> to memref<20480xi8, #gpu.address_space<workgroup>>
 // STAGED:         scf.if
-// STAGED-COUNT-5:   nvgpu.device_async_copy {{.*}}, 16, {{.*}} : memref<?x1x2x2x?x80xi8> to memref<256x80xi8, #gpu.address_space<workgroup>>
+// STAGED:           scf.if
+// STAGED-COUNT-5:     nvgpu.device_async_copy {{.*}}, 16, {{.*}} : memref<?xi8> to memref<20480xi8, #gpu.address_space<workgroup>>
+// STAGED:           } else {
+// STAGED:             %[[VALID:.*]] = arith.cmpi ult, %{{.*}}, %{{.*}} : index
+// STAGED:             %[[BYTES:.*]] = arith.select %[[VALID]], %c16{{.*}}, %c0{{.*}} : index
+// STAGED-NEXT:        nvgpu.device_async_copy {{.*}}, 16, %[[BYTES]] {bypassL1} : memref<?xi8> to memref<20480xi8, #gpu.address_space<workgroup>>
+// STAGED-COUNT-4:     nvgpu.device_async_copy
 // STAGED-NOT:       nvgpu.device_async_copy
 // STAGED:         nvvm.cp.async.commit.group
 // STAGED:         scf.for
 // STAGED:           scf.if
-// STAGED-COUNT-5:     nvgpu.device_async_copy
+// STAGED-COUNT-10:    nvgpu.device_async_copy
 // STAGED:           nvvm.cp.async.commit.group
 // STAGED-NEXT:      nvvm.cp.async.wait.group 1
 // STAGED:           nvvm.bar.warp.sync
@@ -337,7 +351,10 @@
 // A bf16 cache's rows through two stages on sm_90 (pinned): rows of 256
 // bytes would put the 16-byte pieces that a warp's lanes read of eight
 // rows on the same banks, so each row's pieces are XOR-ed with the row mod
-// 8, in the copies and in the steps' reads alike. The steps read each
+// 8, in the copies and in the steps' reads alike (a readable step's copies:
+// each lane's place in the stage from one of 4 offsets planned before the
+// loop, its 16 pieces 2 rows apart repeating the swizzle every 4, plus a
+// constant). The steps read each
 // 16 x 16 tile of K (8 per step: 128 dims) and of V (8 output tiles,
 // transposed) with one ldmatrix (fragment_loads, the default where stages
 // are), each lane naming one 16-byte piece; the query was loaded in the
@@ -347,11 +364,15 @@
 // RUN:   | fdc-opt --decode-assign-weight-layout --convert-decode-to-gpu=target=sm_90 | FileCheck %s --check-prefix=SWIZZLE
 // SWIZZLE-LABEL: gpu.func @{{gqa_attention_partial_[0-9]+}}(
 // SWIZZLE:         %[[STAGES:.*]] = memref.view {{.*}} to memref<256x128xbf16, #gpu.address_space<workgroup>>
+// SWIZZLE:         %[[FLAT:.*]] = memref.reinterpret_cast %[[STAGES]] to offset: [0], sizes: [32768], strides: [1]
 // SWIZZLE:         %[[SWIZZLED:.*]] = arith.xori %[[PIECE:.*]], %[[ROWBITS:.*]] : index
 // SWIZZLE-NEXT:    %c8{{.*}} = arith.constant 8 : index
 // SWIZZLE-NEXT:    %[[START:.*]] = arith.muli %[[SWIZZLED]], %c8{{.*}} : index
 // SWIZZLE-NEXT:    %[[COLUMN:.*]] = arith.addi %[[START]], %{{.*}} : index
-// SWIZZLE:         nvgpu.device_async_copy {{.*}}, %[[STAGES]][%{{.*}}, %[[COLUMN]]], 8
+// SWIZZLE-NEXT:    %[[PLACE:.*]] = arith.addi %{{.*}}, %[[COLUMN]] : index
+// SWIZZLE:         %[[PLACED:.*]] = arith.addi %{{.*}}, %[[PLACE]] : index
+// SWIZZLE:         %[[TO:.*]] = arith.addi %[[PLACED]], %c{{[0-9]+}}{{.*}} : index
+// SWIZZLE:         nvgpu.device_async_copy {{.*}}, %[[FLAT]][%[[TO]]], 8
 // SWIZZLE-COUNT-8:   vector.load %{{.*}} {alignment = 4 : i64} : memref<?x16x128xbf16>, vector<2xbf16>
 // SWIZZLE:         scf.for
 // SWIZZLE:           arith.xori
@@ -383,11 +404,12 @@
 // STAGED942:         memref.view {{.*}} : memref<41088xi8, #gpu.address_space<workgroup>> to memref<2080xf32, #gpu.address_space<workgroup>>
 // STAGED942:         memref.view {{.*}} : memref<41088xi8, #gpu.address_space<workgroup>> to memref<128x128xbf16, #gpu.address_space<workgroup>>
 // STAGED942:         scf.if
-// STAGED942-COUNT-8:   vector.store {{.*}} {alignment = 16 : i64} : memref<128x128xbf16, #gpu.address_space<workgroup>>, vector<8xbf16>
+// STAGED942:           scf.if
+// STAGED942-COUNT-8:     vector.store {{.*}} {alignment = 16 : i64} : memref<16384xbf16, #gpu.address_space<workgroup>>, vector<8xbf16>
 // STAGED942-NOT:       nvgpu.device_async_copy
 // STAGED942:         scf.for
 // STAGED942:           scf.if
-// STAGED942-COUNT-8:     vector.store {{.*}} : memref<128x128xbf16, #gpu.address_space<workgroup>>, vector<8xbf16>
+// STAGED942-COUNT-8:     vector.store {{.*}} : memref<16384xbf16, #gpu.address_space<workgroup>>, vector<8xbf16>
 // STAGED942:           vector.load {{.*}} : memref<128x128xbf16, #gpu.address_space<workgroup>>, vector<8xbf16>
 // STAGED942:           amdgpu.mfma 16x16x16
 
@@ -397,11 +419,15 @@
 // RUN:   | fdc-opt --decode-assign-weight-layout --convert-decode-to-gpu=target=gfx942 | FileCheck %s --check-prefix=SWIZZLE942
 // SWIZZLE942-LABEL: gpu.func @{{gqa_attention_partial_[0-9]+}}(
 // SWIZZLE942:         %[[STAGES:.*]] = memref.view {{.*}} to memref<128x128xbf16, #gpu.address_space<workgroup>>
+// SWIZZLE942:         %[[FLAT:.*]] = memref.reinterpret_cast %[[STAGES]] to offset: [0], sizes: [16384], strides: [1]
 // SWIZZLE942:         %[[SWIZZLED:.*]] = arith.xori %{{.*}}, %{{.*}} : index
 // SWIZZLE942-NEXT:    %c8{{.*}} = arith.constant 8 : index
 // SWIZZLE942-NEXT:    %[[START:.*]] = arith.muli %[[SWIZZLED]], %c8{{.*}} : index
 // SWIZZLE942-NEXT:    %[[COLUMN:.*]] = arith.addi %[[START]], %{{.*}} : index
-// SWIZZLE942:         vector.store %{{.*}}, %[[STAGES]][%{{.*}}, %[[COLUMN]]]
+// SWIZZLE942-NEXT:    %[[PLACE:.*]] = arith.addi %{{.*}}, %[[COLUMN]] : index
+// SWIZZLE942:         %[[PLACED:.*]] = arith.addi %{{.*}}, %[[PLACE]] : index
+// SWIZZLE942:         %[[TO:.*]] = arith.addi %[[PLACED]], %c{{[0-9]+}}{{.*}} : index
+// SWIZZLE942:         vector.store %{{.*}}, %[[FLAT]][%[[TO]]]
 // SWIZZLE942:         scf.for
 // SWIZZLE942:           arith.xori
 // SWIZZLE942:           vector.load %[[STAGES]][%{{.*}}, %{{.*}}] {alignment = 16 : i64} : memref<128x128xbf16, #gpu.address_space<workgroup>>, vector<8xbf16>

@@ -496,6 +496,8 @@ public:
     lastReadable =
         minU(arith::MaxSIOp::create(b, lastValid, start), lastOfSequence);
     computeLaneLayout();
+    if (config.stages > 0)
+      planStepCopies();
 
     // Each subgroup takes every subgroups-th step of the split.
     Value offset = mulI(b, subgroup, e.index(shape.stepPositions));
@@ -940,15 +942,257 @@ private:
   }
 
   /// Copies the cache rows (K and V) of the step from `base` to stage
-  /// `stage`, in vector pieces spread over the subgroup's lanes, each
-  /// position clamped to the last readable row, if the step starts inside
-  /// the split (a subgroup runs no step past it); commits them as one group
-  /// either way.
+  /// `stage`, in vector pieces spread over the subgroup's lanes, if the
+  /// step starts inside the split (a subgroup runs no step past it): by the
+  /// copy plan (copyPlannedStep), the rows of positions past the last
+  /// readable one zeroed where the step has any; without a plan, each
+  /// position clamped to the last readable row (copyStepRows). Commits them
+  /// as one group either way.
   void copyStep(Value base, Value stage) {
     Value inside = e.cmpi(CmpIPredicate::ult, base, end);
-    e.ifThenElse(inside, [&] { copyStepRows(base, stage); });
+    e.ifThenElse(inside, [&] {
+      if (!copyPlan) {
+        copyStepRows(base, stage);
+        return;
+      }
+      Value last = addI(b, base, e.index(shape.stepPositions - 1));
+      Value readable = e.cmpi(CmpIPredicate::ule, last, lastReadable);
+      e.ifThenElse(
+          readable, [&] { copyPlannedStep(base, stage, /*masked=*/false); },
+          [&] { copyPlannedStep(base, stage, /*masked=*/true); });
+    });
     target.commitCopies(b);
   }
+
+  /// How the lanes copy a step whose positions are all readable (planned
+  /// before the loop by planStepCopies). Lane l's piece j is piece p = l +
+  /// lanes * j of the step's K rows, then its V rows, in vector pieces (a
+  /// step's positions are consecutive rows of the cache, and of the
+  /// stage). Its source is the step's first K row plus p pieces, plus, for
+  /// a V piece, the distance from the K rows to the V rows less the K
+  /// pieces: a constant past one loop-invariant lane offset, with that
+  /// distance where lane l's piece j is V (from `firstValueLane`, selected
+  /// in the step where only some lanes' are). Its place in the stage is the
+  /// stage's first row plus one of a few loop-invariant lane offsets
+  /// (`stageClasses`: the swizzle moves the pieces of each row) plus a
+  /// constant: a piece shares the class of an earlier one where its place
+  /// differs from that one's by the same constant in every lane (found by
+  /// evaluating every lane's places here). The steps add constants, which the
+  /// target folds into the copies' addresses, where the clamped copies compute
+  /// each piece's indices.
+  struct StepCopyPlan {
+    struct Piece {
+      /// lanes * j: lane l's piece is p = l + firstPiece.
+      int64_t firstPiece;
+      int64_t sourceConstant;
+      /// The lanes from which the piece is of the V rows (0: every lane;
+      /// lanes: none).
+      int64_t firstValueLane;
+      int64_t stageClass, stageConstant;
+    };
+    SmallVector<Piece> pieces;
+    SmallVector<Value> stageClasses;
+    /// The cache and the stages as flat memrefs of their elements.
+    Value cache, stages;
+    /// The lane's first element of the block's K rows of position 0:
+    /// (slot, layer, K, kvHead, 0, 0) plus the lane's pieces.
+    Value laneKeyElement;
+    /// The V rows' elements less the K rows' of a step.
+    Value valueShift;
+    int64_t rowElements, pieceElements;
+  };
+
+  /// Plans the copies of readable steps (StepCopyPlan), where the cache
+  /// is laid out densely and the stage swizzle repeats within a step's
+  /// rows; else none (every step clamps its positions).
+  void planStepCopies() {
+    auto cacheType = cast<MemRefType>(args[Cache].getType());
+    RowXorSwizzle swizzle = stageSwizzle();
+    if (!cacheType.getLayout().isIdentity() ||
+        shape.stepPositions % swizzle.period != 0)
+      return;
+    int64_t lanes = target.subgroupSize();
+    int64_t elementBits = cacheType.getElementType().getIntOrFloatBitWidth();
+    int64_t pieceElements = target.vectorBytes() * 8 / elementBits;
+    int64_t rowElements = shape.rowBytes() * 8 / elementBits;
+    int64_t rowPieces = rowElements / pieceElements;
+    int64_t kvPieces = shape.stepPositions * rowPieces;
+    int64_t perLane = 2 * kvPieces / lanes;
+    // Lane l's piece j's place from the stage's first row.
+    auto placed = [&](int64_t l, int64_t j) {
+      int64_t p = l + lanes * j;
+      int64_t row = p / rowPieces;
+      return row * rowElements +
+             swizzle.pieceOf(p % rowPieces, row) * pieceElements;
+    };
+    // The constant by which piece j's places exceed piece r's in every
+    // lane, if there is one.
+    auto stageShift = [&](int64_t j, int64_t r) -> std::optional<int64_t> {
+      int64_t shift = placed(0, j) - placed(0, r);
+      for (int64_t l = 0; l < lanes; ++l)
+        if (placed(l, j) - placed(l, r) != shift)
+          return std::nullopt;
+      return shift;
+    };
+    StepCopyPlan plan;
+    plan.rowElements = rowElements;
+    plan.pieceElements = pieceElements;
+    // The cache's strides (dense: suffix products of its sizes).
+    int64_t rank = cacheType.getRank();
+    SmallVector<Value> strides(rank);
+    Value stride = e.index(1);
+    for (int64_t d = rank - 1; d >= 0; --d) {
+      strides[d] = stride;
+      Value size = cacheType.isDynamicDim(d)
+                       ? memref::DimOp::create(b, args[Cache], d).getResult()
+                       : e.index(cacheType.getDimSize(d));
+      stride = mulI(b, stride, size);
+    }
+    Attribute space = cacheType.getMemorySpace();
+    auto flatType =
+        MemRefType::get({ShapedType::kDynamic}, cacheType.getElementType(),
+                        MemRefLayoutAttrInterface(), space);
+    plan.cache = memref::ReinterpretCastOp::create(
+        b, flatType, args[Cache], b.getIndexAttr(0), {OpFoldResult(stride)},
+        {b.getIndexAttr(1)});
+    auto stagesType = cast<MemRefType>(stageRows.getType());
+    auto flatStagesType = MemRefType::get(
+        {stagesType.getNumElements()}, stagesType.getElementType(),
+        MemRefLayoutAttrInterface(), stagesType.getMemorySpace());
+    plan.stages = memref::ReinterpretCastOp::create(
+        b, flatStagesType, stageRows, /*offset=*/0,
+        ArrayRef<int64_t>{stagesType.getNumElements()}, ArrayRef<int64_t>{1});
+    // (slot, layer, K, kvHead, 0, 0); [2] is K or V, [4] the position.
+    Value slotStart = mulI(b, slot, strides[0]);
+    Value layerStart = mulI(b, layerIndex, strides[1]);
+    Value headStart = mulI(b, kvHead, strides[3]);
+    Value slotLayer = addI(b, slotStart, layerStart);
+    Value firstKeyElement = addI(b, slotLayer, headStart);
+    Value laneElement = mulI(b, lane, e.index(pieceElements));
+    plan.laneKeyElement = addI(b, firstKeyElement, laneElement);
+    Value keyElements = e.index(kvPieces * pieceElements);
+    plan.valueShift = arith::SubIOp::create(b, strides[2], keyElements);
+    SmallVector<int64_t> stageFirst; // each stage class's piece
+    for (int64_t j = 0; j < perLane; ++j) {
+      StepCopyPlan::Piece piece{};
+      piece.firstPiece = lanes * j;
+      // Lanes [firstValueLane, lanes) take V pieces.
+      int64_t firstValueLane =
+          std::clamp<int64_t>(kvPieces - lanes * j, 0, lanes);
+      piece.sourceConstant = lanes * j * pieceElements;
+      piece.firstValueLane = firstValueLane;
+      if (swizzle.isIdentity()) {
+        // p pieces from the stage's first row: the lane's plus a constant.
+        piece.stageClass = 0;
+        piece.stageConstant = lanes * j * pieceElements;
+        if (plan.stageClasses.empty())
+          plan.stageClasses.push_back(laneElement);
+        plan.pieces.push_back(piece);
+        continue;
+      }
+      bool found = false;
+      for (auto [c, r] : llvm::enumerate(stageFirst))
+        if (std::optional<int64_t> shift = stageShift(j, r)) {
+          piece.stageClass = c;
+          piece.stageConstant = *shift;
+          found = true;
+          break;
+        }
+      if (!found) {
+        // row * rowElements + its swizzled piece's first element.
+        piece.stageClass = stageFirst.size();
+        stageFirst.push_back(j);
+        Value p = addI(b, lane, e.index(lanes * j));
+        Value row = arith::DivUIOp::create(b, p, e.index(rowPieces));
+        Value column = arith::RemUIOp::create(b, p, e.index(rowPieces));
+        Value first = mulI(b, column, e.index(pieceElements));
+        Value rowStart = mulI(b, row, e.index(rowElements));
+        Value element = swizzledStageElement(row, first);
+        plan.stageClasses.push_back(addI(b, rowStart, element));
+      }
+      plan.pieces.push_back(piece);
+    }
+    copyPlan = std::move(plan);
+  }
+
+  /// The copies of the step from `base` to stage `stage`, by the copy
+  /// plan. Without `masked` every position of the step must be readable;
+  /// with, the pieces of positions past the last readable one are zeros
+  /// (their weights are 0: a position past the last readable one is past
+  /// the split's end), read from the step's first row (readable: the step
+  /// starts inside the split) where the target's copy reads its source
+  /// all the same.
+  void copyPlannedStep(Value base, Value stage, bool masked) {
+    const StepCopyPlan &plan = *copyPlan;
+    int64_t rowPieces = plan.rowElements / plan.pieceElements;
+    int64_t kvPieces = shape.stepPositions * rowPieces;
+    // Piece p % kvPieces of the K or V rows is readable where it is below
+    // (lastReadable - base + 1) rows of pieces.
+    Value readablePieces;
+    if (masked) {
+      Value readableRows = arith::SubIOp::create(b, lastReadable, base);
+      Value rows = addI(b, readableRows, e.index(1));
+      readablePieces = mulI(b, rows, e.index(rowPieces));
+    }
+    Value rowStart = mulI(b, base, e.index(plan.rowElements));
+    Value keySource = addI(b, plan.laneKeyElement, rowStart);
+    Value valueSource;
+    // (One op-creating call per argument list: the IR must not depend on
+    // the C++ compiler's order of evaluation.)
+    Value zero = e.index(0);
+    Value stageFirstRow = stageRow(stage, zero, zero);
+    Value stageStart = mulI(b, stageFirstRow, e.index(plan.rowElements));
+    // Each class's base, made where a piece first takes it.
+    SmallVector<Value> places(plan.stageClasses.size());
+    // A masked piece's source: the step's first row (the lane's piece may
+    // lie past it).
+    Value firstRow;
+    if (masked) {
+      Value laneElement = mulI(b, lane, e.index(plan.pieceElements));
+      Value rowSource = addI(b, plan.laneKeyElement, rowStart);
+      firstRow = arith::SubIOp::create(b, rowSource, laneElement);
+    }
+    Value always = arith::ConstantIntOp::create(b, b.getI1Type(), 1);
+    int64_t lanes = target.subgroupSize();
+    for (const StepCopyPlan::Piece &piece : plan.pieces) {
+      Value source = keySource;
+      bool mixed = piece.firstValueLane > 0 && piece.firstValueLane < lanes;
+      Value isValue;
+      if (piece.firstValueLane < lanes) {
+        if (!valueSource)
+          valueSource = addI(b, keySource, plan.valueShift);
+        source = valueSource;
+      }
+      if (mixed) {
+        // (Selected in the step: a loop-invariant shift would hold
+        // registers across the loop.)
+        isValue =
+            e.cmpi(CmpIPredicate::uge, lane, e.index(piece.firstValueLane));
+        source = e.select(isValue, valueSource, keySource);
+      }
+      Value &placeBase = places[piece.stageClass];
+      if (!placeBase)
+        placeBase = addI(b, stageStart, plan.stageClasses[piece.stageClass]);
+      Value from = addI(b, source, e.index(piece.sourceConstant));
+      Value to = addI(b, placeBase, e.index(piece.stageConstant));
+      Value valid = always;
+      if (masked) {
+        // The piece's index in its K or V rows: p, or p - kvPieces for V.
+        Value inKeys = addI(b, lane, e.index(piece.firstPiece));
+        Value inValues = addI(b, lane, e.index(piece.firstPiece - kvPieces));
+        Value inRows = inKeys;
+        if (mixed)
+          inRows = e.select(isValue, inValues, inKeys);
+        else if (piece.firstValueLane == 0)
+          inRows = inValues;
+        valid = e.cmpi(CmpIPredicate::ult, inRows, readablePieces);
+        from = e.select(valid, from, firstRow);
+      }
+      target.copyToShared(b, plan.stages, ValueRange{to}, plan.cache,
+                          ValueRange{from}, valid);
+    }
+  }
+
   void copyStepRows(Value base, Value stage) {
     int64_t pieceBytes = target.vectorBytes();
     int64_t elementBytes = cast<MemRefType>(args[Cache].getType())
@@ -1016,10 +1260,7 @@ private:
   /// same ones. INT4 rows (their words and (scale, min)
   /// pairs read apart) are not swizzled.
   Value swizzledStageElement(Value row, Value element) {
-    int64_t bankRowBytes =
-        target.sharedMemoryBanks() * target.sharedMemoryBankBytes();
-    RowXorSwizzle swizzle =
-        shape.stageSwizzle(target.vectorBytes(), bankRowBytes);
+    RowXorSwizzle swizzle = stageSwizzle();
     if (swizzle.isIdentity())
       return element;
     Type rowElement = cast<MemRefType>(stageRows.getType()).getElementType();
@@ -1031,6 +1272,14 @@ private:
     Value swizzled = RowXorSwizzle::apply(b, piece, mask);
     Value start = mulI(b, swizzled, e.index(pieceElements));
     return addI(b, start, within);
+  }
+
+  /// The stages' swizzle (GqaAttentionShape::stageSwizzle) on the target's
+  /// banks.
+  RowXorSwizzle stageSwizzle() const {
+    int64_t bankRowBytes =
+        target.sharedMemoryBanks() * target.sharedMemoryBankBytes();
+    return shape.stageSwizzle(target.vectorBytes(), bankRowBytes);
   }
 
   /// The values loadRun appends for `count` dims.
@@ -1897,6 +2146,8 @@ private:
   SmallVector<Value> laneHeads;
   /// The step offset of the position in each k slot of P and V.
   SmallVector<Value> slotOffsets;
+  /// With stages: how the lanes copy a readable step, if planned.
+  std::optional<StepCopyPlan> copyPlan;
   /// With fragment loads: the (row, first column) of the pieces of a K tile
   /// and of a (transposed) V tile the lane names.
   std::pair<Value, Value> keyPiece, valuePiece;

@@ -54,6 +54,14 @@ struct RowXorSwizzle {
     return mlir::arith::MulIOp::create(b, mask, scale);
   }
 
+  /// Where piece `piece` of row `row` lies: piece ^ ((row mod period) *
+  /// stride), as rowMask and apply place it.
+  int64_t pieceOf(int64_t piece, int64_t row) const {
+    if (isIdentity())
+      return piece;
+    return piece ^ ((row & (period - 1)) * stride);
+  }
+
   /// `value` (a piece number or element offset in the units of `mask`)
   /// moved by a row's mask.
   static mlir::Value apply(mlir::ImplicitLocOpBuilder &b, mlir::Value value,
