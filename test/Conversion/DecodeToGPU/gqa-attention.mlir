@@ -301,8 +301,10 @@
 // weights are 0). The keys are dequantised to
 // f16 (0x64006400, as under the online scheme) for f16 score MMAs, the
 // values to bf16 (mask and bias to 128 + q, 0x43004300) for bf16 MMAs with
-// P; every lane turns its own scores into weights (no max to agree on, no
-// shuffle). No copy is left in flight after the loop.
+// P (the V words of k slots 2p and 2p + 1 mixed first, a 16-bit half of
+// each per word, so that a dim's two values come out in one register, as
+// the MMA takes them); every lane turns its own scores into weights (no
+// max to agree on, no shuffle). No copy is left in flight after the loop.
 // RUN: sed 's/256/128/g; s/4096/2048/g; s/kv_heads = 1/kv_heads = 2/g; s/head_dim = 128, bf16>/head_dim = 128, !decode.int4<groups = 4>>/g; s/softmax = #decode.softmax<online>/softmax = #decode.softmax<unified_max, phi = 0.0, lo = -20.0, hi = 20.0>/' %s \
 // RUN:   | fdc-opt --decode-assign-weight-layout --convert-decode-to-gpu=target=sm_90 | FileCheck %s --check-prefix=STAGED
 // STAGED-LABEL: gpu.func @{{gqa_attention_partial_[0-9]+}}(
@@ -329,8 +331,9 @@
 // STAGED:           vector.load {{.*}} : memref<256x80xi8, #gpu.address_space<workgroup>>, vector<16xi8>
 // STAGED:           llvm.inline_asm "lop3.b32 $0, $1, 983055, 1677747200, 0xEA;"
 // STAGED:           arith.subf {{.*}} : vector<8xf16>
+// STAGED:           vector.shuffle %{{.*}}, %{{.*}} [0, 2, 1, 3] : vector<2xi16>, vector<2xi16>
 // STAGED:           llvm.inline_asm "lop3.b32 $0, $1, 983055, 1124090624, 0xEA;"
-// STAGED:           arith.subf {{.*}} : vector<2xbf16>
+// STAGED:           arith.subf {{.*}} : vector<4xbf16>
 // STAGED:           nvvm.mma.sync {{.*}} : (vector<2xf16>, vector<2xf16>, f32)
 // STAGED-NOT:       gpu.shuffle
 // STAGED:           llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f32"

@@ -82,6 +82,20 @@ Int4Run loadInt4Run(GpuEmitter &e, mlir::Value cache,
 mlir::Value dequantizeInt4Run(GpuEmitter &e, const Int4RowLayout &layout,
                               const Int4Run &run, mlir::Type element);
 
+/// Two loaded runs of the same dims (of two rows) dequantised together to
+/// a vector<2 * dims x element>: element int4PairedIndex(d, words) is dim d
+/// of `first` and the next one dim d of `second`, so that the two values of
+/// a dim share a 32-bit register, as an MMA operand's two consecutive k
+/// slots do (runs dequantised apart leave them in different registers,
+/// which a byte permute per register joins). The words are first mixed, a
+/// 16-bit half of each run's word per mixed word (one byte permute each).
+mlir::Value dequantizeInt4RunPair(GpuEmitter &e, const Int4RowLayout &layout,
+                                  const Int4Run &first, const Int4Run &second,
+                                  mlir::Type element);
+/// The element of dim `d` of the first run in dequantizeInt4RunPair's
+/// vector, for runs of `words` words.
+int64_t int4PairedIndex(int64_t d, int64_t words);
+
 } // namespace fdc::gpu
 
 #endif // FDC_LIB_CONVERSION_DECODETOGPU_KERNELS_INT4VECTORS_H
