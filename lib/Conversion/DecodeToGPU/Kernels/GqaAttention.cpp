@@ -964,8 +964,8 @@ private:
     target.commitCopies(b);
   }
 
-  /// How the lanes copy a step whose positions are all readable (planned
-  /// before the loop by planStepCopies). Lane l's piece j is piece p = l +
+  /// How the lanes copy a step (planned before the loop by
+  /// planStepCopies). Lane l's piece j is piece p = l +
   /// lanes * j of the step's K rows, then its V rows, in vector pieces (a
   /// step's positions are consecutive rows of the cache, and of the
   /// stage). Its source is the step's first K row plus p pieces, plus, for
@@ -978,7 +978,7 @@ private:
   /// constant: a piece shares the class of an earlier one where its place
   /// differs from that one's by the same constant in every lane (found by
   /// evaluating every lane's places here). The steps add constants, which the
-  /// target folds into the copies' addresses, where the clamped copies compute
+  /// target folds into the copies' addresses, where copyStepRows computes
   /// each piece's indices.
   struct StepCopyPlan {
     struct Piece {
