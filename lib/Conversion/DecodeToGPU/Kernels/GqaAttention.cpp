@@ -2268,7 +2268,8 @@ public:
     // 64: 45.4 against 43.2 us; H100, 2026-11-26).
     int64_t softmaxLanes = shape && shape->int4 ? 1 : 64;
     // Splits for whole waves of two blocks per unit (as many as the
-    // registers of a 4-subgroup block let a unit hold): a block per
+    // registers of a 4-subgroup block let a unit hold; three since bf16's
+    // staged steps take fragment loads, see above): a block per
     // (sequence, KV head, split) leaves few blocks per split. At most 128
     // (bf16 MQA, B = 1, unified max: with 64, 64 blocks leave half the
     // H100's SMs idle; S = 32768 11.2 against 12.6 us, S = 16384 8.2
@@ -2326,7 +2327,12 @@ public:
     // With stages, K and V reach the MMAs by fragment loads where the
     // target has them (NVIDIA's ldmatrix: one instruction per 16 x 16 tile
     // of the step, where each lane's runs took 16-byte loads and the
-    // register moves that put V's dims in k slots).
+    // register moves that put V's dims in k slots). H100, 2026-12-08, with
+    // the planned copies, against both without in one call: 1.004x in
+    // geomean over the suite's 166 attention points, up to 5 % on small
+    // batches, but 32/8 at B = 64 0.9-6.3 % slower: the kernel's 166
+    // registers let three blocks share a unit where two did, and 512
+    // blocks of one split then leave a tail (docs/perf.md).
     bool fragmentLoads = stages > 0 && shape->allowsFragmentLoads(target);
     // Two splits of a (KV head, sequence) add their partial rows in a
     // cluster of their two blocks where the target has clusters, instead of
