@@ -125,8 +125,8 @@ public:
   }
   int64_t aFragmentPieceElements(const MmaLayout &) const override { return 8; }
   int64_t aFragmentSlotRun(const MmaLayout &) const override { return 2; }
-  /// Register i / 2 holds k = 2c + 8 (i / 2) + {0, 1}: slot s is
-  /// k = 2c + s % 2 + 8 (s / 2).
+  /// A's register i holds k = 2c + 8 (i / 2) + {0, 1} (mma's slot pairs
+  /// s0 s1 and s2 s3): slot s is k = 2c + s % 2 + 8 (s / 2).
   Value getMmaSlotK(ImplicitLocOpBuilder &b, const MmaLayout &, Value lane,
                     int64_t s) const override {
     Value c = arith::RemUIOp::create(b, lane, index(b, 4));
