@@ -1149,8 +1149,7 @@ private:
     Value firstRow;
     if (masked) {
       Value laneElement = mulI(b, lane, e.index(plan.pieceElements));
-      Value rowSource = addI(b, plan.laneKeyElement, rowStart);
-      firstRow = arith::SubIOp::create(b, rowSource, laneElement);
+      firstRow = arith::SubIOp::create(b, keySource, laneElement);
     }
     Value always = arith::ConstantIntOp::create(b, b.getI1Type(), 1);
     int64_t lanes = target.subgroupSize();
